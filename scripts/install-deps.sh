@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs everything folio needs to build and test, from Debian packages only.
+# Safe to run again: apt-get skips what is already there.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config \
+  libopenblas-dev libopenblas0-pthread \
+  nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev \
+  > /dev/null
+echo "folio: dependencies installed"

@@ -1,0 +1,58 @@
+// Element types for weights, activations and KV storage, with exact conversions.
+//
+// Weights may be stored as f32, f16, bf16 or q8_0 (GGUF blocks of 32: one f16 scale + 32 int8).
+// Activations are always f32. Conversions to/from 16-bit formats round to nearest even.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace folio {
+
+enum class DType : uint8_t { F32, F16, BF16, Q8_0 };
+
+// Number of elements that share one storage block (32 for q8_0, otherwise 1).
+int64_t dtype_block_elems(DType t);
+// Bytes of one storage block (34 for q8_0, otherwise the element size).
+size_t dtype_block_bytes(DType t);
+// Bytes needed for a row of n elements; n must be a multiple of the block size.
+size_t dtype_row_bytes(DType t, int64_t n);
+const char* dtype_name(DType t);
+// Parses "f32", "f16", "bf16", "q8_0" (case-insensitive; "float32", "bfloat16", "float16" too).
+std::optional<DType> parse_dtype(std::string_view s);
+
+// Q8_0 block as stored in GGUF.
+struct BlockQ8_0 {
+  uint16_t scale_f16;
+  int8_t q[32];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Converts n elements of type t at src into f32 at dst. For q8_0, n must be a multiple of 32.
+void convert_to_f32(DType t, const void* src, float* dst, int64_t n);
+// Converts n f32 values into type t (f32, f16, bf16, q8_0) at dst.
+void convert_from_f32(DType t, const float* src, void* dst, int64_t n);
+
+}  // namespace folio

@@ -1,0 +1,37 @@
+// TensorView: a typed, shaped, non-owning view of tensor bytes (usually inside an mmap'ed checkpoint).
+//
+// Shapes are row-major in PyTorch order: a linear weight is [out_features, in_features], each row
+// contiguous. GGUF's reversed dimension order is undone by its reader, so every loader hands out
+// the same convention.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace folio {
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  int64_t rows() const { return shape.empty() ? 1 : (shape.size() == 1 ? 1 : shape[0]); }
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+  size_t row_bytes() const { return dtype_row_bytes(dtype, cols()); }
+  size_t nbytes() const { return static_cast<size_t>(numel() / dtype_block_elems(dtype)) * dtype_block_bytes(dtype); }
+  const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
+};
+
+// "[1280, 6848]"
+std::string shape_to_string(const std::vector<int64_t>& shape);
+
+}  // namespace folio
