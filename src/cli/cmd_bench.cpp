@@ -1,0 +1,160 @@
+// folio bench decode: KV bytes and latency as the output grows (docs/bench-contract.md).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/memory_stats.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/bandwidth.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kv/block_pool.h"
+#include "kv/sequence_kv.h"
+#include "runtime/loaded_model.h"
+#include "text/sampler.h"
+
+namespace folio::cli {
+
+namespace {
+
+struct DecodeArgs {
+  std::string model, policy = "rswa", kv_dtype = "bf16", json;
+  int64_t window = 128, ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
+  int threads = 0;
+  bool synthetic_ref = true;
+  uint64_t seed = 1;
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int run_decode(const DecodeArgs& a) {
+  if (a.policy == "sparse" || a.policy == "rolling")
+    throw Error(Error::Kind::Unsupported, "policy '" + a.policy + "' is not implemented yet (full, rswa)");
+  KVPolicy policy = KVPolicy::parse(a.policy, a.window);
+  auto kv_dtype = parse_dtype(a.kv_dtype);
+  if (!kv_dtype || *kv_dtype == DType::Q8_0)
+    throw Error(Error::Kind::Unsupported, "--kv-dtype '" + a.kv_dtype + "' is not supported yet (f32, f16, bf16)");
+  if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
+  if (a.json.empty()) throw_invalid("--json FILE is required");
+
+  LoadedModel m = load_model(a.model, false);
+  const ModelConfig& cfg = m.config;
+  if (a.ref_tokens + a.gen_tokens > cfg.max_positions)
+    throw_invalid("--ref-tokens + --gen-tokens = " + std::to_string(a.ref_tokens + a.gen_tokens) +
+                  " exceeds the model's context of " + std::to_string(cfg.max_positions));
+  ThreadPool threads(a.threads);
+  KVBlockPool pool(m.decoder->kv_layout(*kv_dtype), 0);
+  SequenceKV kv(pool, 1, policy);
+
+  // The reference: seeded random token ids (the decoder-only stand-in for image tokens).
+  std::mt19937_64 rng(a.seed);
+  std::uniform_int_distribution<int32_t> tok(2, static_cast<int32_t>(cfg.vocab - 1));
+  std::vector<int32_t> ref(static_cast<size_t>(a.ref_tokens));
+  for (auto& t : ref) t = tok(rng);
+
+  std::vector<float> logits(static_cast<size_t>(cfg.vocab));
+  double t0 = now_ms();
+  for (int64_t i = 0; i < a.ref_tokens; i += a.prefill_chunk) {
+    Decoder::Input in;
+    in.kv = &kv;
+    in.tokens = std::span<const int32_t>(ref.data() + i, static_cast<size_t>(std::min(a.prefill_chunk, a.ref_tokens - i)));
+    in.reference = true;
+    m.decoder->forward({&in, 1}, logits.data(), threads);
+  }
+  double prefill_ms = now_ms() - t0;
+  std::fprintf(stderr, "prefill %lld tokens: %.0f ms\n", (long long)a.ref_tokens, prefill_ms);
+
+  Sampler greedy(SamplingParams{});
+  nlohmann::json samples = nlohmann::json::array();
+  size_t kv_peak = kv.bytes();
+  double window_start = now_ms(), decode_start = window_start;
+  double kv_read_bytes_sum = 0;
+  for (int64_t g = 1; g <= a.gen_tokens; ++g) {
+    int32_t next = greedy.sample(logits);  // EOS ignored: always decode gen_tokens tokens
+    Decoder::Input in;
+    in.kv = &kv;
+    in.tokens = std::span<const int32_t>(&next, 1);
+    m.decoder->forward({&in, 1}, logits.data(), threads);
+    kv_peak = std::max(kv_peak, kv.bytes());
+    kv_read_bytes_sum += static_cast<double>(kv.cached_tokens()) * static_cast<double>(pool.layout().bytes_per_token());
+    if (g % a.sample_every == 0) {
+      double t = now_ms();
+      double ms = (t - window_start) / static_cast<double>(a.sample_every);
+      samples.push_back({{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms}});
+      std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token\n", (long long)g, kv.bytes(), ms);
+      window_start = t;
+    }
+  }
+  double decode_ms = now_ms() - decode_start;
+
+  // Roofline: a decode step must at least stream the active weights and the cached KV once.
+  double bw = kernels::measure_copy_bandwidth_gbs(threads);
+  double weight_bytes = static_cast<double>(m.decoder->active_weight_bytes_per_token());
+  double kv_bytes_mean = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
+  double roofline_ms = (weight_bytes + kv_bytes_mean) / (bw * 1e9) * 1e3;
+  double ms_per_token = decode_ms / static_cast<double>(a.gen_tokens);
+
+  nlohmann::json j = {{"suite", "decode"},
+                      {"model", a.model},
+                      {"architecture", cfg.arch_name()},
+                      {"policy", policy.name()},
+                      {"window", a.window},
+                      {"kv_dtype", dtype_name(*kv_dtype)},
+                      {"threads", threads.size()},
+                      {"isa", kernels::isa_name(kernels::active_isa())},
+                      {"ref_tokens", a.ref_tokens},
+                      {"gen_tokens", a.gen_tokens},
+                      {"prefill_ms", prefill_ms},
+                      {"samples", samples},
+                      {"kv_bytes_peak", kv_peak},
+                      {"kv_bytes_per_token", pool.layout().bytes_per_token()},
+                      {"rss_peak_bytes", peak_rss_bytes()},
+                      {"decode_tokens_per_s", 1000.0 / ms_per_token},
+                      {"ms_per_token", ms_per_token},
+                      {"roofline",
+                       {{"copy_bandwidth_gbs", bw},
+                        {"active_weight_bytes_per_token", weight_bytes},
+                        {"kv_bytes_read_per_token_mean", kv_bytes_mean},
+                        {"roofline_ms_per_token", roofline_ms},
+                        {"efficiency", roofline_ms / ms_per_token}}}};
+  std::ofstream out(a.json);
+  if (!out) throw_invalid("cannot write " + a.json);
+  out << j.dump(2) << "\n";
+  std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, roofline %.2f ms/token (%.0f%% of it), RSS peak %zu\n",
+              policy.name().c_str(), dtype_name(*kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, roofline_ms,
+              100.0 * roofline_ms / ms_per_token, peak_rss_bytes());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto a = std::make_shared<DecodeArgs>();
+  app.require_subcommand(1);
+  CLI::App* d = app.add_subcommand("decode", "KV bytes and ms/token as the output grows");
+  d->add_option("--model", a->model, "Checkpoint directory or .gguf file")->required();
+  d->add_option("--policy", a->policy, "full or rswa (sparse, rolling: later)")->capture_default_str();
+  d->add_option("--window", a->window, "R-SWA window")->capture_default_str();
+  d->add_option("--kv-dtype", a->kv_dtype, "f32, f16 or bf16")->capture_default_str();
+  d->add_option("--ref-tokens", a->ref_tokens, "Reference (prefill) tokens P")->capture_default_str();
+  d->add_option("--gen-tokens", a->gen_tokens, "Generated tokens N")->capture_default_str();
+  d->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();
+  d->add_option("--sample-every", a->sample_every, "Record a sample every K generated tokens")->capture_default_str();
+  d->add_option("--prefill-chunk", a->prefill_chunk, "Reference tokens per forward pass")->capture_default_str();
+  d->add_option("--seed", a->seed, "Seed of the synthetic reference")->capture_default_str();
+  d->add_flag("--synthetic-ref", a->synthetic_ref, "Reference of random token ids (the only kind for decoder-only models)");
+  d->add_option("--json", a->json, "Output JSON file")->required();
+  return [a, d]() -> int {
+    if (d->parsed()) return run_decode(*a);
+    return 2;
+  };
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,47 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "kv/kv_layout.h"
+#include "runtime/loaded_model.h"
+
+namespace folio::cli {
+
+Runner add_inspect(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto tensors = std::make_shared<bool>(false);
+  app.add_option("--model", *path, "Checkpoint directory or .gguf file")->required();
+  app.add_flag("--tensors", *tensors, "List every tensor with dtype and shape");
+  return [path, tensors]() -> int {
+    LoadedModel m = load_model(*path, false);
+    const ModelConfig& c = m.config;
+    std::printf("path: %s\nformat: %s\narchitecture: %s (model_type %s)\n", m.path.c_str(), m.format.c_str(),
+                c.arch_name().c_str(), c.model_type.c_str());
+    std::printf("layers: %lld  hidden: %lld  heads: %lld  kv_heads: %lld  head_dim: %lld\n", (long long)c.n_layers,
+                (long long)c.hidden, (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim);
+    if (c.n_routed > 0)
+      std::printf("moe: %lld routed experts (width %lld), top-%lld, %lld shared, first %lld layers dense (width %lld)\n",
+                  (long long)c.n_routed, (long long)c.moe_intermediate, (long long)c.top_k, (long long)c.n_shared,
+                  (long long)c.first_k_dense, (long long)c.intermediate);
+    else
+      std::printf("mlp: width %lld\n", (long long)c.intermediate);
+    std::printf("vocab: %lld  context: %lld  rope_theta: %g  rms_eps: %g  sliding_window: %lld\n", (long long)c.vocab,
+                (long long)c.max_positions, c.rope_theta, c.rms_eps, (long long)c.sliding_window);
+    std::printf("parameters: %lld (%.3f B)  weight bytes: %zu\n", (long long)m.decoder->parameter_count(),
+                m.decoder->parameter_count() / 1e9, m.decoder->weight_bytes());
+    std::printf("active weight bytes per token: %zu\n", m.decoder->active_weight_bytes_per_token());
+    for (DType d : {DType::F32, DType::BF16, DType::F16})
+      std::printf("kv bytes per token (%s): %zu\n", dtype_name(d), m.decoder->kv_layout(d).bytes_per_token());
+    auto names = m.weights->names();
+    std::printf("tensors: %zu\n", names.size());
+    if (*tensors)
+      for (const auto& n : names) {
+        const TensorView& t = m.weights->get(n);
+        std::printf("  %s %s %s\n", n.c_str(), dtype_name(t.dtype), shape_to_string(t.shape).c_str());
+      }
+    return 0;
+  };
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,16 @@
+// Measures the machine's memory copy bandwidth: the roofline that decode throughput is judged by.
+#pragma once
+
+#include <cstddef>
+
+#include "core/thread_pool.h"
+
+namespace folio::kernels {
+
+// Copies a `bytes`-sized buffer (much larger than the caches) into another with every thread of
+// `pool` copying its own slice, and returns the best of `repeats` runs in GB/s (1e9 bytes/s),
+// counting bytes read plus bytes written (2 * bytes per copy). Allocates 2 * bytes of memory.
+// Throws InvalidInput if bytes < 1 MiB or repeats < 1.
+double measure_copy_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{512} << 20, int repeats = 5);
+
+}  // namespace folio::kernels

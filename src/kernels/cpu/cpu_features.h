@@ -1,0 +1,25 @@
+// Run-time choice of the SIMD instruction set used by the CPU kernels.
+//
+// One binary runs on plain x86-64, AVX2 and AVX-512 CPUs: every SIMD kernel is compiled for its
+// instruction set with target attributes and picked at run time from what the CPU reports.
+#pragma once
+
+namespace folio::kernels {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+
+// The widest instruction set this CPU supports (Avx2 needs AVX2+FMA+F16C; Avx512 needs
+// AVX-512 F/BW/VL/DQ as well).
+Isa best_isa();
+
+// The instruction set the kernels use now; best_isa() unless set_isa chose otherwise.
+Isa active_isa();
+
+// For tests and benchmarks: selects `isa`, clamped to best_isa() so an unsupported one can never
+// be chosen. Not meant to be called while kernels are running on other threads.
+void set_isa(Isa isa);
+
+// "scalar", "avx2", "avx512".
+const char* isa_name(Isa isa);
+
+}  // namespace folio::kernels

@@ -1,0 +1,46 @@
+// Internal to the CPU kernels: one table of kernel entry points per instruction set.
+//
+// matmul.cpp validates arguments, splits work across threads and picks the table for the active
+// Isa; the ISA files (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) fill the tables
+// from the shared bodies in kernels_impl.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/cpu_features.h"
+
+namespace folio::kernels::detail {
+
+// y[g * ldy + r] = <row r of W, row g of x> for r in [r0, r1), g in [0, n). W rows are `row_bytes`
+// apart and hold `in` elements; x is [n, in] contiguous f32. Each output is computed in an order
+// that depends only on `in`, so results do not change with r0/r1 (thread split) or n (batch).
+using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t r0, int64_t r1, const float* x,
+                        int64_t n, float* y, int64_t ldy);
+// Converts `rows` weight rows into dst ([rows, in] f32, contiguous).
+using RowsToF32Fn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t rows, float* dst);
+using DotFn = float (*)(const float* a, const void* b, int64_t n);
+using AxpyFn = void (*)(float alpha, const void* x, float* y, int64_t n);
+
+struct KernelTable {
+  GemvFn gemv[4];          // indexed by DType: F32, F16, BF16, Q8_0
+  RowsToF32Fn to_f32[4];   // indexed by DType
+  DotFn dot[3];            // F32, F16, BF16
+  AxpyFn axpy[3];          // F32, F16, BF16
+};
+
+const KernelTable& scalar_table();
+// Only valid to call when the CPU supports the instruction set (see best_isa()).
+const KernelTable& avx2_table();
+const KernelTable& avx512_table();
+
+inline const KernelTable& table_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return avx512_table();
+    case Isa::Avx2: return avx2_table();
+    case Isa::Scalar: break;
+  }
+  return scalar_table();
+}
+
+}  // namespace folio::kernels::detail

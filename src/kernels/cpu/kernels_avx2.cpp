@@ -1,0 +1,65 @@
+// AVX2 + FMA + F16C kernels (8 f32 lanes). Compiled for that target by the pragma below, not by a
+// global -mavx2, so the rest of the binary still runs on plain x86-64; used only when best_isa()
+// says the CPU has these instructions.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "kernels/cpu/kernel_table.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace folio::kernels::detail {
+namespace {
+
+struct VAvx2 {
+  using reg = __m256;
+  static constexpr int W = 8;
+  // 16 ymm registers: R*G accumulators + G inputs + 1 weight vector must fit.
+  static constexpr int kRows[5] = {0, 8, 4, 2, 2};
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg set1(float v) { return _mm256_set1_ps(v); }
+  static reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static reg load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static reg load_bf16(const uint16_t* p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  static reg load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
+  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static float hsum(reg v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float f16(uint16_t h) { return _cvtsh_ss(h); }
+};
+
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#include "kernels/cpu/kernels_impl.h"
+
+namespace folio::kernels::detail {
+namespace {
+constexpr KernelTable kAvx2Table = make_table<VAvx2>();
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#pragma GCC pop_options
+
+namespace folio::kernels::detail {
+const KernelTable& avx2_table() { return kAvx2Table; }
+}  // namespace folio::kernels::detail

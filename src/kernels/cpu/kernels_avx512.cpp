@@ -1,0 +1,71 @@
+// AVX-512 kernels (16 f32 lanes). Compiled for that target by the pragma below, not by a global
+// -march, so the rest of the binary still runs on older CPUs; used only when best_isa() says the
+// CPU has AVX-512 F/BW/VL/DQ (+ FMA, F16C).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "kernels/cpu/kernel_table.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+// GCC 12's own AVX-512 intrinsics trip -Wmaybe-uninitialized on their _mm512_undefined_*()
+// pass-through operands (GCC bug 105593); the warning is about the header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace folio::kernels::detail {
+namespace {
+
+struct VAvx512 {
+  using reg = __m512;
+  static constexpr int W = 16;
+  // 32 zmm registers: R*G accumulators + G inputs + 1 weight vector must fit.
+  static constexpr int kRows[5] = {0, 8, 8, 8, 4};
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float v) { return _mm512_set1_ps(v); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static reg load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static reg load_bf16(const uint16_t* p) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  static reg load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static float hsum(reg v) {
+    __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float f16(uint16_t h) { return _cvtsh_ss(h); }
+};
+
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#include "kernels/cpu/kernels_impl.h"
+
+namespace folio::kernels::detail {
+namespace {
+constexpr KernelTable kAvx512Table = make_table<VAvx512>();
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace folio::kernels::detail {
+const KernelTable& avx512_table() { return kAvx512Table; }
+}  // namespace folio::kernels::detail

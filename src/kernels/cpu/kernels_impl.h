@@ -1,0 +1,241 @@
+// Internal: ISA-generic bodies of the CPU kernels, instantiated once per instruction set.
+//
+// Include this only from an ISA file (kernels_*.cpp), after that file has included every header
+// this one needs (<cstdint>, <cstring>, core/dtype.h, kernel_table.h) and, for SIMD files, after
+// its `#pragma GCC target`: the pragma then applies to everything defined here. Everything lives
+// in an anonymous namespace so the AVX-512 instantiations can never be merged by the linker with
+// the AVX2 or scalar ones (which would put AVX-512 code on CPUs without it).
+//
+// A traits struct V supplies the vector type and primitives:
+//   reg, W (lanes, a divisor of 32), kRows[G] (weight rows per tile when G input rows share it),
+//   zero, set1, load (f32), load_f16, load_bf16, load_i8 (W int8 -> f32), store, fma(a, b, c) = a*b+c,
+//   mul, add, hsum, f16 (scalar f16 -> f32).
+
+namespace folio::kernels::detail {
+namespace {
+
+// ---- weight loaders: stored element type -> V::reg of f32 ------------------------------------
+// A loader reads weights in chunks of 32 elements (one q8_0 block): chunk() prepares a context for
+// elements [c, c+32) and load(ctx, k) returns elements c + k*W .. c + k*W + W-1. Non-blocked types
+// also support load1 (W elements at any i) and scalar (one element) for rows not a multiple of 32.
+
+template <class V>
+struct LoadF32 {
+  static constexpr bool kBlocked = false;
+  struct Ctx {
+    const float* p;
+  };
+  static const float* at(const uint8_t* row, int64_t i) { return reinterpret_cast<const float*>(row) + i; }
+  static Ctx chunk(const uint8_t* row, int64_t c) { return {at(row, c)}; }
+  static size_t offset(int64_t c) { return static_cast<size_t>(c) * 4; }
+  static typename V::reg load(const Ctx& ctx, int k) { return V::load(ctx.p + k * V::W); }
+  static typename V::reg load1(const uint8_t* row, int64_t i) { return V::load(at(row, i)); }
+  static float scalar(const uint8_t* row, int64_t i) { return *at(row, i); }
+};
+
+template <class V>
+struct LoadBF16 {
+  static constexpr bool kBlocked = false;
+  struct Ctx {
+    const uint16_t* p;
+  };
+  static const uint16_t* at(const uint8_t* row, int64_t i) { return reinterpret_cast<const uint16_t*>(row) + i; }
+  static Ctx chunk(const uint8_t* row, int64_t c) { return {at(row, c)}; }
+  static size_t offset(int64_t c) { return static_cast<size_t>(c) * 2; }
+  static typename V::reg load(const Ctx& ctx, int k) { return V::load_bf16(ctx.p + k * V::W); }
+  static typename V::reg load1(const uint8_t* row, int64_t i) { return V::load_bf16(at(row, i)); }
+  static float scalar(const uint8_t* row, int64_t i) { return bf16_to_f32(*at(row, i)); }
+};
+
+template <class V>
+struct LoadF16 {
+  static constexpr bool kBlocked = false;
+  struct Ctx {
+    const uint16_t* p;
+  };
+  static const uint16_t* at(const uint8_t* row, int64_t i) { return reinterpret_cast<const uint16_t*>(row) + i; }
+  static Ctx chunk(const uint8_t* row, int64_t c) { return {at(row, c)}; }
+  static size_t offset(int64_t c) { return static_cast<size_t>(c) * 2; }
+  static typename V::reg load(const Ctx& ctx, int k) { return V::load_f16(ctx.p + k * V::W); }
+  static typename V::reg load1(const uint8_t* row, int64_t i) { return V::load_f16(at(row, i)); }
+  static float scalar(const uint8_t* row, int64_t i) { return V::f16(*at(row, i)); }
+};
+
+// q8_0: value = scale * q. Multiplying each converted int8 vector by the broadcast scale gives
+// exactly the f32 weight convert_to_f32 produces, so q8_0 matches the f32 path bit for bit.
+template <class V>
+struct LoadQ8 {
+  static constexpr bool kBlocked = true;
+  struct Ctx {
+    const int8_t* q;
+    typename V::reg d;
+  };
+  static Ctx chunk(const uint8_t* row, int64_t c) {
+    const uint8_t* b = row + static_cast<size_t>(c / 32) * sizeof(BlockQ8_0);
+    uint16_t s;
+    std::memcpy(&s, b, sizeof s);  // blocks are only 2-byte aligned at best
+    return {reinterpret_cast<const int8_t*>(b + offsetof(BlockQ8_0, q)), V::set1(V::f16(s))};
+  }
+  static size_t offset(int64_t c) { return static_cast<size_t>(c / 32) * sizeof(BlockQ8_0); }
+  static typename V::reg load(const Ctx& ctx, int k) { return V::mul(V::load_i8(ctx.q + k * V::W), ctx.d); }
+};
+
+// Bytes ahead of the current chunk that each weight-row stream prefetches into L2. The hardware
+// prefetcher follows sequential rows too; the hint mainly helps when many rows stream at once.
+constexpr size_t kPrefetchBytes = 1024;
+
+// ---- GEMV tile: R weight rows x G input rows --------------------------------------------------
+// Each weight chunk is loaded once and applied to all G input rows; R*G independent accumulators
+// hide FMA latency. acc[r][g] always sums chunks in the same order, whatever R and G are, so a row's
+// result does not depend on the tile it was computed in.
+template <class V, class L, int R, int G>
+inline void gemv_tile(const uint8_t* w, size_t rb, int64_t in, const float* x, float* y, int64_t ldy) {
+  using reg = typename V::reg;
+  constexpr int K = 32 / V::W;
+  reg acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = V::zero();
+  int64_t c = 0;
+  for (; c + 32 <= in; c += 32) {
+    typename L::Ctx ctx[R];
+    for (int r = 0; r < R; ++r) {
+      ctx[r] = L::chunk(w + r * rb, c);
+      __builtin_prefetch(w + r * rb + L::offset(c) + kPrefetchBytes);
+    }
+    for (int k = 0; k < K; ++k) {
+      reg xv[G];
+      for (int g = 0; g < G; ++g) xv[g] = V::load(x + g * in + c + k * V::W);
+      for (int r = 0; r < R; ++r) {
+        reg wv = L::load(ctx[r], k);
+        for (int g = 0; g < G; ++g) acc[r][g] = V::fma(wv, xv[g], acc[r][g]);
+      }
+    }
+  }
+  if constexpr (!L::kBlocked) {
+    for (; c + V::W <= in; c += V::W) {
+      reg xv[G];
+      for (int g = 0; g < G; ++g) xv[g] = V::load(x + g * in + c);
+      for (int r = 0; r < R; ++r) {
+        reg wv = L::load1(w + r * rb, c);
+        for (int g = 0; g < G; ++g) acc[r][g] = V::fma(wv, xv[g], acc[r][g]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < G; ++g) {
+      float s = V::hsum(acc[r][g]);
+      if constexpr (!L::kBlocked) {
+        for (int64_t i = c; i < in; ++i) s += L::scalar(w + r * rb, i) * x[g * in + i];
+      }
+      y[g * ldy + r] = s;
+    }
+  }
+}
+
+// Runs tiles of V::kRows[G] rows over a block of kBlock rows for one group of G input rows.
+constexpr int kBlock = 8;
+
+template <class V, class L, int G>
+inline void gemv_block(const uint8_t* w, size_t rb, int64_t in, const float* x, float* y, int64_t ldy) {
+  constexpr int R = V::kRows[G];
+  static_assert(kBlock % R == 0);
+  for (int r = 0; r < kBlock; r += R) gemv_tile<V, L, R, G>(w + r * rb, rb, in, x, y + r, ldy);
+}
+
+template <class V, class L, int G>
+inline void gemv_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const float* x, float* y,
+                      int64_t ldy) {
+  int64_t r = r0;
+  for (; r + kBlock <= r1; r += kBlock) gemv_block<V, L, G>(w + r * rb, rb, in, x, y + r, ldy);
+  for (; r < r1; ++r) gemv_tile<V, L, 1, G>(w + r * rb, rb, in, x, y + r, ldy);
+}
+
+// Input rows go in groups of up to 4 (more accumulators would not fit in registers).
+template <class V, class L>
+inline void gemv_groups(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t n,
+                        float* y, int64_t ldy) {
+  for (int64_t g = 0; g < n; g += 4) {
+    const float* xg = x + g * in;
+    float* yg = y + g * ldy;
+    switch (n - g >= 4 ? 4 : n - g) {
+      case 1: gemv_rows<V, L, 1>(w, rb, in, r0, r1, xg, yg, ldy); break;
+      case 2: gemv_rows<V, L, 2>(w, rb, in, r0, r1, xg, yg, ldy); break;
+      case 3: gemv_rows<V, L, 3>(w, rb, in, r0, r1, xg, yg, ldy); break;
+      default: gemv_rows<V, L, 4>(w, rb, in, r0, r1, xg, yg, ldy); break;
+    }
+  }
+}
+
+// With several groups, every group is done on one block of kBlock weight rows before moving on, so
+// the block is read from memory once and re-read from cache by the later groups.
+template <class V, class L>
+void gemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t n, float* y,
+          int64_t ldy) {
+  if (n <= 4) {
+    gemv_groups<V, L>(w, rb, in, r0, r1, x, n, y, ldy);
+    return;
+  }
+  for (int64_t r = r0; r < r1; r += kBlock)
+    gemv_groups<V, L>(w, rb, in, r, r + kBlock < r1 ? r + kBlock : r1, x, n, y, ldy);
+}
+
+// ---- weight conversion for the BLAS path -------------------------------------------------------
+template <class V, class L>
+void rows_to_f32(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
+  constexpr int K = 32 / V::W;
+  for (int64_t r = 0; r < rows; ++r, dst += in) {
+    const uint8_t* row = w + r * rb;
+    int64_t c = 0;
+    for (; c + 32 <= in; c += 32) {
+      typename L::Ctx ctx = L::chunk(row, c);
+      for (int k = 0; k < K; ++k) V::store(dst + c + k * V::W, L::load(ctx, k));
+    }
+    if constexpr (!L::kBlocked) {
+      for (; c + V::W <= in; c += V::W) V::store(dst + c, L::load1(row, c));
+      for (; c < in; ++c) dst[c] = L::scalar(row, c);
+    }
+  }
+}
+
+// ---- vector helpers for attention over KV caches ------------------------------------------------
+template <class V, class L>
+float dot(const float* a, const void* b, int64_t n) {
+  using reg = typename V::reg;
+  const auto* row = static_cast<const uint8_t*>(b);
+  reg s0 = V::zero(), s1 = V::zero();
+  int64_t i = 0;
+  for (; i + 2 * V::W <= n; i += 2 * V::W) {
+    s0 = V::fma(V::load(a + i), L::load1(row, i), s0);
+    s1 = V::fma(V::load(a + i + V::W), L::load1(row, i + V::W), s1);
+  }
+  if (i + V::W <= n) {
+    s0 = V::fma(V::load(a + i), L::load1(row, i), s0);
+    i += V::W;
+  }
+  float s = V::hsum(V::add(s0, s1));
+  for (; i < n; ++i) s += a[i] * L::scalar(row, i);
+  return s;
+}
+
+template <class V, class L>
+void axpy(float alpha, const void* x, float* y, int64_t n) {
+  const auto* row = static_cast<const uint8_t*>(x);
+  const typename V::reg va = V::set1(alpha);
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) V::store(y + i, V::fma(va, L::load1(row, i), V::load(y + i)));
+  for (; i < n; ++i) y[i] += alpha * L::scalar(row, i);
+}
+
+template <class V>
+constexpr KernelTable make_table() {
+  return KernelTable{
+      {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>, &gemv<V, LoadQ8<V>>},
+      {&rows_to_f32<V, LoadF32<V>>, &rows_to_f32<V, LoadF16<V>>, &rows_to_f32<V, LoadBF16<V>>,
+       &rows_to_f32<V, LoadQ8<V>>},
+      {&dot<V, LoadF32<V>>, &dot<V, LoadF16<V>>, &dot<V, LoadBF16<V>>},
+      {&axpy<V, LoadF32<V>>, &axpy<V, LoadF16<V>>, &axpy<V, LoadBF16<V>>},
+  };
+}
+
+}  // namespace
+}  // namespace folio::kernels::detail

@@ -1,0 +1,127 @@
+#include "kernels/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace folio::kernels {
+
+namespace {
+
+// From n = kGemmMinRows on, converting W to f32 and running sgemm beats the GEMV kernels, whose
+// cost grows linearly with n once the weight stream is no longer the bottleneck. Measured on AVX2
+// (see the crossover note in the report / bench): GEMV wins clearly up to n = 8-16.
+constexpr int64_t kGemmMinRows = 16;
+
+// Rows per thread chunk are multiples of this, so GEMV tiles (8 rows) never straddle chunks.
+constexpr int64_t kRowGrain = 8;
+
+// Threading of the sgemm path: our pool owns all parallelism. W is cut into tiles of rows whose
+// boundaries depend only on W's shape; each pool thread takes whole tiles, converts each into a
+// thread-private f32 buffer and multiplies it with a single-threaded sgemm. So:
+//  - every tile's sgemm call is the same whatever the thread count, and results are bit-identical
+//    for any pool size (OpenBLAS's edge kernels would round differently if the split moved);
+//  - the converted tile is still in the thread's cache when sgemm packs it, and conversion runs on
+//    all threads;
+//  - there is never more than one busy thread per core (OpenBLAS's own threads would otherwise
+//    compete with our spinning pool workers).
+// OpenBLAS's thread count is global, so it is set to 1 once, on the first sgemm-path call.
+void make_blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+// Rows per tile: at most ~1 MiB of f32 (fits L2 next to sgemm's packed panels), at least 64 rows
+// so sgemm's packing of X is amortised, and small enough for >= 16 tiles to balance the threads.
+int64_t gemm_tile_rows(int64_t out, int64_t in) {
+  const int64_t cache_rows = (int64_t{1} << 18) / std::max<int64_t>(in, 1);
+  const int64_t balance_rows = (out + 15) / 16;
+  int64_t rows = std::min(cache_rows, balance_rows);
+  return std::clamp<int64_t>((rows + 15) / 16 * 16, 64, 512);
+}
+
+void sgemm_tile(const float* x, int64_t n, int64_t in, const float* w, int64_t rows, float* y, int64_t ldy) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(rows),
+              static_cast<blasint>(in), 1.0f, x, static_cast<blasint>(in), w, static_cast<blasint>(in), 0.0f, y,
+              static_cast<blasint>(ldy));
+}
+
+void matmul_gemm(const detail::KernelTable& table, const TensorView& w, const float* x, int64_t n, float* y,
+                 ThreadPool& pool) {
+  make_blas_single_threaded();
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const size_t rb = w.row_bytes();
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const DType dt = w.dtype;
+  const int64_t tile = gemm_tile_rows(out, in);
+  const int64_t tiles = (out + tile - 1) / tile;
+  pool.parallel_for(tiles, [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; ++t) {
+      const int64_t r = t * tile, rows = std::min(tile, out - r);
+      if (dt == DType::F32) {
+        sgemm_tile(x, n, in, reinterpret_cast<const float*>(wb + r * rb), rows, y + r, out);
+        continue;
+      }
+      // Reused across calls: a fresh multi-MiB allocation per call would page-fault every time.
+      thread_local std::vector<float> buf;
+      if (buf.size() < static_cast<size_t>(tile * in)) buf.resize(static_cast<size_t>(tile * in));
+      table.to_f32[static_cast<int>(dt)](wb + r * rb, rb, in, rows, buf.data());
+      sgemm_tile(x, n, in, buf.data(), rows, y + r, out);
+    }
+  });
+}
+
+int dtype_index_for_vector_op(DType t, const char* op) {
+  if (t == DType::Q8_0) throw_invalid(std::string(op) + ": q8_0 operands are not supported (use f32, f16 or bf16)");
+  return static_cast<int>(t);
+}
+
+}  // namespace
+
+int64_t matmul_gemm_min_rows() { return kGemmMinRows; }
+
+void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const std::string who = "matmul: weight '" + w.name + "'";
+  FOLIO_CHECK_INPUT(w.shape.size() == 2, who + " must be 2-D [out, in], got shape " + shape_to_string(w.shape));
+  FOLIO_CHECK_INPUT(n >= 0, who + ": negative number of input rows " + std::to_string(n));
+  const int64_t out = w.shape[0], in = w.shape[1];
+  FOLIO_CHECK_INPUT(out >= 0 && in >= 0, who + " has a negative dimension " + shape_to_string(w.shape));
+  FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
+                    who + " is q8_0 with " + std::to_string(in) + " columns, not a multiple of the block size 32");
+  if (n == 0 || out == 0) return;
+  FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
+  if (in == 0) {
+    std::fill(y, y + n * out, 0.0f);
+    return;
+  }
+
+  const detail::KernelTable& table = detail::table_for(active_isa());
+  if (n >= kGemmMinRows) {
+    matmul_gemm(table, w, x, n, y, pool);
+    return;
+  }
+  const detail::GemvFn gemv = table.gemv[static_cast<int>(w.dtype)];
+  const size_t rb = w.row_bytes();
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  pool.parallel_for(
+      out, [&](int64_t b, int64_t e) { gemv(wb, rb, in, b, e, x, n, y, out); }, kRowGrain);
+}
+
+float dot(const float* a, const void* b, DType bt, int64_t n) {
+  int t = dtype_index_for_vector_op(bt, "dot");
+  return detail::table_for(active_isa()).dot[t](a, b, n);
+}
+
+void axpy(float alpha, const void* x, DType xt, float* y, int64_t n) {
+  int t = dtype_index_for_vector_op(xt, "axpy");
+  detail::table_for(active_isa()).axpy[t](alpha, x, y, n);
+}
+
+}  // namespace folio::kernels

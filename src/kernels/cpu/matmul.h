@@ -1,0 +1,36 @@
+// Matrix and vector kernels over weights stored as f32, f16, bf16 or q8_0; activations are f32.
+//
+// Every kernel runs on the instruction set active_isa() reports (cpu_features.h).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace folio::kernels {
+
+// Y[n, out] = X[n, in] * W^T, where w is 2-D [out, in] (f32, f16, bf16 or q8_0; for q8_0, in is a
+// multiple of 32) and x, y are contiguous row-major f32. y must not overlap x or w.
+//
+// Work is split over output rows with `pool`; results are bit-identical for any pool size.
+// Small n (decode, n < matmul_gemm_min_rows()) streams each weight row once for all n input rows,
+// accumulating in f32; each output is then also independent of n (batching does not change a
+// token's result). Larger n (prefill) converts tiles of W to f32 and multiplies them with
+// single-threaded OpenBLAS sgemm calls, one tile per pool thread at a time: the first such call
+// sets OpenBLAS's (process-wide) thread count to 1.
+// Throws Error(InvalidInput) naming the weight if w is not 2-D, has no data, or in is not a
+// multiple of the q8_0 block; or if n < 0.
+void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// Smallest n that takes the sgemm path (exposed for tests and benchmarks).
+int64_t matmul_gemm_min_rows();
+
+// sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for q8_0.
+float dot(const float* a, const void* b, DType bt, int64_t n);
+
+// y[i] += alpha * x[i] with x stored as f32, f16 or bf16. Throws InvalidInput for q8_0.
+void axpy(float alpha, const void* x, DType xt, float* y, int64_t n);
+
+}  // namespace folio::kernels

@@ -1,0 +1,83 @@
+#include "kv/block_pool.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace folio {
+
+KVBlockPool::KVBlockPool(KVLayout layout, size_t capacity_bytes) : layout_(layout), capacity_(capacity_bytes) {
+  if (layout.n_layers <= 0 || layout.n_kv_heads <= 0 || layout.head_dim <= 0)
+    throw_invalid("KV layout needs positive layers, heads and head_dim");
+  if (layout.dtype == DType::Q8_0) throw Error(Error::Kind::Unsupported, "KV dtype q8_0 is not a plain KV storage type");
+}
+
+KVBlockPool::~KVBlockPool() {
+  for (auto& e : blocks_) std::free(e.raw);
+}
+
+int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens) {
+  size_t bytes = block_bytes(tokens);
+  if (!can_allocate(bytes))
+    throw Error(Error::Kind::OutOfMemory, "KV pool full: " + std::to_string(in_use_) + " of " +
+                                              std::to_string(capacity_) + " bytes in use, " +
+                                              std::to_string(bytes) + " more requested");
+  int64_t id;
+  auto& free_list = free_by_size_[tokens];
+  if (!free_list.empty()) {
+    id = free_list.back();
+    free_list.pop_back();
+  } else {
+    Entry e;
+    size_t half = layout_.row_bytes() * static_cast<size_t>(tokens);
+    size_t half_aligned = (half + 63) / 64 * 64;
+    e.raw = std::aligned_alloc(64, 2 * half_aligned);
+    if (!e.raw) throw Error(Error::Kind::OutOfMemory, "KV pool: system allocation of " + std::to_string(bytes) + " bytes failed");
+    e.mem.k = static_cast<uint8_t*>(e.raw);
+    e.mem.v = e.mem.k + half_aligned;
+    e.mem.tokens = tokens;
+    blocks_.push_back(e);
+    id = static_cast<int64_t>(blocks_.size()) - 1;
+  }
+  Entry& e = blocks_[static_cast<size_t>(id)];
+  e.seq = seq;
+  e.layer = layer;
+  e.live = true;
+  in_use_ += bytes;
+  if (in_use_ > peak_) peak_ = in_use_;
+  auto& per_layer = per_seq_layer_[seq];
+  if (per_layer.size() < static_cast<size_t>(layout_.n_layers)) per_layer.resize(static_cast<size_t>(layout_.n_layers), 0);
+  per_layer[static_cast<size_t>(layer)] += bytes;
+  return id;
+}
+
+void KVBlockPool::release(int64_t id) {
+  Entry& e = blocks_.at(static_cast<size_t>(id));
+  if (!e.live) throw Error(Error::Kind::Internal, "KV pool: double release of block " + std::to_string(id));
+  size_t bytes = block_bytes(e.mem.tokens);
+  in_use_ -= bytes;
+  auto it = per_seq_layer_.find(e.seq);
+  it->second[static_cast<size_t>(e.layer)] -= bytes;
+  bool empty = true;
+  for (size_t b : it->second) empty = empty && b == 0;
+  if (empty) per_seq_layer_.erase(it);
+  e.live = false;
+  free_by_size_[e.mem.tokens].push_back(id);
+}
+
+size_t KVBlockPool::bytes_for(SeqId seq) const {
+  auto it = per_seq_layer_.find(seq);
+  if (it == per_seq_layer_.end()) return 0;
+  size_t s = 0;
+  for (size_t b : it->second) s += b;
+  return s;
+}
+
+size_t KVBlockPool::bytes_for(SeqId seq, int64_t layer) const {
+  auto it = per_seq_layer_.find(seq);
+  if (it == per_seq_layer_.end() || static_cast<size_t>(layer) >= it->second.size()) return 0;
+  return it->second[static_cast<size_t>(layer)];
+}
+
+}  // namespace folio

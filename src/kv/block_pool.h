@@ -1,0 +1,73 @@
+// KVBlockPool: owns every byte of KV storage and accounts for it.
+//
+// Storage is handed out as blocks of `tokens` token rows of K and V for one layer. Blocks come in
+// two sizes chosen by the caller (reference blocks and window rings), are allocated lazily and
+// recycled through free lists, so resident memory follows use. Each block is tagged with its owner
+// sequence and layer; the pool keeps bytes in use per sequence and per layer, the peak, and refuses
+// (Error::Kind::OutOfMemory) an allocation that would exceed the byte capacity. Benchmarks and
+// metrics read these counters; nothing else estimates KV memory.
+//
+// Thread-compatible: callers serialise allocate/release (the scheduler does); reads of block
+// memory from many threads are fine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "kv/kv_layout.h"
+
+namespace folio {
+
+using SeqId = int64_t;
+
+struct KVBlock {
+  uint8_t* k = nullptr;  // tokens x row_bytes
+  uint8_t* v = nullptr;
+  int64_t tokens = 0;    // capacity in token rows
+};
+
+class KVBlockPool {
+ public:
+  // capacity_bytes == 0 means unlimited.
+  KVBlockPool(KVLayout layout, size_t capacity_bytes);
+  ~KVBlockPool();
+  KVBlockPool(const KVBlockPool&) = delete;
+  KVBlockPool& operator=(const KVBlockPool&) = delete;
+
+  const KVLayout& layout() const { return layout_; }
+
+  // A block of `tokens` rows for (seq, layer). Throws Error(OutOfMemory) past capacity.
+  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens);
+  void release(int64_t block_id);
+  const KVBlock& block(int64_t block_id) const { return blocks_[static_cast<size_t>(block_id)].mem; }
+
+  size_t block_bytes(int64_t tokens) const { return 2 * layout_.row_bytes() * static_cast<size_t>(tokens); }
+  size_t capacity_bytes() const { return capacity_; }
+  size_t bytes_in_use() const { return in_use_; }
+  size_t peak_bytes() const { return peak_; }
+  size_t bytes_for(SeqId seq) const;
+  size_t bytes_for(SeqId seq, int64_t layer) const;
+  // Whether `bytes` more could be allocated now.
+  bool can_allocate(size_t bytes) const { return capacity_ == 0 || in_use_ + bytes <= capacity_; }
+
+ private:
+  struct Entry {
+    KVBlock mem;
+    SeqId seq = -1;
+    int64_t layer = -1;
+    bool live = false;
+    void* raw = nullptr;
+  };
+  KVLayout layout_;
+  size_t capacity_;
+  size_t in_use_ = 0;
+  size_t peak_ = 0;
+  std::vector<Entry> blocks_;
+  std::map<int64_t, std::vector<int64_t>> free_by_size_;  // tokens -> free block ids (memory kept)
+  std::map<SeqId, std::vector<size_t>> per_seq_layer_;    // bytes per layer of each sequence
+};
+
+}  // namespace folio

@@ -1,0 +1,21 @@
+#include "kv/kv_policy.h"
+
+#include "core/error.h"
+
+namespace folio {
+
+KVPolicy KVPolicy::parse(std::string_view name, int64_t window) {
+  KVPolicy p;
+  if (name == "full") {
+    p.kind = KVPolicyKind::Full;
+  } else if (name == "rswa" || name == "reference_sliding_window") {
+    p.kind = KVPolicyKind::RSwa;
+  } else {
+    throw_invalid("unknown KV policy '" + std::string(name) + "' (expected full or rswa)");
+  }
+  if (window < 1) throw_invalid("window must be at least 1, got " + std::to_string(window));
+  p.window = window;
+  return p;
+}
+
+}  // namespace folio

@@ -1,0 +1,91 @@
+// SequenceKV: one sequence's keys and values in every layer, laid out by its KV policy.
+//
+// Positions are absolute and only grow: the token appended n-th sits at position n, whatever was
+// evicted (RoPE is applied before storing, so cached keys are never re-rotated).
+//   - Reference tokens (the first prefill, possibly in several chunks) go into fixed-size blocks that
+//     stay pinned until the sequence ends.
+//   - Generated tokens: under `full` they keep filling blocks; under `rswa` generated token j lands in
+//     slot j % W of a ring of W rows per layer, overwriting the token that left the window.
+//
+// Model code writes a token's K/V rows, then asks for the spans visible to a query at that position
+// and hands them to kernels::attend. Within one layer, tokens must be written and attended in
+// position order (write token i, attend token i, write token i+1, ...), which is what makes the ring
+// exact even when a chunk is longer than the window.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kv/block_pool.h"
+#include "kv/kv_policy.h"
+
+namespace folio {
+
+class SequenceKV {
+ public:
+  SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens = 16);
+  ~SequenceKV();
+  SequenceKV(const SequenceKV&) = delete;
+  SequenceKV& operator=(const SequenceKV&) = delete;
+
+  // Reserves storage in every layer for n more tokens and returns the position of the first.
+  // reference == true extends the reference (an error once generation started); false appends
+  // generated tokens and seals the reference. Throws Error(OutOfMemory) if the pool is full (nothing
+  // is reserved then).
+  int64_t append(int64_t n, bool reference);
+
+  // A point to return to: rollback(mark()) undoes later appends (their storage stays reserved and
+  // is reused by the next append).
+  struct Mark {
+    int64_t length, reference_len;
+    bool sealed;
+  };
+  Mark mark() const { return {length_, reference_len_, sealed_}; }
+  void rollback(const Mark& m) {
+    length_ = m.length;
+    reference_len_ = m.reference_len;
+    sealed_ = m.sealed;
+  }
+
+  // K / V row of the token at `pos` in `layer`. pos must be appended and still cached.
+  uint8_t* k_row(int64_t layer, int64_t pos);
+  uint8_t* v_row(int64_t layer, int64_t pos);
+
+  // Spans a query at position `pos` may attend to (cached tokens at positions <= pos), appended to out.
+  void visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const;
+
+  SeqId id() const { return id_; }
+  const KVPolicy& policy() const { return policy_; }
+  const KVLayout& layout() const { return pool_.layout(); }
+  int64_t length() const { return length_; }                   // next position
+  int64_t reference_length() const { return reference_len_; }  // P
+  int64_t generated_length() const { return length_ - reference_len_; }
+  bool reference_sealed() const { return sealed_; }
+  // Tokens currently held per layer (P + min(generated, W) under rswa).
+  int64_t cached_tokens() const;
+  // Bytes this sequence holds in the pool (from the pool's counters).
+  size_t bytes() const { return pool_.bytes_for(id_); }
+
+ private:
+  struct Slot {
+    uint8_t* k;
+    uint8_t* v;
+  };
+  Slot slot(int64_t layer, int64_t pos) const;
+  void release_all();
+
+  KVBlockPool& pool_;
+  SeqId id_;
+  KVPolicy policy_;
+  int64_t block_tokens_;
+  int64_t length_ = 0;
+  int64_t reference_len_ = 0;
+  bool sealed_ = false;
+  // [layer] -> block ids holding positions [i*block_tokens, (i+1)*block_tokens) (reference, and
+  // generated tokens under `full`).
+  std::vector<std::vector<int64_t>> blocks_;
+  std::vector<int64_t> ring_;  // [layer] -> ring block id (rswa, once generation starts), or -1
+};
+
+}  // namespace folio

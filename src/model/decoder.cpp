@@ -1,0 +1,304 @@
+#include "model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "model/weight_names.h"
+
+namespace folio {
+
+namespace {
+
+std::vector<float> to_f32(const TensorView& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  convert_to_f32(t.dtype, t.data, v.data(), t.numel());
+  return v;
+}
+
+}  // namespace
+
+const TensorView* Decoder::need(const std::string& name, std::vector<int64_t> shape) {
+  const TensorView& t = src_.get(name, shape);
+  if (t.dtype == DType::Q8_0 && t.cols() % 32 != 0) throw_invalid("tensor '" + name + "': q8_0 rows must be multiples of 32");
+  used_.insert(name);
+  params_ += t.numel();
+  weight_bytes_ += t.nbytes();
+  return &t;
+}
+
+Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming naming)
+    : cfg_(std::move(config)), src_(weights), naming_(naming), rope_(cfg_.head_dim, cfg_.rope_theta) {
+  cfg_.validate();
+  const int64_t H = cfg_.hidden, hd = cfg_.head_dim;
+  embed_ = need(global_tensor_name(naming, "embed"), {cfg_.vocab, H});
+  final_norm_ = to_f32(*need(global_tensor_name(naming, "norm"), {H}));
+  lm_head_ = cfg_.tie_embeddings ? embed_ : need(global_tensor_name(naming, "lm_head"), {cfg_.vocab, H});
+  layers_.resize(static_cast<size_t>(cfg_.n_layers));
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    Layer& L = layers_[static_cast<size_t>(l)];
+    auto name = [&](const std::string& what) { return layer_tensor_name(naming, l, what); };
+    L.attn_norm = to_f32(*need(name("input_layernorm"), {H}));
+    L.ffn_norm = to_f32(*need(name("post_attention_layernorm"), {H}));
+    L.wq = need(name("self_attn.q_proj"), {cfg_.n_heads * hd, H});
+    L.wk = need(name("self_attn.k_proj"), {cfg_.n_kv_heads * hd, H});
+    L.wv = need(name("self_attn.v_proj"), {cfg_.n_kv_heads * hd, H});
+    L.wo = need(name("self_attn.o_proj"), {H, cfg_.n_heads * hd});
+    L.moe = cfg_.is_moe_layer(l);
+    auto load_mlp = [&](const std::string& prefix, int64_t width) {
+      Mlp m;
+      m.gate = need(name(prefix + "gate_proj"), {width, H});
+      m.up = need(name(prefix + "up_proj"), {width, H});
+      m.down = need(name(prefix + "down_proj"), {H, width});
+      return m;
+    };
+    if (!L.moe) {
+      L.dense = load_mlp("mlp.", cfg_.intermediate);
+      continue;
+    }
+    L.router = need(name("mlp.gate"), {cfg_.n_routed, H});
+    for (int64_t e = 0; e < cfg_.n_routed; ++e) L.experts.push_back(load_mlp("mlp.experts." + std::to_string(e) + ".", cfg_.moe_intermediate));
+    if (cfg_.n_shared > 0) L.shared = load_mlp("mlp.shared_experts.", cfg_.moe_intermediate * cfg_.n_shared);
+  }
+  // A tensor nobody asked for means the checkpoint and the config disagree (wrong layer count, a
+  // different architecture): refuse rather than silently ignore weights. Vision-tower tensors of
+  // OCR checkpoints belong to the encoder and are expected.
+  static const char* kOtherParts[] = {"model.sam_model.", "model.vision_model.", "model.projector.", "model.image_newline",
+                                      "model.view_seperator", "rope_freqs.weight"};
+  for (const std::string& n : src_.names()) {
+    if (used_.count(n)) continue;
+    bool other = false;
+    for (const char* p : kOtherParts) other = other || n.rfind(p, 0) == 0 || n.find(".rotary_emb.inv_freq") != std::string::npos;
+    if (!other) throw_invalid("unexpected tensor '" + n + "' in " + src_.description() + " (not part of a " + cfg_.arch_name() +
+                              " decoder with this config)");
+  }
+}
+
+size_t Decoder::active_weight_bytes_per_token() const {
+  size_t b = lm_head_->nbytes() + embed_->row_bytes();
+  for (const Layer& L : layers_) {
+    b += L.wq->nbytes() + L.wk->nbytes() + L.wv->nbytes() + L.wo->nbytes();
+    auto mlp_bytes = [](const Mlp& m) { return m.gate->nbytes() + m.up->nbytes() + m.down->nbytes(); };
+    if (!L.moe) {
+      b += mlp_bytes(L.dense);
+      continue;
+    }
+    b += L.router->nbytes() + static_cast<size_t>(cfg_.top_k) * mlp_bytes(L.experts[0]);
+    if (L.shared.gate) b += mlp_bytes(L.shared);
+  }
+  return b;
+}
+
+void Decoder::embed(int32_t token, float* out) const {
+  if (token < 0 || token >= cfg_.vocab) throw_invalid("token id " + std::to_string(token) + " is outside the vocabulary of " + std::to_string(cfg_.vocab));
+  convert_to_f32(embed_->dtype, embed_->row_ptr(token), out, cfg_.hidden);
+}
+
+void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const int64_t w = m.gate->shape[0];
+  std::vector<float> g(static_cast<size_t>(n * w)), u(static_cast<size_t>(n * w));
+  kernels::matmul(*m.gate, x, n, g.data(), pool);
+  kernels::matmul(*m.up, x, n, u.data(), pool);
+  kernels::silu_mul(g.data(), u.data(), g.data(), n * w);
+  kernels::matmul(*m.down, g.data(), n, y, pool);
+}
+
+void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const int64_t H = cfg_.hidden, E = cfg_.n_routed, K = cfg_.top_k;
+  // Router: softmax over all experts, then the top-k by probability (greedy; ties to the lower index).
+  std::vector<float> probs(static_cast<size_t>(n * E));
+  kernels::matmul(*L.router, x, n, probs.data(), pool);
+  std::vector<std::vector<std::pair<int64_t, float>>> per_expert(static_cast<size_t>(E));  // (token, weight)
+  std::vector<int64_t> order(static_cast<size_t>(E));
+  for (int64_t t = 0; t < n; ++t) {
+    float* p = probs.data() + t * E;
+    kernels::softmax(p, E);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float denom = 0.f;
+    for (int64_t i = 0; i < K; ++i) denom += p[order[static_cast<size_t>(i)]];
+    for (int64_t i = 0; i < K; ++i) {
+      int64_t e = order[static_cast<size_t>(i)];
+      float w = cfg_.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e] * cfg_.routed_scaling;
+      per_expert[static_cast<size_t>(e)].push_back({t, w});
+    }
+  }
+  // Shared experts see every token; routed experts see the tokens that chose them.
+  if (L.shared.gate) {
+    mlp(L.shared, x, n, y, pool);
+  } else {
+    std::fill(y, y + n * H, 0.f);
+  }
+  std::vector<float> xs, ys;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto& toks = per_expert[static_cast<size_t>(e)];
+    if (toks.empty()) continue;
+    const int64_t m = static_cast<int64_t>(toks.size());
+    xs.resize(static_cast<size_t>(m * H));
+    ys.resize(static_cast<size_t>(m * H));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x + toks[static_cast<size_t>(i)].first * H, H, xs.data() + i * H);
+    mlp(L.experts[static_cast<size_t>(e)], xs.data(), m, ys.data(), pool);
+    for (int64_t i = 0; i < m; ++i) {
+      float w = toks[static_cast<size_t>(i)].second;
+      float* dst = y + toks[static_cast<size_t>(i)].first * H;
+      const float* src = ys.data() + i * H;
+      for (int64_t j = 0; j < H; ++j) dst[j] += w * src[j];
+    }
+  }
+}
+
+void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::vector<int64_t>& first_pos, float* q,
+                        float* k, float* v, float* out, ThreadPool& pool) {
+  const int64_t nh = cfg_.n_heads, hd = cfg_.head_dim, kv_row = cfg_.n_kv_heads * hd;
+  struct Task {
+    SequenceKV* kv;
+    int64_t row;  // row in the batch's activations
+    int64_t pos;  // absolute position
+  };
+  auto store = [&](const Task& t) {
+    DType dt = t.kv->layout().dtype;
+    convert_from_f32(dt, k + t.row * kv_row, t.kv->k_row(layer, t.pos), kv_row);
+    convert_from_f32(dt, v + t.row * kv_row, t.kv->v_row(layer, t.pos), kv_row);
+  };
+  // Attends every (token, head) of `tasks`, spread over the pool. Consecutive task indices of one
+  // thread share a token, so its visible spans are gathered once per token.
+  auto attend_all = [&](const std::vector<Task>& tasks) {
+    int64_t max_rows = 0;
+    for (const Task& t : tasks) max_rows = std::max(max_rows, t.pos + 1);
+    const int64_t total = static_cast<int64_t>(tasks.size()) * nh;
+    const int nthreads = static_cast<int>(std::min<int64_t>(pool.size(), total));
+    pool.run_on_all([&](int tid) {
+      if (tid >= nthreads) return;
+      std::vector<kernels::KVSpan> spans;
+      std::vector<float> scratch(static_cast<size_t>(max_rows));
+      int64_t cur = -1;
+      kernels::AttentionShape shape;
+      // Contiguous head ranges per token when there are few tokens, strided tokens otherwise.
+      for (int64_t idx = tid; idx < total; idx += nthreads) {
+        int64_t ti = idx / nh, h = idx % nh;
+        const Task& t = tasks[static_cast<size_t>(ti)];
+        if (ti != cur) {
+          cur = ti;
+          spans.clear();
+          t.kv->visible_spans(layer, t.pos, spans);
+          const KVLayout& lay = t.kv->layout();
+          shape = {nh, cfg_.n_kv_heads, hd, lay.dtype, lay.row_bytes(), 1.0f / std::sqrt(static_cast<float>(hd))};
+        }
+        kernels::attend(q + t.row * nh * hd, spans, shape, out + t.row * nh * hd, h, h + 1, scratch.data());
+      }
+    });
+  };
+
+  std::vector<Task> parallel;
+  int64_t row = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Input& in = batch[i];
+    const int64_t n = in.count();
+    const bool ring = !in.reference && in.kv->policy().kind == KVPolicyKind::RSwa;
+    if (ring && n > 1) {
+      // Several generated tokens at once into a ring: each must be written and attended before the
+      // next one may overwrite a slot it still sees.
+      for (int64_t j = 0; j < n; ++j) {
+        Task t{in.kv, row + j, first_pos[i] + j};
+        store(t);
+        attend_all({t});
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        Task t{in.kv, row + j, first_pos[i] + j};
+        store(t);
+        parallel.push_back(t);
+      }
+    }
+    row += n;
+  }
+  if (!parallel.empty()) attend_all(parallel);
+}
+
+void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& pool) {
+  const int64_t H = cfg_.hidden, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, hd = cfg_.head_dim;
+  int64_t T = 0;
+  for (const Input& in : batch) {
+    if (!in.kv) throw Error(Error::Kind::Internal, "decoder input without a KV sequence");
+    if (in.count() == 0) throw_invalid("empty input: at least one token is needed");
+    if (in.kv->length() + in.count() > cfg_.max_positions)
+      throw_invalid("sequence of " + std::to_string(in.kv->length() + in.count()) + " tokens exceeds the model's context of " +
+                    std::to_string(cfg_.max_positions));
+    if (!in.embeddings)
+      for (int32_t tok : in.tokens)
+        if (tok < 0 || tok >= cfg_.vocab)
+          throw_invalid("token id " + std::to_string(tok) + " is outside the vocabulary of " + std::to_string(cfg_.vocab));
+    T += in.count();
+  }
+  // Reserve KV for every input up front. If one does not fit, the ones already extended are
+  // rolled back, so a refused batch leaves every sequence as it was.
+  std::vector<int64_t> first_pos(batch.size());
+  std::vector<SequenceKV::Mark> marks;
+  try {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      marks.push_back(batch[i].kv->mark());
+      first_pos[i] = batch[i].kv->append(batch[i].count(), batch[i].reference);
+    }
+  } catch (...) {
+    for (size_t i = 0; i < marks.size(); ++i) batch[i].kv->rollback(marks[i]);
+    throw;
+  }
+
+  std::vector<float> x(static_cast<size_t>(T * H)), xn(static_cast<size_t>(T * H));
+  {
+    int64_t r = 0;
+    for (const Input& in : batch) {
+      if (in.embeddings) {
+        std::copy_n(in.embeddings, in.n_embeddings * H, x.data() + r * H);
+      } else {
+        for (int32_t tok : in.tokens) embed(tok, x.data() + (r++) * H);
+        continue;
+      }
+      r += in.n_embeddings;
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(T * nh * hd)), k(static_cast<size_t>(T * nkv * hd)),
+      v(static_cast<size_t>(T * nkv * hd)), att(static_cast<size_t>(T * nh * hd)), y(static_cast<size_t>(T * H));
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    kernels::rms_norm(x.data(), L.attn_norm.data(), xn.data(), T, H, cfg_.rms_eps);
+    kernels::matmul(*L.wq, xn.data(), T, q.data(), pool);
+    kernels::matmul(*L.wk, xn.data(), T, k.data(), pool);
+    kernels::matmul(*L.wv, xn.data(), T, v.data(), pool);
+    int64_t r = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      for (int64_t j = 0; j < batch[i].count(); ++j, ++r) {
+        kernels::apply_rope(q.data() + r * nh * hd, nh, first_pos[i] + j, rope_, cfg_.rope_style);
+        kernels::apply_rope(k.data() + r * nkv * hd, nkv, first_pos[i] + j, rope_, cfg_.rope_style);
+      }
+    }
+    attention(l, batch, first_pos, q.data(), k.data(), v.data(), att.data(), pool);
+    kernels::matmul(*L.wo, att.data(), T, y.data(), pool);
+    kernels::add_inplace(x.data(), y.data(), T * H);
+
+    kernels::rms_norm(x.data(), L.ffn_norm.data(), xn.data(), T, H, cfg_.rms_eps);
+    if (L.moe) {
+      moe(L, xn.data(), T, y.data(), pool);
+    } else {
+      mlp(L.dense, xn.data(), T, y.data(), pool);
+    }
+    kernels::add_inplace(x.data(), y.data(), T * H);
+  }
+  // Logits of each input's last token only.
+  const int64_t B = static_cast<int64_t>(batch.size());
+  std::vector<float> last(static_cast<size_t>(B * H));
+  int64_t r = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    r += batch[static_cast<size_t>(i)].count();
+    kernels::rms_norm(x.data() + (r - 1) * H, final_norm_.data(), last.data() + i * H, 1, H, cfg_.rms_eps);
+  }
+  kernels::matmul(*lm_head_, last.data(), B, logits, pool);
+}
+
+}  // namespace folio

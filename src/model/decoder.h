@@ -1,0 +1,94 @@
+// Decoder: the transformer language model (llama / deepseek_v2-without-MLA), read top to bottom.
+//
+// Weights stay where the checkpoint put them (mmap, any supported dtype); only the small norm
+// vectors are copied to f32. forward() runs one step for a batch of sequences: each input brings
+// its tokens (or precomputed embeddings, e.g. image features), its SequenceKV, and whether the tokens
+// extend the reference (first prefill) or are generated. All tokens of the batch share every weight
+// read, which is what makes batched decoding cheaper than one sequence at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kv/kv_layout.h"
+#include "kv/sequence_kv.h"
+#include "model/io/tensor_source.h"
+#include "model/model_config.h"
+#include "model/weight_names.h"
+
+namespace folio {
+
+class Decoder {
+ public:
+  struct Input {
+    SequenceKV* kv = nullptr;
+    std::span<const int32_t> tokens;    // token ids, unless `embeddings` is set
+    const float* embeddings = nullptr;  // [n_embeddings, hidden] rows used instead of token ids
+    int64_t n_embeddings = 0;
+    bool reference = false;             // these tokens extend the reference (the first prefill)
+    int64_t count() const { return embeddings ? n_embeddings : static_cast<int64_t>(tokens.size()); }
+  };
+
+  // Finds and shape-checks every tensor the config implies; a missing or mis-shaped tensor is an
+  // InvalidInput error naming it. `weights` must outlive the decoder.
+  Decoder(ModelConfig config, const TensorSource& weights, WeightNaming naming);
+
+  const ModelConfig& config() const { return cfg_; }
+  KVLayout kv_layout(DType kv_dtype) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, kv_dtype}; }
+
+  // One step for a batch. Appends each input's tokens to its KV (at its next positions), runs all
+  // layers, and writes the logits of each input's last token to logits[i * vocab ...].
+  // Errors (context overflow, KV pool full) leave every sequence unchanged.
+  void forward(std::span<const Input> batch, float* logits, ThreadPool& pool);
+
+  // Embedding row of a token, as f32.
+  void embed(int32_t token, float* out) const;
+
+  int64_t parameter_count() const { return params_; }
+  // Weight bytes read for one decoded token (dense layers, attention, the experts a token uses on
+  // average, router, lm_head): the numerator of the memory-bandwidth roofline.
+  size_t active_weight_bytes_per_token() const;
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  struct Mlp {
+    const TensorView* gate = nullptr;
+    const TensorView* up = nullptr;
+    const TensorView* down = nullptr;
+  };
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;
+    const TensorView *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
+    bool moe = false;
+    Mlp dense;                 // dense MLP (non-MoE layers)
+    const TensorView* router = nullptr;
+    std::vector<Mlp> experts;  // routed experts
+    Mlp shared;                // shared experts fused into one MLP (width moe_intermediate x n_shared)
+  };
+
+  const TensorView* need(const std::string& name, std::vector<int64_t> shape);
+  void attention(int64_t layer, std::span<const Input> batch, const std::vector<int64_t>& first_pos, float* q, float* k,
+                 float* v, float* out, ThreadPool& pool);
+  void mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool);
+  void moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+  ModelConfig cfg_;
+  const TensorSource& src_;
+  WeightNaming naming_;
+  const TensorView* embed_ = nullptr;
+  const TensorView* lm_head_ = nullptr;
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+  kernels::RopeTable rope_;
+  std::set<std::string> used_;
+  int64_t params_ = 0;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace folio

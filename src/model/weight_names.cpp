@@ -1,0 +1,63 @@
+#include "model/weight_names.h"
+
+#include "core/error.h"
+
+namespace folio {
+
+std::string global_tensor_name(WeightNaming n, const std::string& what) {
+  if (n == WeightNaming::Gguf) {
+    if (what == "embed") return "token_embd.weight";
+    if (what == "norm") return "output_norm.weight";
+    return "output.weight";
+  }
+  if (what == "embed") return "model.embed_tokens.weight";
+  if (what == "norm") return "model.norm.weight";
+  return "lm_head.weight";
+}
+
+std::string layer_tensor_name(WeightNaming n, int64_t layer, const std::string& what) {
+  if (n == WeightNaming::Gguf) {
+    static const std::pair<const char*, const char*> map[] = {
+        {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
+        {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},  {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
+    for (auto& [hf, gg] : map)
+      if (what == hf) return "blk." + std::to_string(layer) + "." + gg + ".weight";
+    throw Error(Error::Kind::Unsupported, "GGUF naming has no tensor for '" + what + "'");
+  }
+  return "model.layers." + std::to_string(layer) + "." + what + ".weight";
+}
+
+std::vector<TensorSpec> decoder_tensor_specs(const ModelConfig& c, WeightNaming n) {
+  const int64_t H = c.hidden, hd = c.head_dim;
+  std::vector<TensorSpec> s;
+  s.push_back({global_tensor_name(n, "embed"), {c.vocab, H}});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    auto add = [&](const std::string& what, std::vector<int64_t> shape, bool norm = false) {
+      s.push_back({layer_tensor_name(n, l, what), std::move(shape), norm});
+    };
+    auto mlp = [&](const std::string& prefix, int64_t width) {
+      add(prefix + "gate_proj", {width, H});
+      add(prefix + "up_proj", {width, H});
+      add(prefix + "down_proj", {H, width});
+    };
+    add("self_attn.q_proj", {c.n_heads * hd, H});
+    add("self_attn.k_proj", {c.n_kv_heads * hd, H});
+    add("self_attn.v_proj", {c.n_kv_heads * hd, H});
+    add("self_attn.o_proj", {H, c.n_heads * hd});
+    if (c.is_moe_layer(l)) {
+      for (int64_t e = 0; e < c.n_routed; ++e) mlp("mlp.experts." + std::to_string(e) + ".", c.moe_intermediate);
+      add("mlp.gate", {c.n_routed, H});
+      if (c.n_shared > 0) mlp("mlp.shared_experts.", c.moe_intermediate * c.n_shared);
+    } else {
+      mlp("mlp.", c.intermediate);
+    }
+    add("input_layernorm", {H}, true);
+    add("post_attention_layernorm", {H}, true);
+  }
+  s.push_back({global_tensor_name(n, "norm"), {H}, true});
+  if (!c.tie_embeddings) s.push_back({global_tensor_name(n, "lm_head"), {c.vocab, H}});
+  return s;
+}
+
+}  // namespace folio

@@ -1,0 +1,30 @@
+// LoadedModel: a checkpoint opened from the user's files, ready to run.
+//
+// Accepts a Hugging Face directory (config.json + model.safetensors or a sharded index, plus
+// tokenizer.json) or a single .gguf file (tokenizer read from its metadata). Nothing is converted:
+// weights stay memory-mapped in their stored dtype.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/decoder.h"
+#include "model/io/tensor_source.h"
+#include "model/model_config.h"
+#include "text/tokenizer.h"
+
+namespace folio {
+
+struct LoadedModel {
+  std::string path;
+  std::string format;  // "safetensors" or "gguf"
+  ModelConfig config;
+  std::unique_ptr<TensorSource> weights;
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<Tokenizer> tokenizer;  // null only when loading with need_tokenizer = false
+};
+
+// Throws Error(InvalidInput) naming the missing or broken file or tensor.
+LoadedModel load_model(const std::string& path, bool need_tokenizer = true);
+
+}  // namespace folio

@@ -1,0 +1,190 @@
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernel_test_util.h"
+
+namespace folio::kernels {
+namespace {
+
+using testing::IsaGuard;
+using testing::make_weight;
+using testing::random_floats;
+using testing::StoredWeight;
+using testing::supported_isas;
+
+struct Shape {
+  int64_t out, in;
+};
+
+// Checks y against a double-precision product of x with the decoded weights. The bound scales
+// with sum |w_i x_i|, the natural size of f32 rounding error in a dot product.
+void expect_matches_reference(const StoredWeight& w, const std::vector<float>& x, int64_t n,
+                              const std::vector<float>& y, const std::string& what) {
+  const int64_t out = w.view.shape[0], in = w.view.shape[1];
+  int bad = 0;
+  for (int64_t g = 0; g < n; ++g) {
+    for (int64_t r = 0; r < out; ++r) {
+      double ref = 0, mag = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        double p = static_cast<double>(w.decoded[r * in + i]) * x[g * in + i];
+        ref += p;
+        mag += std::fabs(p);
+      }
+      double got = y[g * out + r];
+      if (std::fabs(got - ref) > 2e-6 * mag + 1e-30 && ++bad <= 3)
+        ADD_FAILURE() << what << " row " << g << " col " << r << ": got " << got << " want " << ref;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+std::string describe(DType t, Shape s, int64_t n, Isa isa, int threads) {
+  return std::string(dtype_name(t)) + " [" + std::to_string(s.out) + "," + std::to_string(s.in) + "] n=" +
+         std::to_string(n) + " " + isa_name(isa) + " threads=" + std::to_string(threads);
+}
+
+std::vector<Shape> shapes_for(DType t) {
+  if (t == DType::Q8_0) return {{1, 32}, {13, 96}, {37, 288}, {9, 1024}};
+  // in: 1 and below one vector, odd, just past 32-element chunks, not a multiple of 16.
+  return {{1, 1}, {7, 13}, {37, 100}, {17, 257}, {9, 1000}};
+}
+
+TEST(Matmul, MatchesReferenceForEveryDtypeIsaAndBatch) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  for (Isa isa : supported_isas()) {
+    set_isa(isa);
+    ASSERT_EQ(active_isa(), isa);
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      for (Shape s : shapes_for(t)) {
+        StoredWeight w = make_weight(t, s.out, s.in, seed++);
+        for (int64_t n : {1, 2, 3, 5, 8, 17, 64, 300}) {
+          std::vector<float> x = random_floats(n * s.in, seed++);
+          std::vector<float> y(static_cast<size_t>(n * s.out), NAN);
+          matmul(w.view, x.data(), n, y.data(), pool);
+          expect_matches_reference(w, x, n, y, describe(t, s, n, isa, pool.size()));
+        }
+      }
+    }
+  }
+}
+
+// Rows of different tiles, thread chunks and batch sizes must agree bit for bit: a token's logits
+// may not depend on how many threads ran or which other rows shared its batch.
+TEST(Matmul, SameBitsForOneAndTwoThreadsAndAnyBatch) {
+  IsaGuard guard;
+  ThreadPool one(1), two(2);
+  for (Isa isa : supported_isas()) {
+    set_isa(isa);
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      const int64_t out = 203, in = t == DType::Q8_0 ? 160 : 131;
+      StoredWeight w = make_weight(t, out, in, 99);
+      for (int64_t n : {1, 5, 11, 17, 64}) {
+        std::vector<float> x = random_floats(n * in, 7);
+        std::vector<float> y1(static_cast<size_t>(n * out)), y2(y1.size());
+        matmul(w.view, x.data(), n, y1.data(), one);
+        matmul(w.view, x.data(), n, y2.data(), two);
+        EXPECT_EQ(y1, y2) << describe(t, {out, in}, n, isa, 2);
+        if (n >= matmul_gemm_min_rows()) continue;
+        // Decode path: each input row alone gives the same bits as inside the batch.
+        for (int64_t g = 0; g < n; ++g) {
+          std::vector<float> yg(static_cast<size_t>(out));
+          matmul(w.view, x.data() + g * in, 1, yg.data(), two);
+          for (int64_t r = 0; r < out; ++r)
+            ASSERT_EQ(yg[r], y1[g * out + r]) << describe(t, {out, in}, n, isa, 2) << " row " << g << " col " << r;
+        }
+      }
+    }
+  }
+}
+
+// The SIMD paths must agree with each other closely, not just with the reference.
+TEST(Matmul, IsasAgree) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  const std::vector<Isa> isas = supported_isas();
+  if (isas.size() < 2) GTEST_SKIP() << "only the scalar kernels run on this CPU";
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    const int64_t out = 64, in = 512, n = 3;
+    StoredWeight w = make_weight(t, out, in, 5);
+    std::vector<float> x = random_floats(n * in, 6);
+    std::vector<std::vector<float>> ys;
+    for (Isa isa : isas) {
+      set_isa(isa);
+      ys.emplace_back(static_cast<size_t>(n * out));
+      matmul(w.view, x.data(), n, ys.back().data(), pool);
+    }
+    for (size_t k = 1; k < ys.size(); ++k)
+      for (size_t i = 0; i < ys[0].size(); ++i) EXPECT_NEAR(ys[k][i], ys[0][i], 1e-4) << dtype_name(t) << " " << i;
+  }
+}
+
+TEST(Matmul, EmptyDimensions) {
+  ThreadPool pool(2);
+  StoredWeight w = make_weight(DType::BF16, 4, 8, 1);
+  std::vector<float> y(8, 5.0f);
+  matmul(w.view, nullptr, 0, y.data(), pool);  // n = 0: nothing to do
+  EXPECT_EQ(y[0], 5.0f);
+
+  TensorView empty_in = w.view;
+  empty_in.shape = {4, 0};
+  std::vector<float> x(2);
+  matmul(empty_in, x.data(), 2, y.data(), pool);  // empty sums are 0
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+void expect_invalid(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected folio::Error mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Matmul, RejectsBadWeightsNamingThem) {
+  ThreadPool pool(1);
+  std::vector<float> x(64), y(64);
+  StoredWeight w = make_weight(DType::F32, 2, 32, 1);
+  w.view.name = "blk.3.ffn_up";
+
+  TensorView one_d = w.view;
+  one_d.shape = {64};
+  expect_invalid([&] { matmul(one_d, x.data(), 1, y.data(), pool); }, "blk.3.ffn_up");
+  expect_invalid([&] { matmul(one_d, x.data(), 1, y.data(), pool); }, "[64]");
+
+  TensorView q8 = w.view;
+  q8.dtype = DType::Q8_0;
+  q8.shape = {1, 48};
+  expect_invalid([&] { matmul(q8, x.data(), 1, y.data(), pool); }, "multiple of the block size 32");
+
+  TensorView no_data = w.view;
+  no_data.data = nullptr;
+  expect_invalid([&] { matmul(no_data, x.data(), 1, y.data(), pool); }, "blk.3.ffn_up' has no data");
+
+  expect_invalid([&] { matmul(w.view, x.data(), -1, y.data(), pool); }, "negative");
+}
+
+TEST(CpuFeatures, SetIsaClampsToTheCpu) {
+  IsaGuard guard;
+  set_isa(Isa::Avx512);
+  EXPECT_EQ(active_isa(), best_isa());
+  set_isa(Isa::Scalar);
+  EXPECT_EQ(active_isa(), Isa::Scalar);
+  EXPECT_STREQ(isa_name(Isa::Scalar), "scalar");
+  EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
+  EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+}
+
+}  // namespace
+}  // namespace folio::kernels
