@@ -67,7 +67,15 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   }
   cv_.notify_all();
   fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin briefly (workers usually finish within microseconds of us), then yield so that a worker
+  // descheduled on a busy machine gets the core instead of us burning it.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < 4000) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {

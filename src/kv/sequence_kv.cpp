@@ -77,9 +77,9 @@ SequenceKV::Slot SequenceKV::slot(int64_t layer, int64_t pos) const {
     id = blocks_[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_tokens_)];
     row = pos % block_tokens_;
   } else {
+    // Ring slot of generated token j. Within a chunk longer than the window, slots are reused in
+    // position order (see the class comment), so no eviction check is possible here.
     int64_t j = pos - reference_len_;
-    if (j <= generated_length() - 1 - policy_.window)
-      throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " has left the window");
     id = ring_[static_cast<size_t>(layer)];
     row = j % policy_.window;
   }

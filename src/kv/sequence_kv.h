@@ -48,7 +48,8 @@ class SequenceKV {
     sealed_ = m.sealed;
   }
 
-  // K / V row of the token at `pos` in `layer`. pos must be appended and still cached.
+  // K / V row of the token at `pos` in `layer`. pos must be appended; under rswa a generated
+  // position shares its ring row with pos +- k*W.
   uint8_t* k_row(int64_t layer, int64_t pos);
   uint8_t* v_row(int64_t layer, int64_t pos);
 

@@ -114,7 +114,7 @@ std::string make_synthetic_bpe_tokenizer_json(int32_t vocab_size,
     for (const auto& [syms, c] : words)
       for (size_t k = 0; k + 1 < syms.size(); ++k) pairs[{syms[k], syms[k + 1]}] += c;
     const std::pair<std::string, std::string>* best = nullptr;
-    int best_count = 1;  // a pair seen once is not worth a token
+    int best_count = 0;
     for (const auto& [p, c] : pairs)
       if (c > best_count) best = &p, best_count = c;
     if (!best) break;

@@ -220,6 +220,12 @@ TEST(Gguf, ReadsHandWrittenFixtureExactly) {
   EXPECT_EQ((static_cast<const uint8_t*>(f->tensor("norm.weight").data) - f->file()->data()) % 64, 0);
 }
 
+TEST(Gguf, CorruptHeadersFailCleanly) {
+  TempDir dir;
+  std::string raw = read_bytes(fixture_path("tiny.gguf"));
+  testing::fuzz_header(raw, 512, dir.file("f.gguf"), [](const std::string& p) { GgufFile::open(p); });
+}
+
 TEST(Gguf, WriterHonoursCustomAlignment) {
   TempDir dir;
   std::vector<float> a(3, 1.0f), b(5, 2.0f);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,28 @@ std::string invalid_input_message(Fn&& fn) {
   }
   ADD_FAILURE() << "expected folio::Error(InvalidInput), nothing was thrown";
   return "";
+}
+
+// Random byte corruption in the header must give a folio::Error or a valid file, never a crash or
+// another exception (run under ASan to also catch out-of-bounds reads).
+template <typename Open>
+void fuzz_header(const std::string& raw, size_t header_bytes, const std::string& path, Open open) {
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 400; ++iter) {
+    std::string bad = raw;
+    int flips = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < flips; ++i) {
+      size_t pos = rng() % header_bytes;
+      bad[pos] = static_cast<char>(rng() % 4 == 0 ? 0xff : rng());
+    }
+    write_bytes(path, bad);
+    try {
+      open(path);
+    } catch (const folio::Error&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "iteration " << iter << ": unexpected exception " << e.what();
+    }
+  }
 }
 
 inline std::string fixture_path(const std::string& name) {

@@ -199,6 +199,13 @@ TEST(Safetensors, RejectsInconsistentOrOverlappingOffsets) {
   EXPECT_CONTAINS(msg, "overlap");
 }
 
+TEST(Safetensors, CorruptHeadersFailCleanly) {
+  TempDir dir;
+  std::string raw = read_bytes(fixture_path("tiny.safetensors"));
+  testing::fuzz_header(raw, raw.size() - 44, dir.file("f.safetensors"),
+                       [](const std::string& p) { SafetensorsFile::open(p); });
+}
+
 TEST(Safetensors, WriterRejectsUnwritableTensors) {
   TempDir dir;
   std::vector<uint8_t> q(34);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,21 @@ using testing::make_weight;
 using testing::random_floats;
 using testing::StoredWeight;
 using testing::supported_isas;
+
+// Forces the GEMV or the sgemm path for every n while alive.
+class PathGuard {
+ public:
+  enum Path { Gemv, Sgemm };
+  explicit PathGuard(Path p) : saved_(matmul_gemm_min_rows()) {
+    set_matmul_gemm_min_rows(p == Gemv ? std::numeric_limits<int64_t>::max() : 1);
+  }
+  ~PathGuard() { set_matmul_gemm_min_rows(saved_); }
+
+ private:
+  int64_t saved_;
+};
+
+const char* path_name(PathGuard::Path p) { return p == PathGuard::Gemv ? "gemv" : "sgemm"; }
 
 struct Shape {
   int64_t out, in;
@@ -78,29 +94,56 @@ TEST(Matmul, MatchesReferenceForEveryDtypeIsaAndBatch) {
   }
 }
 
+// Both paths must be right for every n, not only on their side of the crossover.
+TEST(Matmul, BothPathsMatchReferenceForAnyBatch) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  uint32_t seed = 1000;
+  for (PathGuard::Path path : {PathGuard::Gemv, PathGuard::Sgemm}) {
+    PathGuard forced(path);
+    for (Isa isa : supported_isas()) {
+      set_isa(isa);
+      for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+        const Shape s{45, t == DType::Q8_0 ? 224 : 201};
+        StoredWeight w = make_weight(t, s.out, s.in, seed++);
+        for (int64_t n : {1, 3, 8, 17, 64}) {
+          std::vector<float> x = random_floats(n * s.in, seed++);
+          std::vector<float> y(static_cast<size_t>(n * s.out), NAN);
+          matmul(w.view, x.data(), n, y.data(), pool);
+          expect_matches_reference(w, x, n, y, describe(t, s, n, isa, pool.size()) + " " + path_name(path));
+        }
+      }
+    }
+  }
+}
+
 // Rows of different tiles, thread chunks and batch sizes must agree bit for bit: a token's logits
 // may not depend on how many threads ran or which other rows shared its batch.
 TEST(Matmul, SameBitsForOneAndTwoThreadsAndAnyBatch) {
   IsaGuard guard;
   ThreadPool one(1), two(2);
-  for (Isa isa : supported_isas()) {
-    set_isa(isa);
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-      const int64_t out = 203, in = t == DType::Q8_0 ? 160 : 131;
-      StoredWeight w = make_weight(t, out, in, 99);
-      for (int64_t n : {1, 5, 11, 17, 64}) {
-        std::vector<float> x = random_floats(n * in, 7);
-        std::vector<float> y1(static_cast<size_t>(n * out)), y2(y1.size());
-        matmul(w.view, x.data(), n, y1.data(), one);
-        matmul(w.view, x.data(), n, y2.data(), two);
-        EXPECT_EQ(y1, y2) << describe(t, {out, in}, n, isa, 2);
-        if (n >= matmul_gemm_min_rows()) continue;
-        // Decode path: each input row alone gives the same bits as inside the batch.
-        for (int64_t g = 0; g < n; ++g) {
-          std::vector<float> yg(static_cast<size_t>(out));
-          matmul(w.view, x.data() + g * in, 1, yg.data(), two);
-          for (int64_t r = 0; r < out; ++r)
-            ASSERT_EQ(yg[r], y1[g * out + r]) << describe(t, {out, in}, n, isa, 2) << " row " << g << " col " << r;
+  for (PathGuard::Path path : {PathGuard::Gemv, PathGuard::Sgemm}) {
+    PathGuard forced(path);
+    for (Isa isa : supported_isas()) {
+      set_isa(isa);
+      for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+        // out spans several sgemm tiles and GEMV blocks, with remainders of both.
+        const int64_t out = 1203, in = t == DType::Q8_0 ? 160 : 131;
+        StoredWeight w = make_weight(t, out, in, 99);
+        for (int64_t n : {1, 5, 11, 17, 64}) {
+          const std::string what = describe(t, {out, in}, n, isa, 2) + " " + path_name(path);
+          std::vector<float> x = random_floats(n * in, 7);
+          std::vector<float> y1(static_cast<size_t>(n * out)), y2(y1.size());
+          matmul(w.view, x.data(), n, y1.data(), one);
+          matmul(w.view, x.data(), n, y2.data(), two);
+          EXPECT_EQ(y1, y2) << what;
+          if (path != PathGuard::Gemv) continue;
+          // Decode path: each input row alone gives the same bits as inside the batch.
+          for (int64_t g : {int64_t{0}, n / 2, n - 1}) {
+            std::vector<float> yg(static_cast<size_t>(out));
+            matmul(w.view, x.data() + g * in, 1, yg.data(), two);
+            for (int64_t r = 0; r < out; ++r) ASSERT_EQ(yg[r], y1[g * out + r]) << what << " row " << g << " col " << r;
+          }
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,10 +16,11 @@ namespace folio::kernels {
 
 namespace {
 
-// From n = kGemmMinRows on, converting W to f32 and running sgemm beats the GEMV kernels, whose
+// From n = kDefaultGemmMinRows on, converting W to f32 and running sgemm beats the GEMV kernels, whose
 // cost grows linearly with n once the weight stream is no longer the bottleneck. Measured on AVX2
 // (see the crossover note in the report / bench): GEMV wins clearly up to n = 8-16.
-constexpr int64_t kGemmMinRows = 16;
+constexpr int64_t kDefaultGemmMinRows = 16;
+std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 
 // Rows per thread chunk are multiples of this, so GEMV tiles (8 rows) never straddle chunks.
 constexpr int64_t kRowGrain = 8;
@@ -85,7 +87,9 @@ int dtype_index_for_vector_op(DType t, const char* op) {
 
 }  // namespace
 
-int64_t matmul_gemm_min_rows() { return kGemmMinRows; }
+int64_t matmul_gemm_min_rows() { return g_gemm_min_rows.load(std::memory_order_relaxed); }
+
+void set_matmul_gemm_min_rows(int64_t n) { g_gemm_min_rows.store(n, std::memory_order_relaxed); }
 
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const std::string who = "matmul: weight '" + w.name + "'";
@@ -103,7 +107,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   }
 
   const detail::KernelTable& table = detail::table_for(active_isa());
-  if (n >= kGemmMinRows) {
+  if (n >= matmul_gemm_min_rows()) {
     matmul_gemm(table, w, x, n, y, pool);
     return;
   }

@@ -24,8 +24,10 @@ namespace folio::kernels {
 // multiple of the q8_0 block; or if n < 0.
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
-// Smallest n that takes the sgemm path (exposed for tests and benchmarks).
+// Smallest n that takes the sgemm path. The setter is for tests and benchmarks (n <= 1 forces the
+// sgemm path, a huge n the GEMV path); like set_isa, not to be called while matmuls are running.
 int64_t matmul_gemm_min_rows();
+void set_matmul_gemm_min_rows(int64_t n);
 
 // sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for q8_0.
 float dot(const float* a, const void* b, DType bt, int64_t n);

@@ -209,6 +209,7 @@ std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::st
     add_shard(SafetensorsFile::open(path_or_dir));
     return c;
   }
+  FOLIO_CHECK_INPUT(fs::exists(root, ec), "checkpoint path '" + path_or_dir + "' does not exist");
   FOLIO_CHECK_INPUT(fs::is_directory(root, ec),
                     "checkpoint path '" + path_or_dir + "' is neither a .safetensors file nor a directory");
 
