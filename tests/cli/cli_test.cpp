@@ -1,0 +1,145 @@
+// The folio binary end to end: bad input gives a clear message and exit code 2, and a good run
+// right after still works.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+CmdResult folio(const std::string& args) {
+  std::string cmd = std::string(FOLIO_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("folio_cli_test_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    CmdResult r = folio("make-model --arch llama --preset tiny --seed 5 --dtype f32 --out " + (dir_ / "good").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // A copy of the good model to break.
+  static fs::path copy_model(const std::string& name) {
+    fs::path d = dir_ / name;
+    fs::remove_all(d);
+    fs::copy(dir_ / "good", d, fs::copy_options::recursive);
+    return d;
+  }
+  static std::string good() { return (dir_ / "good").string(); }
+  void expect_good_run_still_works() {
+    CmdResult r = folio("generate --model " + good() + " --prompt-ids 5,6,7 --max-tokens 4 --threads 1");
+    EXPECT_EQ(r.code, 0) << r.out;
+  }
+
+  static fs::path dir_;
+};
+fs::path Cli::dir_;
+
+TEST_F(Cli, GenerateAndInspectWork) {
+  CmdResult r = folio("generate --model " + good() + " --prompt \"hello world\" --max-tokens 8 --policy rswa --window 4 --stats");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+  r = folio("inspect --model " + good());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("architecture: llama"), std::string::npos) << r.out;
+  // K and V x 2 layers x 2 KV heads x 16 dims x 2 bytes.
+  EXPECT_NE(r.out.find("kv bytes per token (bf16): 256"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, TruncatedSafetensorsIsAClearError) {
+  fs::path d = copy_model("truncated");
+  fs::path st = d / "model.safetensors";
+  fs::resize_file(st, fs::file_size(st) / 2);
+  CmdResult r = folio("generate --model " + d.string() + " --prompt hi");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensor"), std::string::npos) << r.out;
+  expect_good_run_still_works();
+}
+
+TEST_F(Cli, ConfigThatDisagreesWithTensorsIsAClearError) {
+  fs::path d = copy_model("badconfig");
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(d / "config.json"));
+  j["intermediate_size"] = 100;
+  std::ofstream(d / "config.json") << j.dump();
+  CmdResult r = folio("generate --model " + d.string() + " --prompt hi");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[100, 64]"), std::string::npos) << r.out;
+  expect_good_run_still_works();
+}
+
+TEST_F(Cli, WindowZeroIsRejected) {
+  CmdResult r = folio("generate --model " + good() + " --prompt hi --window 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("window must be at least 1"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, EmptyPromptIsRejected) {
+  CmdResult r = folio("generate --model " + good() + " --prompt \"\"");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("prompt is empty"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, PromptLongerThanContextIsRejected) {
+  std::string ids;
+  for (int i = 0; i < 1100; ++i) {
+    if (i) ids += ',';
+    ids += std::to_string(3 + i % 400);
+  }
+  CmdResult r = folio("generate --model " + good() + " --prompt-ids " + ids);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("context is 1024"), std::string::npos) << r.out;
+  expect_good_run_still_works();
+}
+
+TEST_F(Cli, MissingModelAndBadOptionsExitTwo) {
+  EXPECT_EQ(folio("generate --model /nonexistent/model --prompt hi").code, 2);
+  EXPECT_EQ(folio("generate --model " + good() + " --prompt hi --policy sliding").code, 2);
+  EXPECT_EQ(folio("generate --model " + good() + " --prompt hi --kv-dtype int3").code, 2);
+  EXPECT_EQ(folio("generate --prompt hi").code, 2);  // --model missing
+  fs::path d = copy_model("notokenizer");
+  fs::remove(d / "tokenizer.json");
+  CmdResult r = folio("generate --model " + d.string() + " --prompt hi");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BenchDecodeWritesTheContract) {
+  fs::path json = dir_ / "bench.json";
+  CmdResult r = folio("bench decode --model " + good() + " --policy rswa --window 8 --kv-dtype bf16 --ref-tokens 32 --gen-tokens 48 "
+                "--sample-every 16 --threads 1 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  for (const char* k : {"suite", "model", "policy", "window", "kv_dtype", "threads", "ref_tokens", "gen_tokens", "prefill_ms",
+                        "samples", "kv_bytes_peak", "rss_peak_bytes", "decode_tokens_per_s"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_EQ(j["samples"].size(), 3u);
+  // (P + W) tokens x 2 (K, V) x 2 layers x 2 kv heads x 16 dims x 2 bytes, from the pool's counters.
+  size_t flat = (32 + 8) * 2 * 2 * 2 * 16 * 2;
+  for (auto& s : j["samples"]) EXPECT_EQ(s["kv_bytes"].get<size_t>(), flat) << s.dump();
+  EXPECT_EQ(folio("bench decode --model " + good() + " --policy sparse --json " + json.string()).code, 2);
+}
+
+}  // namespace
