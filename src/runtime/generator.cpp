@@ -43,12 +43,15 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const G
   res.kv_bytes_peak = kv.bytes();
 
   Sampler sampler(opt.sampling);
+  // The n-gram guard sees prompt + output, as the official Unlimited-OCR processor does.
+  std::vector<int32_t> history = prompt;
   t0 = std::chrono::steady_clock::now();
   res.stop_reason = "length";
   for (int64_t step = 0; step < opt.max_tokens; ++step) {
-    if (guard) guard->apply(res.tokens, logits);
+    if (guard) guard->apply(history, logits);
     int32_t tok = sampler.sample(logits);
     res.tokens.push_back(tok);
+    history.push_back(tok);
     bool go_on = !on_token || on_token(tok);
     if (opt.stop_at_eos && tok == cfg.eos_id) {
       res.stop_reason = "eos";

@@ -23,7 +23,7 @@ struct GenerationOptions {
   int64_t max_tokens = 256;      // generated tokens at most (EOS included)
   SamplingParams sampling;       // temperature 0 = greedy
   int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
-  int no_repeat_window = 128;    // looking back this many tokens
+  int no_repeat_window = 128;    // looking back this many tokens (prompt + output)
   bool stop_at_eos = true;
   int64_t prefill_chunk = 512;   // reference tokens per forward pass
 };
