@@ -96,6 +96,7 @@ int run_decode(const DecodeArgs& a) {
 
   // Roofline: a decode step must at least stream the active weights and the cached KV once.
   double bw = kernels::measure_copy_bandwidth_gbs(threads);
+  double read_bw = kernels::measure_read_bandwidth_gbs(threads);
   double weight_bytes = static_cast<double>(m.decoder->active_weight_bytes_per_token());
   double kv_bytes_mean = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
   double roofline_ms = (weight_bytes + kv_bytes_mean) / (bw * 1e9) * 1e3;
@@ -123,13 +124,19 @@ int run_decode(const DecodeArgs& a) {
                         {"active_weight_bytes_per_token", weight_bytes},
                         {"kv_bytes_read_per_token_mean", kv_bytes_mean},
                         {"roofline_ms_per_token", roofline_ms},
-                        {"efficiency", roofline_ms / ms_per_token}}}};
+                        {"efficiency", roofline_ms / ms_per_token},
+                        {"read_bandwidth_gbs", read_bw},
+                        {"read_roofline_ms_per_token", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3},
+                        {"read_efficiency", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3 / ms_per_token}}}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
-  std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, roofline %.2f ms/token (%.0f%% of it), RSS peak %zu\n",
-              policy.name().c_str(), dtype_name(*kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, roofline_ms,
-              100.0 * roofline_ms / ms_per_token, peak_rss_bytes());
+  double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
+  std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
+              "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
+              policy.name().c_str(), dtype_name(*kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
+              bw, roofline_ms, 100.0 * roofline_ms / ms_per_token, read_bw, read_roofline_ms,
+              100.0 * read_roofline_ms / ms_per_token);
   return 0;
 }
 

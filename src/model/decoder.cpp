@@ -102,8 +102,8 @@ void Decoder::embed(int32_t token, float* out) const {
 void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const int64_t w = m.gate->shape[0];
   std::vector<float> g(static_cast<size_t>(n * w)), u(static_cast<size_t>(n * w));
-  kernels::matmul(*m.gate, x, n, g.data(), pool);
-  kernels::matmul(*m.up, x, n, u.data(), pool);
+  const kernels::MatmulJob gate_up[] = {{m.gate, x, n, g.data()}, {m.up, x, n, u.data()}};
+  kernels::matmul_many(gate_up, pool);
   kernels::silu_mul(g.data(), u.data(), g.data(), n * w);
   kernels::matmul(*m.down, g.data(), n, y, pool);
 }
@@ -113,7 +113,13 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   // Router: softmax over all experts, then the top-k by probability (greedy; ties to the lower index).
   std::vector<float> probs(static_cast<size_t>(n * E));
   kernels::matmul(*L.router, x, n, probs.data(), pool);
-  std::vector<std::vector<std::pair<int64_t, float>>> per_expert(static_cast<size_t>(E));  // (token, weight)
+  struct Work {
+    const Mlp* mlp;
+    std::vector<int64_t> tokens;
+    std::vector<float> weights;
+    std::vector<float> xs, g, u, ys;
+  };
+  std::vector<Work> work(static_cast<size_t>(E));
   std::vector<int64_t> order(static_cast<size_t>(E));
   for (int64_t t = 0; t < n; ++t) {
     float* p = probs.data() + t * E;
@@ -126,29 +132,56 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
     for (int64_t i = 0; i < K; ++i) {
       int64_t e = order[static_cast<size_t>(i)];
       float w = cfg_.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e] * cfg_.routed_scaling;
-      per_expert[static_cast<size_t>(e)].push_back({t, w});
+      work[static_cast<size_t>(e)].tokens.push_back(t);
+      work[static_cast<size_t>(e)].weights.push_back(w);
     }
   }
-  // Shared experts see every token; routed experts see the tokens that chose them.
+  // Shared experts see every token; routed experts see the tokens that chose them. All gate/up
+  // products go in one pass over the weights, then all down products in another.
+  std::vector<Work*> active;
+  for (int64_t e = 0; e < E; ++e) {
+    Work& w = work[static_cast<size_t>(e)];
+    if (w.tokens.empty()) continue;
+    w.mlp = &L.experts[static_cast<size_t>(e)];
+    const int64_t m = static_cast<int64_t>(w.tokens.size());
+    w.xs.resize(static_cast<size_t>(m * H));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x + w.tokens[static_cast<size_t>(i)] * H, H, w.xs.data() + i * H);
+    active.push_back(&w);
+  }
+  Work shared;
   if (L.shared.gate) {
-    mlp(L.shared, x, n, y, pool);
+    shared.mlp = &L.shared;
+    shared.xs.assign(x, x + n * H);
+    active.push_back(&shared);
+  }
+  std::vector<kernels::MatmulJob> jobs;
+  for (Work* w : active) {
+    const int64_t m = static_cast<int64_t>(w->xs.size()) / H, width = w->mlp->gate->shape[0];
+    w->g.resize(static_cast<size_t>(m * width));
+    w->u.resize(static_cast<size_t>(m * width));
+    jobs.push_back({w->mlp->gate, w->xs.data(), m, w->g.data()});
+    jobs.push_back({w->mlp->up, w->xs.data(), m, w->u.data()});
+  }
+  kernels::matmul_many(jobs, pool);
+  jobs.clear();
+  for (Work* w : active) {
+    const int64_t m = static_cast<int64_t>(w->xs.size()) / H;
+    kernels::silu_mul(w->g.data(), w->u.data(), w->g.data(), static_cast<int64_t>(w->g.size()));
+    w->ys.resize(static_cast<size_t>(m * H));
+    jobs.push_back({w->mlp->down, w->g.data(), m, w->ys.data()});
+  }
+  kernels::matmul_many(jobs, pool);
+  if (L.shared.gate) {
+    std::copy(shared.ys.begin(), shared.ys.end(), y);
   } else {
     std::fill(y, y + n * H, 0.f);
   }
-  std::vector<float> xs, ys;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto& toks = per_expert[static_cast<size_t>(e)];
-    if (toks.empty()) continue;
-    const int64_t m = static_cast<int64_t>(toks.size());
-    xs.resize(static_cast<size_t>(m * H));
-    ys.resize(static_cast<size_t>(m * H));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(x + toks[static_cast<size_t>(i)].first * H, H, xs.data() + i * H);
-    mlp(L.experts[static_cast<size_t>(e)], xs.data(), m, ys.data(), pool);
-    for (int64_t i = 0; i < m; ++i) {
-      float w = toks[static_cast<size_t>(i)].second;
-      float* dst = y + toks[static_cast<size_t>(i)].first * H;
-      const float* src = ys.data() + i * H;
-      for (int64_t j = 0; j < H; ++j) dst[j] += w * src[j];
+  for (Work* w : active) {
+    if (w == &shared) continue;
+    for (size_t i = 0; i < w->tokens.size(); ++i) {
+      float* dst = y + w->tokens[i] * H;
+      const float* src = w->ys.data() + static_cast<int64_t>(i) * H;
+      for (int64_t j = 0; j < H; ++j) dst[j] += w->weights[i] * src[j];
     }
   }
 }
@@ -268,9 +301,8 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     kernels::rms_norm(x.data(), L.attn_norm.data(), xn.data(), T, H, cfg_.rms_eps);
-    kernels::matmul(*L.wq, xn.data(), T, q.data(), pool);
-    kernels::matmul(*L.wk, xn.data(), T, k.data(), pool);
-    kernels::matmul(*L.wv, xn.data(), T, v.data(), pool);
+    const kernels::MatmulJob qkv[] = {{L.wq, xn.data(), T, q.data()}, {L.wk, xn.data(), T, k.data()}, {L.wv, xn.data(), T, v.data()}};
+    kernels::matmul_many(qkv, pool);
     int64_t r = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       for (int64_t j = 0; j < batch[i].count(); ++j, ++r) {

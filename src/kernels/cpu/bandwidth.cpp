@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -36,6 +37,39 @@ double measure_copy_bandwidth_gbs(ThreadPool& pool, size_t bytes, int repeats) {
     });
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, 2.0 * static_cast<double>(used) / s / 1e9);
+  }
+  return best;
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int repeats) {
+  FOLIO_CHECK_INPUT(bytes >= (size_t{1} << 20),
+                    "measure_read_bandwidth_gbs: buffer of " + std::to_string(bytes) + " bytes is too small (< 1 MiB)");
+  FOLIO_CHECK_INPUT(repeats >= 1, "measure_read_bandwidth_gbs: repeats must be >= 1, got " + std::to_string(repeats));
+  const int64_t words = static_cast<int64_t>(bytes / 8);
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(words)]);
+  pool.parallel_for(words, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  });
+  double best = 0;
+  std::vector<uint64_t> sink(static_cast<size_t>(pool.size()), 0);
+  for (int rep = 0; rep < repeats; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(
+        words,
+        [&](int64_t b, int64_t e) {
+          // Eight independent accumulators keep the loads, not the adds, the limit.
+          uint64_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t i = b;
+          for (; i + 8 <= e; i += 8)
+            for (int k = 0; k < 8; ++k) a[k] += buf[static_cast<size_t>(i + k)];
+          for (; i < e; ++i) a[0] += buf[static_cast<size_t>(i)];
+          uint64_t s = 0;
+          for (uint64_t v : a) s += v;
+          sink[static_cast<size_t>(b * static_cast<int64_t>(sink.size()) / words)] += s;  // keeps the loop alive
+        },
+        512);
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(words) * 8.0 / sec / 1e9);
   }
   return best;
 }

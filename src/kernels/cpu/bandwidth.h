@@ -13,4 +13,8 @@ namespace folio::kernels {
 // Throws InvalidInput if bytes < 1 MiB or repeats < 1.
 double measure_copy_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{512} << 20, int repeats = 5);
 
+// Read-only streaming bandwidth (what a GEMV over weights can at best get): every thread sums its
+// slice of a `bytes`-sized buffer; best of `repeats`, in GB/s of bytes read.
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{512} << 20, int repeats = 5);
+
 }  // namespace folio::kernels

@@ -22,6 +22,7 @@ namespace {
 template <class V>
 struct LoadF32 {
   static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = 32 * 4;  // bytes of 32 elements
   struct Ctx {
     const float* p;
   };
@@ -35,6 +36,7 @@ struct LoadF32 {
 template <class V>
 struct LoadBF16 {
   static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = 32 * 2;
   struct Ctx {
     const uint16_t* p;
   };
@@ -48,6 +50,7 @@ struct LoadBF16 {
 template <class V>
 struct LoadF16 {
   static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = 32 * 2;
   struct Ctx {
     const uint16_t* p;
   };
@@ -63,6 +66,7 @@ struct LoadF16 {
 template <class V>
 struct LoadQ8 {
   static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ8_0);
   struct Ctx {
     const int8_t* q;
     typename V::reg d;
@@ -78,10 +82,16 @@ struct LoadQ8 {
 
 // ---- GEMV tile: R weight rows x G input rows --------------------------------------------------
 // Each weight chunk is loaded once and applied to all G input rows; R*G independent accumulators
-// hide FMA latency. No software prefetch: the R sequential row streams are easy for the hardware
-// prefetcher, and explicit prefetches 256-2048 bytes ahead measured slower (AVX2, Zen 3).
-// acc[r][g] always sums chunks in the same order, whatever R and G are, so a row's
+// hide FMA latency. acc[r][g] always sums chunks in the same order, whatever R and G are, so a row's
 // result does not depend on the tile it was computed in.
+//
+// Prefetch: with short rows (a few KiB) each tile's R row streams end before the hardware
+// prefetcher has ramped up on them, so the tile asks for the same offsets kPrefetchRows rows ahead
+// (the next block) while it works: measured +15% on [60000,1280] bf16 (AVX2, Zen 3). Long rows
+// stream well on their own, and prefetching them measured no better, so they get no hints.
+constexpr int64_t kPrefetchRows = 8;
+constexpr size_t kPrefetchMaxRowBytes = 4096;
+
 template <class V, class L, int R, int G>
 inline void gemv_tile(const uint8_t* w, size_t rb, int64_t in, const float* x, float* y, int64_t ldy) {
   using reg = typename V::reg;
@@ -89,10 +99,19 @@ inline void gemv_tile(const uint8_t* w, size_t rb, int64_t in, const float* x, f
   reg acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = V::zero();
+  // Integer arithmetic: past the last row these addresses lie outside W (prefetches cannot fault,
+  // but out-of-bounds pointer arithmetic would be undefined).
+  const bool prefetch = rb <= kPrefetchMaxRowBytes;
+  uintptr_t pf = reinterpret_cast<uintptr_t>(w) + kPrefetchRows * rb;
   int64_t c = 0;
-  for (; c + 32 <= in; c += 32) {
+  for (; c + 32 <= in; c += 32, pf += L::kChunkBytes) {
     typename L::Ctx ctx[R];
     for (int r = 0; r < R; ++r) ctx[r] = L::chunk(w + r * rb, c);
+    if (prefetch) {
+      for (int r = 0; r < R; ++r)
+        for (size_t o = 0; o < L::kChunkBytes; o += 64)
+          __builtin_prefetch(reinterpret_cast<const void*>(pf + r * rb + o));
+    }
     for (int k = 0; k < K; ++k) {
       reg xv[G];
       for (int g = 0; g < G; ++g) xv[g] = V::load(x + g * in + c + k * V::W);

@@ -120,6 +120,39 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
       out, [&](int64_t b, int64_t e) { gemv(wb, rb, in, b, e, x, n, y, out); }, kRowGrain);
 }
 
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
+  const detail::KernelTable& table = detail::table_for(active_isa());
+  std::vector<const MatmulJob*> fused;
+  std::vector<int64_t> start = {0};  // first concatenated row of each fused job
+  for (const MatmulJob& j : jobs) {
+    const TensorView& w = *j.w;
+    if (j.n >= matmul_gemm_min_rows() || w.shape.size() != 2 || w.shape[1] == 0 || j.n == 0) {
+      matmul(w, j.x, j.n, j.y, pool);  // validates and handles the large and degenerate cases
+      continue;
+    }
+    FOLIO_CHECK_INPUT(w.data != nullptr && w.shape[1] % dtype_block_elems(w.dtype) == 0,
+                      "matmul: weight '" + w.name + "' has no data or a bad q8_0 row length");
+    fused.push_back(&j);
+    start.push_back(start.back() + w.shape[0]);
+  }
+  if (fused.empty()) return;
+  pool.parallel_for(
+      start.back(),
+      [&](int64_t b, int64_t e) {
+        // Jobs overlapping [b, e), each on its local row range.
+        size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
+        for (; k < fused.size() && start[k] < e; ++k) {
+          const MatmulJob& j = *fused[k];
+          const TensorView& w = *j.w;
+          const int64_t out = w.shape[0];
+          const int64_t r0 = std::max<int64_t>(b - start[k], 0), r1 = std::min<int64_t>(e - start[k], out);
+          table.gemv[static_cast<int>(w.dtype)](static_cast<const uint8_t*>(w.data), w.row_bytes(), w.shape[1], r0, r1,
+                                                j.x, j.n, j.y, out);
+        }
+      },
+      kRowGrain);
+}
+
 float dot(const float* a, const void* b, DType bt, int64_t n) {
   int t = dtype_index_for_vector_op(bt, "dot");
   return detail::table_for(active_isa()).dot[t](a, b, n);

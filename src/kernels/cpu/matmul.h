@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
@@ -30,6 +31,20 @@ int64_t matmul_gemm_min_rows();
 void set_matmul_gemm_min_rows(int64_t n);
 
 // sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for q8_0.
+// One product y[n, out] = x[n, in] . W^T of a batch given to matmul_many.
+struct MatmulJob {
+  const TensorView* w = nullptr;
+  const float* x = nullptr;
+  int64_t n = 0;
+  float* y = nullptr;
+};
+
+// Runs several independent matmuls. Jobs with few input rows (the decode case: q/k/v projections,
+// the experts a token chose) share ONE parallel pass over their concatenated weight rows, so the
+// threads stream all the weights back to back instead of meeting at a barrier after each small
+// matrix. Jobs with many rows go through matmul() one by one. Results equal matmul() per job.
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool);
+
 float dot(const float* a, const void* b, DType bt, int64_t n);
 
 // y[i] += alpha * x[i] with x stored as f32, f16 or bf16. Throws InvalidInput for q8_0.
