@@ -24,7 +24,7 @@ namespace folio {
 using SeqId = int64_t;
 
 struct KVBlock {
-  uint8_t* k = nullptr;  // tokens x row_bytes
+  uint8_t* k = nullptr;  // head-major: n_kv_heads x tokens x head_bytes
   uint8_t* v = nullptr;
   int64_t tokens = 0;    // capacity in token rows
 };

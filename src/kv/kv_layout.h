@@ -15,6 +15,8 @@ struct KVLayout {
   DType dtype = DType::F32;  // f32, f16 or bf16 (quantised formats arrive with their own spans)
 
   int64_t row_elems() const { return n_kv_heads * head_dim; }
+  // Bytes of one head's K (or V) row.
+  size_t head_bytes() const { return dtype_row_bytes(dtype, head_dim); }
   // Bytes of K (or V) for one token in one layer.
   size_t row_bytes() const { return dtype_row_bytes(dtype, row_elems()); }
   // Bytes of K and V for one token across all layers: what a cached token costs.

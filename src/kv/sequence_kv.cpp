@@ -68,8 +68,8 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   return first;
 }
 
-SequenceKV::Slot SequenceKV::slot(int64_t layer, int64_t pos) const {
-  const size_t rb = pool_.layout().row_bytes();
+SequenceKV::Row SequenceKV::row(int64_t layer, int64_t pos) const {
+  const size_t hb = pool_.layout().head_bytes();
   if (pos < 0 || pos >= length_) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " not appended");
   const bool in_blocks = pos < reference_len_ || policy_.kind == KVPolicyKind::Full;
   int64_t id, row;
@@ -84,28 +84,26 @@ SequenceKV::Slot SequenceKV::slot(int64_t layer, int64_t pos) const {
     row = j % policy_.window;
   }
   const KVBlock& b = pool_.block(id);
-  return {b.k + static_cast<size_t>(row) * rb, b.v + static_cast<size_t>(row) * rb};
+  return {b.k + static_cast<size_t>(row) * hb, b.v + static_cast<size_t>(row) * hb, static_cast<size_t>(b.tokens) * hb};
 }
-
-uint8_t* SequenceKV::k_row(int64_t layer, int64_t pos) { return slot(layer, pos).k; }
-uint8_t* SequenceKV::v_row(int64_t layer, int64_t pos) { return slot(layer, pos).v; }
 
 void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const {
   const auto& blocks = blocks_[static_cast<size_t>(layer)];
+  const size_t hb = pool_.layout().head_bytes();
   // Rows held in blocks that this query may see: causal up to pos, and never past the reference
   // under rswa (generated tokens live in the ring there).
   int64_t block_rows = policy_.kind == KVPolicyKind::Full ? pos + 1 : std::min(pos + 1, reference_len_);
   for (size_t i = 0; static_cast<int64_t>(i) * block_tokens_ < block_rows; ++i) {
     const KVBlock& b = pool_.block(blocks[i]);
     int64_t rows = std::min(block_tokens_, block_rows - static_cast<int64_t>(i) * block_tokens_);
-    out.push_back({b.k, b.v, rows});
+    out.push_back({b.k, b.v, rows, static_cast<size_t>(b.tokens) * hb});
   }
   if (policy_.kind == KVPolicyKind::RSwa && pos >= reference_len_) {
     // Generated token j = pos - P sees generated tokens max(0, j-W+1)..j: while j < W they are ring
     // rows 0..j; after that the whole ring (the rows of older tokens were overwritten in order).
     int64_t j = pos - reference_len_;
     const KVBlock& r = pool_.block(ring_[static_cast<size_t>(layer)]);
-    out.push_back({r.k, r.v, std::min(j + 1, policy_.window)});
+    out.push_back({r.k, r.v, std::min(j + 1, policy_.window), static_cast<size_t>(r.tokens) * hb});
   }
 }
 

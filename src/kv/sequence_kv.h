@@ -48,10 +48,15 @@ class SequenceKV {
     sealed_ = m.sealed;
   }
 
-  // K / V row of the token at `pos` in `layer`. pos must be appended; under rswa a generated
-  // position shares its ring row with pos +- k*W.
-  uint8_t* k_row(int64_t layer, int64_t pos);
-  uint8_t* v_row(int64_t layer, int64_t pos);
+  // Where the token at `pos` keeps its K and V in `layer`: KV head h at k + h * head_stride (V
+  // likewise), head_dim elements each. pos must be appended; under rswa a generated position
+  // shares its ring row with pos +- k*W.
+  struct Row {
+    uint8_t* k;
+    uint8_t* v;
+    size_t head_stride;
+  };
+  Row row(int64_t layer, int64_t pos) const;
 
   // Spans a query at position `pos` may attend to (cached tokens at positions <= pos), appended to out.
   void visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const;
@@ -69,11 +74,6 @@ class SequenceKV {
   size_t bytes() const { return pool_.bytes_for(id_); }
 
  private:
-  struct Slot {
-    uint8_t* k;
-    uint8_t* v;
-  };
-  Slot slot(int64_t layer, int64_t pos) const;
   void release_all();
 
   KVBlockPool& pool_;

@@ -195,9 +195,12 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
     int64_t pos;  // absolute position
   };
   auto store = [&](const Task& t) {
-    DType dt = t.kv->layout().dtype;
-    convert_from_f32(dt, k + t.row * kv_row, t.kv->k_row(layer, t.pos), kv_row);
-    convert_from_f32(dt, v + t.row * kv_row, t.kv->v_row(layer, t.pos), kv_row);
+    const DType dt = t.kv->layout().dtype;
+    const SequenceKV::Row r = t.kv->row(layer, t.pos);
+    for (int64_t h = 0; h < cfg_.n_kv_heads; ++h) {
+      convert_from_f32(dt, k + t.row * kv_row + h * hd, r.k + static_cast<size_t>(h) * r.head_stride, hd);
+      convert_from_f32(dt, v + t.row * kv_row + h * hd, r.v + static_cast<size_t>(h) * r.head_stride, hd);
+    }
   };
   // Attends every (token, head) of `tasks`, spread over the pool. Consecutive task indices of one
   // thread share a token, so its visible spans are gathered once per token.
@@ -221,7 +224,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
           spans.clear();
           t.kv->visible_spans(layer, t.pos, spans);
           const KVLayout& lay = t.kv->layout();
-          shape = {nh, cfg_.n_kv_heads, hd, lay.dtype, lay.row_bytes(), 1.0f / std::sqrt(static_cast<float>(hd))};
+          shape = {nh, cfg_.n_kv_heads, hd, lay.dtype, lay.head_bytes(), 1.0f / std::sqrt(static_cast<float>(hd))};
         }
         kernels::attend(q + t.row * nh * hd, spans, shape, out + t.row * nh * hd, h, h + 1, scratch.data());
       }

@@ -15,8 +15,8 @@ KVLayout tiny_layout(DType dt = DType::F32) { return {2, 1, 4, dt}; }  // 2 laye
 // Writes a marker (the position) into every token's K row so spans can be read back as positions.
 void write_marker(SequenceKV& kv, int64_t layer, int64_t pos) {
   float v[4] = {static_cast<float>(pos), 0, 0, 0};
-  std::memcpy(kv.k_row(layer, pos), v, sizeof v);
-  std::memcpy(kv.v_row(layer, pos), v, sizeof v);
+  std::memcpy(kv.row(layer, pos).k, v, sizeof v);
+  std::memcpy(kv.row(layer, pos).v, v, sizeof v);
 }
 
 std::multiset<int64_t> visible_positions(const SequenceKV& kv, int64_t layer, int64_t pos) {

@@ -13,12 +13,14 @@
 
 namespace folio::kernels {
 
-// `tokens` rows of keys and values; row t of K starts at k + t * row_bytes and holds
-// n_kv_heads x head_dim elements of the KV dtype (V likewise).
+// `tokens` rows of keys and values stored head-major: KV head h of row t starts at
+// k + h * head_stride + t * head_bytes (V likewise), so one head's rows are contiguous and a
+// query head streams them without striding over the other heads.
 struct KVSpan {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   int64_t tokens = 0;
+  size_t head_stride = 0;
 };
 
 struct AttentionShape {
@@ -26,7 +28,7 @@ struct AttentionShape {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   DType kv_dtype = DType::F32;
-  size_t row_bytes = 0;  // bytes of one K (or V) row
+  size_t head_bytes = 0;  // bytes of one head's K (or V) row: head_dim elements of kv_dtype
   float scale = 1.0f;    // usually 1/sqrt(head_dim)
 };
 

@@ -21,12 +21,20 @@ using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t 
 using RowsToF32Fn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t rows, float* dst);
 using DotFn = float (*)(const float* a, const void* b, int64_t n);
 using AxpyFn = void (*)(float alpha, const void* x, float* y, int64_t n);
+// Attention over `rows` cached rows `stride` bytes apart, each `n` elements:
+//   dot_rows:  out[t] = scale * <q, row t>
+//   axpy_rows: y += sum_t p[t] * row t
+using DotRowsFn = void (*)(const float* q, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float scale,
+                           float* out);
+using AxpyRowsFn = void (*)(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y);
 
 struct KernelTable {
   GemvFn gemv[4];          // indexed by DType: F32, F16, BF16, Q8_0
   RowsToF32Fn to_f32[4];   // indexed by DType
   DotFn dot[3];            // F32, F16, BF16
   AxpyFn axpy[3];          // F32, F16, BF16
+  DotRowsFn dot_rows[3];   // F32, F16, BF16
+  AxpyRowsFn axpy_rows[3]; // F32, F16, BF16
 };
 
 const KernelTable& scalar_table();

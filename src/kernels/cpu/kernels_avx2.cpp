@@ -3,6 +3,7 @@
 // says the CPU has these instructions.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

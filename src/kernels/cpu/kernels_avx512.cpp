@@ -3,6 +3,7 @@
 // CPU has AVX-512 F/BW/VL/DQ (+ FMA, F16C).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -236,6 +236,53 @@ void axpy(float alpha, const void* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * L::scalar(row, i);
 }
 
+constexpr int64_t kAttnPrefetchRows = 16;
+
+// Scores of one query against many cached rows (one attention head's keys): the loop over rows
+// lives here, not in the caller, so a step costs no call or dispatch per row, and the next rows
+// are prefetched (they are `stride` apart: the other heads' slices sit in between).
+template <class V, class L>
+void dot_rows(const float* q, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float scale, float* out) {
+  const size_t row_len = reinterpret_cast<const uint8_t*>(L::at(rows, n)) - rows;
+  for (int64_t t = 0; t < count; ++t) {
+    const uint8_t* row = rows + static_cast<size_t>(t) * stride;
+    // Rows are short and strided, which the hardware prefetcher follows poorly: ask for the row
+    // kAttnPrefetchRows ahead, every cache line of it (prefetches past the end cannot fault).
+    const uint8_t* ahead = row + kAttnPrefetchRows * stride;
+    for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
+    out[t] = scale * dot<V, L>(q, row, n);
+  }
+}
+
+// y += sum_t p[t] * row t (one head's values weighted by its probabilities). y stays in registers
+// for a block of up to 8 vectors while all rows stream past.
+template <class V, class L>
+void axpy_rows(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y) {
+  using reg = typename V::reg;
+  constexpr int B = 8;
+  int64_t d = 0;
+  for (; d + B * V::W <= n; d += B * V::W) {
+    reg acc[B];
+    for (int k = 0; k < B; ++k) acc[k] = V::load(y + d + k * V::W);
+    for (int64_t t = 0; t < count; ++t) {
+      const uint8_t* row = rows + static_cast<size_t>(t) * stride;
+      const uint8_t* ahead = reinterpret_cast<const uint8_t*>(L::at(row + kAttnPrefetchRows * stride, d));
+      for (size_t o = 0; o < B * V::W * sizeof(*L::at(row, 0)); o += 64) __builtin_prefetch(ahead + o);
+      const reg pt = V::set1(p[t]);
+      for (int k = 0; k < B; ++k) acc[k] = V::fma(pt, L::load1(row, d + k * V::W), acc[k]);
+    }
+    for (int k = 0; k < B; ++k) V::store(y + d + k * V::W, acc[k]);
+  }
+  if (d < n)
+    for (int64_t t = 0; t < count; ++t) {
+      const uint8_t* row = rows + static_cast<size_t>(t) * stride;
+      int64_t i = d;
+      const reg pt = V::set1(p[t]);
+      for (; i + V::W <= n; i += V::W) V::store(y + i, V::fma(pt, L::load1(row, i), V::load(y + i)));
+      for (; i < n; ++i) y[i] += p[t] * L::scalar(row, i);
+    }
+}
+
 template <class V>
 constexpr KernelTable make_table() {
   return KernelTable{
@@ -244,6 +291,8 @@ constexpr KernelTable make_table() {
        &rows_to_f32<V, LoadQ8<V>>},
       {&dot<V, LoadF32<V>>, &dot<V, LoadF16<V>>, &dot<V, LoadBF16<V>>},
       {&axpy<V, LoadF32<V>>, &axpy<V, LoadF16<V>>, &axpy<V, LoadBF16<V>>},
+      {&dot_rows<V, LoadF32<V>>, &dot_rows<V, LoadF16<V>>, &dot_rows<V, LoadBF16<V>>},
+      {&axpy_rows<V, LoadF32<V>>, &axpy_rows<V, LoadF16<V>>, &axpy_rows<V, LoadBF16<V>>},
   };
 }
 

@@ -1,0 +1,69 @@
+// kernels::attend against a plain double-precision softmax attention, for every KV dtype and ISA,
+// with rows split over several spans (as reference blocks + a window ring are).
+#include "kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+
+namespace folio::kernels {
+namespace {
+
+TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
+  const int64_t heads = 4, kv_heads = 2, hd = 20, rows = 37;  // GQA, head_dim not a multiple of 8
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  std::vector<float> q(static_cast<size_t>(heads * hd)), k(static_cast<size_t>(rows * kv_heads * hd)),
+      v(static_cast<size_t>(rows * kv_heads * hd));
+  for (auto* vec : {&q, &k, &v})
+    for (auto& x : *vec) x = nd(rng);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+      // Store K/V head-major in the KV dtype ([kv_head][row][hd]), and build the reference from
+      // the stored (rounded) values; k and v are generated row-major [row][kv_head][hd].
+      const size_t hb = dtype_row_bytes(dt, hd), head_stride = rows * hb;
+      std::vector<uint8_t> ks(kv_heads * head_stride), vs(kv_heads * head_stride);
+      std::vector<float> kr(k.size()), vr(v.size());
+      for (int64_t t = 0; t < rows; ++t)
+        for (int64_t h = 0; h < kv_heads; ++h) {
+          size_t src = static_cast<size_t>((t * kv_heads + h) * hd), dst = h * head_stride + t * hb;
+          convert_from_f32(dt, &k[src], ks.data() + dst, hd);
+          convert_from_f32(dt, &v[src], vs.data() + dst, hd);
+          convert_to_f32(dt, ks.data() + dst, &kr[src], hd);
+          convert_to_f32(dt, vs.data() + dst, &vr[src], hd);
+        }
+      std::vector<KVSpan> spans = {{ks.data(), vs.data(), 5, head_stride},
+                                   {ks.data() + 5 * hb, vs.data() + 5 * hb, 16, head_stride},
+                                   {ks.data() + 21 * hb, vs.data() + 21 * hb, 16, head_stride}};
+      AttentionShape shape{heads, kv_heads, hd, dt, hb, 1.0f / std::sqrt(static_cast<float>(hd))};
+      std::vector<float> out(q.size()), scratch(rows);
+      attend(q.data(), spans, shape, out.data(), 0, heads, scratch.data());
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t kh = h / (heads / kv_heads);
+        std::vector<double> sc(rows);
+        double m = -1e300, sum = 0;
+        for (int64_t t = 0; t < rows; ++t) {
+          double d = 0;
+          for (int64_t i = 0; i < hd; ++i) d += double(q[h * hd + i]) * kr[(t * kv_heads + kh) * hd + i];
+          sc[t] = d * shape.scale;
+          m = std::max(m, sc[t]);
+        }
+        for (auto& x : sc) sum += (x = std::exp(x - m));
+        for (int64_t i = 0; i < hd; ++i) {
+          double o = 0;
+          for (int64_t t = 0; t < rows; ++t) o += sc[t] / sum * vr[(t * kv_heads + kh) * hd + i];
+          EXPECT_NEAR(out[h * hd + i], o, 2e-5) << isa_name(active_isa()) << " " << dtype_name(dt) << " head " << h;
+        }
+      }
+    }
+  }
+  set_isa(best_isa());
+}
+
+}  // namespace
+}  // namespace folio::kernels
