@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels {
 namespace {
@@ -61,6 +62,35 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
         }
       }
     }
+  }
+  set_isa(best_isa());
+}
+
+}  // namespace
+}  // namespace folio::kernels
+
+namespace folio::kernels {
+namespace {
+
+// The vectorised exp behind softmax: relative error within a few ulp of std::exp over the range
+// softmax uses (x - max <= 0, down to where exp underflows), on every ISA.
+TEST(Attention, ExpSumMatchesStdExp) {
+  std::vector<float> xs;
+  for (float x = -90.f; x <= 0.f; x += 0.0137f) xs.push_back(x);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    std::vector<float> v(xs);
+    double sum = detail::table_for(active_isa()).exp_sum(v.data(), static_cast<int64_t>(v.size()), 0.5f);
+    double want_sum = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      // The argument is rounded to float first, as the kernel does; the exp itself is what is tested.
+      double want = std::exp(static_cast<double>(xs[i] - 0.5f));
+      want_sum += want;
+      if (want > 1e-37) {
+        EXPECT_NEAR(v[i], want, 4e-7 * want) << isa_name(active_isa()) << " x=" << xs[i];
+      }
+    }
+    EXPECT_NEAR(sum, want_sum, 1e-5 * want_sum);
   }
   set_isa(best_isa());
 }

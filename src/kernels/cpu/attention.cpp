@@ -29,11 +29,7 @@ void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape&
     // Softmax numerators in place; normalised once at the end.
     float m = -INFINITY;
     for (int64_t i = 0; i < rows; ++i) m = std::max(m, scratch[i]);
-    double sum = 0.0;
-    for (int64_t i = 0; i < rows; ++i) {
-      scratch[i] = std::exp(scratch[i] - m);
-      sum += scratch[i];
-    }
+    const double sum = table.exp_sum(scratch, rows, m);
     // Pass 2: probability-weighted sum of the value rows.
     std::memset(oh, 0, sizeof(float) * static_cast<size_t>(s.head_dim));
     rows = 0;

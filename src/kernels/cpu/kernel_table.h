@@ -26,6 +26,8 @@ using AxpyFn = void (*)(float alpha, const void* x, float* y, int64_t n);
 //   axpy_rows: y += sum_t p[t] * row t
 using DotRowsFn = void (*)(const float* q, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float scale,
                            float* out);
+// x[i] = exp(x[i] - m) for i < n; returns the sum (softmax numerators and denominator).
+using ExpSumFn = double (*)(float* x, int64_t n, float m);
 using AxpyRowsFn = void (*)(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y);
 
 struct KernelTable {
@@ -35,6 +37,7 @@ struct KernelTable {
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16
   AxpyRowsFn axpy_rows[3]; // F32, F16, BF16
+  ExpSumFn exp_sum;
 };
 
 const KernelTable& scalar_table();

@@ -46,6 +46,23 @@ struct VAvx2 {
     return _mm_cvtss_f32(s);
   }
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
+  // exp(x) for softmax numerators (x <= 0 here; clamped to exp's float range): x = k ln2 + r,
+  // exp(r) by a degree-6 polynomial (Cephes coefficients), times 2^k built in the exponent bits.
+  // Relative error ~2 ulp.
+  static reg exp(reg x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+    reg k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    reg r = _mm256_fmadd_ps(k, _mm256_set1_ps(-0.693359375f), x);
+    r = _mm256_fmadd_ps(k, _mm256_set1_ps(2.12194440e-4f), r);
+    reg p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23)));
+  }
 };
 
 }  // namespace

@@ -284,6 +284,21 @@ void axpy_rows(const float* p, const uint8_t* rows, size_t stride, int64_t count
 }
 
 template <class V>
+double exp_sum(float* x, int64_t n, float m) {
+  const typename V::reg neg_m = V::set1(-m);
+  typename V::reg acc = V::zero();
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) {
+    typename V::reg e = V::exp(V::add(V::load(x + i), neg_m));
+    V::store(x + i, e);
+    acc = V::add(acc, e);
+  }
+  double s = V::hsum(acc);
+  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
+  return s;
+}
+
+template <class V>
 constexpr KernelTable make_table() {
   return KernelTable{
       {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>, &gemv<V, LoadQ8<V>>},
@@ -293,6 +308,7 @@ constexpr KernelTable make_table() {
       {&axpy<V, LoadF32<V>>, &axpy<V, LoadF16<V>>, &axpy<V, LoadBF16<V>>},
       {&dot_rows<V, LoadF32<V>>, &dot_rows<V, LoadF16<V>>, &dot_rows<V, LoadBF16<V>>},
       {&axpy_rows<V, LoadF32<V>>, &axpy_rows<V, LoadF16<V>>, &axpy_rows<V, LoadBF16<V>>},
+      &exp_sum<V>,
   };
 }
 

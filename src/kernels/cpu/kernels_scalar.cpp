@@ -1,4 +1,5 @@
 // Portable kernels for CPUs without AVX2/FMA/F16C (plain x86-64 or anything else GCC targets).
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,7 @@ struct VScalar {
   static reg add(reg a, reg b) { return a + b; }
   static float hsum(reg v) { return v; }
   static float f16(uint16_t h) { return f16_to_f32(h); }
+  static reg exp(reg x) { return std::exp(x); }
 };
 
 }  // namespace
