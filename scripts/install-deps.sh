@@ -10,5 +10,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config \
   libopenblas-dev libopenblas0-pthread \
   nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev \
+  libpoppler-cpp-dev libstb-dev \
   > /dev/null
 echo "folio: dependencies installed"

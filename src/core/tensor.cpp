@@ -11,4 +11,10 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+std::vector<float> to_f32_vector(const TensorView& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  convert_to_f32(t.dtype, t.data, v.data(), t.numel());
+  return v;
+}
+
 }  // namespace folio

@@ -34,4 +34,7 @@ struct TensorView {
 // "[1280, 6848]"
 std::string shape_to_string(const std::vector<int64_t>& shape);
 
+// All elements of t converted to f32 (a copy).
+std::vector<float> to_f32_vector(const TensorView& t);
+
 }  // namespace folio

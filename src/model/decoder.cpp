@@ -13,15 +13,6 @@
 
 namespace folio {
 
-namespace {
-
-std::vector<float> to_f32(const TensorView& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  convert_to_f32(t.dtype, t.data, v.data(), t.numel());
-  return v;
-}
-
-}  // namespace
 
 const TensorView* Decoder::need(const std::string& name, std::vector<int64_t> shape) {
   const TensorView& t = src_.get(name, shape);
@@ -37,14 +28,14 @@ Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming n
   cfg_.validate();
   const int64_t H = cfg_.hidden, hd = cfg_.head_dim;
   embed_ = need(global_tensor_name(naming, "embed"), {cfg_.vocab, H});
-  final_norm_ = to_f32(*need(global_tensor_name(naming, "norm"), {H}));
+  final_norm_ = to_f32_vector(*need(global_tensor_name(naming, "norm"), {H}));
   lm_head_ = cfg_.tie_embeddings ? embed_ : need(global_tensor_name(naming, "lm_head"), {cfg_.vocab, H});
   layers_.resize(static_cast<size_t>(cfg_.n_layers));
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
     auto name = [&](const std::string& what) { return layer_tensor_name(naming, l, what); };
-    L.attn_norm = to_f32(*need(name("input_layernorm"), {H}));
-    L.ffn_norm = to_f32(*need(name("post_attention_layernorm"), {H}));
+    L.attn_norm = to_f32_vector(*need(name("input_layernorm"), {H}));
+    L.ffn_norm = to_f32_vector(*need(name("post_attention_layernorm"), {H}));
     L.wq = need(name("self_attn.q_proj"), {cfg_.n_heads * hd, H});
     L.wk = need(name("self_attn.k_proj"), {cfg_.n_kv_heads * hd, H});
     L.wv = need(name("self_attn.v_proj"), {cfg_.n_kv_heads * hd, H});

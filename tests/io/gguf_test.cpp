@@ -16,11 +16,6 @@ using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
 
-std::vector<float> to_f32(const TensorView& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  convert_to_f32(t.dtype, t.data, out.data(), t.numel());
-  return out;
-}
 
 // Independent peek at a tensor descriptor in raw GGUF bytes: finds "<u64 len><name>" and returns
 // the ne array and ggml type that follow it, plus the byte position of the type field.
@@ -187,7 +182,7 @@ TEST(Gguf, TensorsRoundTripWithReversedDims) {
   EXPECT_CONTAINS(invalid_input_message([&] { f->get("a.f32", {3, 2}); }),
                   "tensor 'a.f32' has shape [2, 3] but the config implies [3, 2]");
   // q8_0 row 1 decodes to the second half of the source, within the quantisation step.
-  std::vector<float> dq = to_f32(f->tensor("q.q8_0"));
+  std::vector<float> dq = to_f32_vector(f->tensor("q.q8_0"));
   for (size_t i = 0; i < dq.size(); ++i) EXPECT_NEAR(dq[i], qsrc[i], 3.0f / 127) << i;
   EXPECT_EQ(f->tensor("q.q8_0").row_bytes(), 2 * sizeof(BlockQ8_0));
 }
@@ -207,16 +202,16 @@ TEST(Gguf, ReadsHandWrittenFixtureExactly) {
 
   const TensorView& e = f->get("tok_embd.weight", {2, 3});  // ne [3, 2]
   EXPECT_EQ(e.dtype, DType::F32);
-  EXPECT_EQ(to_f32(e), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(to_f32_vector(e), (std::vector<float>{1, 2, 3, 4, 5, 6}));
   float row1[3];
   std::memcpy(row1, e.row_ptr(1), sizeof row1);
   EXPECT_EQ(row1[0], 4.0f);
-  EXPECT_EQ(to_f32(f->get("norm.weight", {4})), (std::vector<float>{0.5f, -0.25f, 8.0f, -1024.0f}));
+  EXPECT_EQ(to_f32_vector(f->get("norm.weight", {4})), (std::vector<float>{0.5f, -0.25f, 8.0f, -1024.0f}));
   const TensorView& q = f->get("q.weight", {1, 32});
   EXPECT_EQ(q.dtype, DType::Q8_0);
   std::vector<float> want(32);
   for (int i = 0; i < 32; ++i) want[i] = static_cast<float>(i - 16) * 0.5f;
-  EXPECT_EQ(to_f32(q), want);
+  EXPECT_EQ(to_f32_vector(q), want);
   EXPECT_EQ((static_cast<const uint8_t*>(f->tensor("norm.weight").data) - f->file()->data()) % 64, 0);
 }
 
@@ -238,7 +233,7 @@ TEST(Gguf, WriterHonoursCustomAlignment) {
   EXPECT_EQ(f->alignment(), 128u);
   for (const char* n : {"a", "b"})
     EXPECT_EQ((static_cast<const uint8_t*>(f->tensor(n).data) - f->file()->data()) % 128, 0) << n;
-  EXPECT_EQ(to_f32(f->tensor("b")), b);
+  EXPECT_EQ(to_f32_vector(f->tensor("b")), b);
 }
 
 TEST(Gguf, WriterRejectsBadTensors) {

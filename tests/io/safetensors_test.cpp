@@ -17,11 +17,6 @@ using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
 
-std::vector<float> to_f32(const TensorView& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  convert_to_f32(t.dtype, t.data, out.data(), t.numel());
-  return out;
-}
 
 // A raw safetensors file from a header string and data bytes (the header is used verbatim).
 std::string raw_safetensors(const std::string& header, const std::string& data) {
@@ -107,16 +102,16 @@ TEST(Safetensors, ReadsHandWrittenFixtureExactly) {
 
   const TensorView& w = f->get("layers.0.weight", {2, 3});
   EXPECT_EQ(w.dtype, DType::F32);
-  EXPECT_EQ(to_f32(w), (std::vector<float>{1.5f, -2.25f, 3.0f, 0.125f, -1024.0f, 7.75f}));
+  EXPECT_EQ(to_f32_vector(w), (std::vector<float>{1.5f, -2.25f, 3.0f, 0.125f, -1024.0f, 7.75f}));
   const TensorView& e = f->get("embed.weight", {4});
   EXPECT_EQ(e.dtype, DType::F16);
-  EXPECT_EQ(to_f32(e), (std::vector<float>{1.0f, -0.5f, 65504.0f, 1.0f / 1024}));
+  EXPECT_EQ(to_f32_vector(e), (std::vector<float>{1.0f, -0.5f, 65504.0f, 1.0f / 1024}));
   const TensorView& n = f->get("model.norm.weight", {2, 2});
   EXPECT_EQ(n.dtype, DType::BF16);
-  EXPECT_EQ(to_f32(n), (std::vector<float>{1.0f, -3.0f, 0.15625f, 256.0f}));
+  EXPECT_EQ(to_f32_vector(n), (std::vector<float>{1.0f, -3.0f, 0.15625f, 256.0f}));
   const TensorView& s = f->get("scale", {});
   EXPECT_EQ(s.numel(), 1);
-  EXPECT_EQ(to_f32(s), (std::vector<float>{42.0f}));
+  EXPECT_EQ(to_f32_vector(s), (std::vector<float>{42.0f}));
 }
 
 TEST(Safetensors, TruncatedFileNamesFileAndFirstMissingTensor) {
@@ -252,7 +247,7 @@ TEST(SafetensorsCheckpoint, OpensShardedDirectoryViaIndex) {
   auto ck = SafetensorsCheckpoint::open(dir.path().string());
   EXPECT_EQ(ck->shards().size(), 2u);
   EXPECT_EQ(ck->names(), (std::vector<std::string>{"a", "b", "c"}));
-  for (const auto& [name, values] : v) EXPECT_EQ(to_f32(ck->get(name)), values) << name;
+  for (const auto& [name, values] : v) EXPECT_EQ(to_f32_vector(ck->get(name)), values) << name;
   EXPECT_EQ(ck->get("a", {2, 2}).name, "a");
   EXPECT_CONTAINS(invalid_input_message([&] { ck->get("zz"); }), "tensor 'zz' not found in " + dir.path().string());
 }
@@ -289,7 +284,7 @@ TEST(SafetensorsCheckpoint, SingleFileDirectoryAndPath) {
   std::vector<float> a = {1, 2};
   write_safetensors(dir.file("model.safetensors"), {{"w", DType::F32, {2}, a.data()}});
   EXPECT_EQ(SafetensorsCheckpoint::open(dir.path().string())->names(), std::vector<std::string>{"w"});
-  EXPECT_EQ(to_f32(SafetensorsCheckpoint::open(dir.file("model.safetensors"))->get("w")), a);
+  EXPECT_EQ(to_f32_vector(SafetensorsCheckpoint::open(dir.file("model.safetensors"))->get("w")), a);
 
   write_safetensors(dir.file("other.safetensors"), {{"w", DType::F32, {2}, a.data()}});
   std::string msg = invalid_input_message([&] { SafetensorsCheckpoint::open(dir.path().string()); });

@@ -39,12 +39,7 @@ struct Golden {
   int64_t window = 0;
 };
 
-std::vector<float> tensor_f32(const TensorSource& s, const std::string& name) {
-  const TensorView& t = s.get(name);
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  convert_to_f32(t.dtype, t.data, v.data(), t.numel());
-  return v;
-}
+std::vector<float> tensor_f32(const TensorSource& s, const std::string& name) { return to_f32_vector(s.get(name)); }
 
 Golden load_reference_golden(const std::string& dir, const std::string& policy) {
   Golden g;

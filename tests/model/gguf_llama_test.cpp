@@ -65,8 +65,7 @@ std::string write_gguf(const fs::path& path, DType dtype, bool through_q8 = fals
   auto gg = decoder_tensor_specs(cfg, WeightNaming::Gguf);
   for (size_t i = 0; i < hf.size(); ++i) {
     const TensorView& t = st->get(hf[i].name);
-    std::vector<float> v(static_cast<size_t>(t.numel()));
-    convert_to_f32(t.dtype, t.data, v.data(), t.numel());
+    std::vector<float> v = to_f32_vector(t);
     if (hf[i].name.find("q_proj") != std::string::npos) v = permute_for_interleaved(v, cfg.n_heads, cfg.head_dim, cfg.hidden);
     if (hf[i].name.find("k_proj") != std::string::npos) v = permute_for_interleaved(v, cfg.n_kv_heads, cfg.head_dim, cfg.hidden);
     TensorView out;

@@ -329,18 +329,6 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   return f;
 }
 
-const TensorView* GgufFile::find(std::string_view name) const {
-  auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> GgufFile::names() const {
-  std::vector<std::string> out;
-  out.reserve(tensors_.size());
-  for (const auto& [name, _] : tensors_) out.push_back(name);
-  return out;
-}
-
 const GgufValue* GgufFile::get(std::string_view key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;

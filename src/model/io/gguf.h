@@ -37,14 +37,12 @@ using GgufValue = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int
 // "u32", "array<string>", ... for messages.
 std::string gguf_value_type_name(const GgufValue& v);
 
-class GgufFile : public TensorSource {
+class GgufFile : public TensorMapSource {
  public:
   // Throws InvalidInput naming the file (and the key or tensor at fault) for a bad magic, an
   // unsupported version, a truncated header or data section, or an unsupported tensor type.
   static std::unique_ptr<GgufFile> open(const std::string& path);
 
-  const TensorView* find(std::string_view name) const override;
-  std::vector<std::string> names() const override;
   std::string description() const override { return file_->path(); }
 
   uint32_t version() const { return version_; }
@@ -74,7 +72,6 @@ class GgufFile : public TensorSource {
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::map<std::string, GgufValue, std::less<>> kv_;
-  std::map<std::string, TensorView, std::less<>> tensors_;
 };
 
 // Builds a GGUF v3 file. Keys keep their insertion order (set() on an existing key replaces the

@@ -168,18 +168,6 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   return f;
 }
 
-const TensorView* SafetensorsFile::find(std::string_view name) const {
-  auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> SafetensorsFile::names() const {
-  std::vector<std::string> out;
-  out.reserve(tensors_.size());
-  for (const auto& [name, _] : tensors_) out.push_back(name);
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // SafetensorsCheckpoint
 

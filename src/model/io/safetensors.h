@@ -21,12 +21,10 @@ namespace folio {
 // One .safetensors file. Every structural problem (header length beyond the file, invalid JSON,
 // inconsistent offsets, a truncated data section, an unsupported dtype) throws InvalidInput naming
 // the file and, where one is to blame, the tensor.
-class SafetensorsFile : public TensorSource {
+class SafetensorsFile : public TensorMapSource {
  public:
   static std::unique_ptr<SafetensorsFile> open(const std::string& path);
 
-  const TensorView* find(std::string_view name) const override;
-  std::vector<std::string> names() const override;
   std::string description() const override { return file_->path(); }
 
   // The "__metadata__" map (empty if the file has none).
@@ -37,7 +35,6 @@ class SafetensorsFile : public TensorSource {
   SafetensorsFile() = default;
 
   std::shared_ptr<MappedFile> file_;
-  std::map<std::string, TensorView, std::less<>> tensors_;
   std::map<std::string, std::string> metadata_;
 };
 

@@ -20,4 +20,16 @@ const TensorView& TensorSource::get(std::string_view name, const std::vector<int
   return t;
 }
 
+const TensorView* TensorMapSource::find(std::string_view name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> TensorMapSource::names() const {
+  std::vector<std::string> out;
+  out.reserve(tensors_.size());
+  for (const auto& [name, _] : tensors_) out.push_back(name);
+  return out;
+}
+
 }  // namespace folio

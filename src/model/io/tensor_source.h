@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,17 @@ class TensorSource {
   // As above, and also throws InvalidInput if the shape differs:
   // "tensor 'X' has shape [a, b] but the config implies [c, d] (in <description>)".
   const TensorView& get(std::string_view name, const std::vector<int64_t>& expected_shape) const;
+};
+
+// A TensorSource over views held in a name-ordered map, which a file format's parser fills
+// (safetensors, GGUF): find() and names() come from the map.
+class TensorMapSource : public TensorSource {
+ public:
+  const TensorView* find(std::string_view name) const override;
+  std::vector<std::string> names() const override;
+
+ protected:
+  std::map<std::string, TensorView, std::less<>> tensors_;
 };
 
 }  // namespace folio

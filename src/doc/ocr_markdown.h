@@ -1,0 +1,28 @@
+// Markdown from parsed OCR pages.
+//
+// Promises, per page (the official post-processing, with two documented differences):
+//  - blocks appear in output order, separated by one blank line; their text is kept as the model
+//    wrote it (headings "#", lists, LaTeX), except that "\coloneqq" becomes ":=" and "\eqqcolon"
+//    "=:" (as the official code does) and complete HTML tables are converted to pipe tables when
+//    they have no merged cells (html_table.h), otherwise kept as HTML;
+//  - an "image" block (a figure: the model gives its box, not its content) becomes the comment
+//    "<!-- image [x1, y1, x2, y2] -->" with the normalised box, followed by any text the block has.
+//    (The official code writes a crop of the page to images/N.jpg and links it; folio writes no
+//    files here.)
+//  - blocks without text (other than images) produce nothing.
+// document_markdown joins pages, each preceded by "<!-- page N -->" (1-based) when there is more
+// than one page.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doc/ocr_output.h"
+
+namespace folio {
+
+std::string page_markdown(const OcrPage& page);
+
+std::string document_markdown(const std::vector<OcrPage>& pages);
+
+}  // namespace folio
