@@ -1,0 +1,31 @@
+// Bidirectional (unmasked) multi-head attention over short, fully materialised sequences: the
+// attention of the vision encoders (SAM windows and global blocks, CLIP), where every token sees
+// every token of its sequence and there is no KV cache.
+//
+// Optionally adds SAM's decomposed relative-position terms: for a query at grid cell (qy, qx) with
+// unscaled head vector q, score(key (ky, kx)) = scale * q.k + q.Th[qy - ky + Sh - 1] +
+// q.Tw[qx - kx + Sw - 1], computed per query row (the [T, T] bias is never materialised).
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace folio::kernels {
+
+struct RelPos2D {
+  const float* table_h = nullptr;  // [2 * side_h - 1, head_dim]
+  const float* table_w = nullptr;  // [2 * side_w - 1, head_dim]
+  int64_t side_h = 0;              // the sequence is a side_h x side_w grid, row-major
+  int64_t side_w = 0;
+};
+
+// n_seq independent sequences of T tokens each. qkv is [n_seq * T, 3 * n_heads * head_dim] with each
+// row laid out [3][n_heads][head_dim] (q, k, v); out is [n_seq * T, n_heads * head_dim], heads
+// concatenated head-major. scale is usually 1 / sqrt(head_dim). QK^T and PV run as single-threaded
+// sgemm calls on blocks of query rows, spread over the pool (results do not depend on the pool size).
+// Throws InvalidInput if rel is given and side_h * side_w != T.
+void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
+                     const RelPos2D* rel, float* out, ThreadPool& pool);
+
+}  // namespace folio::kernels

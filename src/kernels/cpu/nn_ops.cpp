@@ -1,0 +1,41 @@
+#include "kernels/cpu/nn_ops.h"
+
+#include <cmath>
+
+namespace folio::kernels {
+
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += xr[i];
+    const double mean = s / static_cast<double>(n);
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = xr[i] - mean;
+      ss += d * d;
+    }
+    const float rstd = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) * rstd * w[i] + b[i];
+  }
+}
+
+void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* yr = y + r * n;
+    for (int64_t i = 0; i < n; ++i) yr[i] += b[i];
+  }
+}
+
+void gelu_erf_inplace(float* x, int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
+void quick_gelu_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,24 @@
+// Row-wise ops of the vision encoders (ViT blocks) on f32 activations stored token-major
+// ([rows, n], one token's channels contiguous).
+//
+// Like ops.h these are O(n) per token next to the matmuls, written plainly for the vectoriser.
+#pragma once
+
+#include <cstdint>
+
+namespace folio::kernels {
+
+// LayerNorm over each of `rows` rows of width n: mean and biased variance of the row,
+// y = (x - mean) / sqrt(var + eps) * w + b. Statistics are accumulated in double. x and y may alias.
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps);
+
+// y[r, i] += b[i] for each of `rows` rows of width n.
+void add_bias(float* y, const float* b, int64_t rows, int64_t n);
+
+// x = 0.5 x (1 + erf(x / sqrt 2)), the exact GELU (SAM's MLP).
+void gelu_erf_inplace(float* x, int64_t n);
+
+// x = x * sigmoid(1.702 x) (CLIP's quick_gelu).
+void quick_gelu_inplace(float* x, int64_t n);
+
+}  // namespace folio::kernels
