@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Plots `folio bench decode` JSON files: KV bytes and ms/token against generated position.
+"""Plots `folio bench decode` JSON files (KV bytes and ms/token against generated position) and
+prints their samples as a markdown table, so every figure in docs/benchmarks.md comes from a JSON.
 
 usage: tools/bench/plot_decode.py OUT.png RUN.json [RUN.json ...]
 Needs gnuplot (Debian: gnuplot-nox). Each JSON is one policy's run; the legend shows its policy
@@ -34,6 +35,7 @@ set xlabel 'generated tokens'
 set grid
 set key top left
 set ylabel 'KV bytes in the pool (MiB)'
+set yrange [0:*]
 plot {", ".join(f"'{d}' using 1:2 with linespoints lw 2 title '{t}'" for d, t in series)}
 set ylabel 'ms per token (mean over the interval)'
 set yrange [0:*]
@@ -41,6 +43,22 @@ plot {", ".join(f"'{d}' using 1:3 with linespoints lw 2 title '{t}'" for d, t in
 unset multiplot
 """
     subprocess.run(["gnuplot"], input=script.encode(), check=True)
+    for path in runs:
+        j = json.load(open(path))
+        r = j.get("roofline", {})
+        ms = [s["ms_per_token"] for s in j["samples"]]
+        print(f'\n`{os.path.basename(path)}`: policy {j["policy"]}, kv {j["kv_dtype"]}, P = {j["ref_tokens"]}, '
+              f'N = {j["gen_tokens"]}, prefill {j["prefill_ms"] / 1000:.1f} s, {j["decode_tokens_per_s"]:.2f} tokens/s, '
+              f'kv_bytes_peak {j["kv_bytes_peak"]:,}, rss_peak {j["rss_peak_bytes"] / 2**30:.2f} GiB, '
+              f'last/first ms {ms[-1] / ms[0]:.3f}, median ms {sorted(ms)[len(ms) // 2]:.1f}')
+        if r:
+            print(f'roofline: copy {r["copy_bandwidth_gbs"]:.1f} GB/s -> {r["roofline_ms_per_token"]:.1f} ms/token '
+                  f'({100 * r["efficiency"]:.0f}%); read {r["read_bandwidth_gbs"]:.1f} GB/s -> '
+                  f'{r["read_roofline_ms_per_token"]:.1f} ms/token ({100 * r["read_efficiency"]:.0f}%); '
+                  f'active weight bytes {r["active_weight_bytes_per_token"]:,.0f}, mean KV bytes read {r["kv_bytes_read_per_token_mean"]:,.0f}')
+        print("\n| generated tokens | kv_bytes | cached tokens | ms/token |\n|---:|---:|---:|---:|")
+        for s in j["samples"]:
+            print(f'| {s["pos"]} | {s["kv_bytes"]:,} | {s.get("cached_tokens", "")} | {s["ms_per_token"]:.2f} |')
 
 
 if __name__ == "__main__":
