@@ -1,9 +1,9 @@
 #include "model/model_config.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/io/json_file.h"
 #include "model/io/gguf.h"
 
 namespace folio {
@@ -109,17 +109,7 @@ ModelConfig ModelConfig::from_hf_json(const json& root) {
   return c;
 }
 
-ModelConfig ModelConfig::from_hf_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_invalid("cannot open " + path);
-  json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    throw_invalid(path + ": invalid JSON: " + e.what());
-  }
-  return from_hf_json(j);
-}
+ModelConfig ModelConfig::from_hf_file(const std::string& path) { return from_hf_json(read_json_file(path)); }
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   ModelConfig c;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/io/json_file.h"
 
 namespace folio {
 
@@ -108,16 +108,6 @@ VisionConfig VisionConfig::from_hf_json(const json& root) {
   return c;
 }
 
-VisionConfig VisionConfig::from_hf_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_invalid("cannot open " + path);
-  json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    throw_invalid(path + ": invalid JSON: " + e.what());
-  }
-  return from_hf_json(j);
-}
+VisionConfig VisionConfig::from_hf_file(const std::string& path) { return from_hf_json(read_json_file(path)); }
 
 }  // namespace folio
