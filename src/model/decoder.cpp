@@ -122,7 +122,9 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
     for (int64_t i = 0; i < K; ++i) denom += p[order[static_cast<size_t>(i)]];
     for (int64_t i = 0; i < K; ++i) {
       int64_t e = order[static_cast<size_t>(i)];
-      float w = cfg_.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e] * cfg_.routed_scaling;
+      // Renormalised over the chosen experts only when configured (the published model does not);
+      // routed scaling applies either way, as in the official MoEGate.
+      float w = (cfg_.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e]) * cfg_.routed_scaling;
       work[static_cast<size_t>(e)].tokens.push_back(t);
       work[static_cast<size_t>(e)].weights.push_back(w);
     }

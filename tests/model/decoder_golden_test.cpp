@@ -148,7 +148,8 @@ TEST_P(ReferenceGolden, MatchesLogitsAndGreedyIds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, ReferenceGolden,
-                         ::testing::Combine(::testing::Values("llama-tiny", "llama-tiny-bf16", "uocr-tiny", "uocr-tiny-bf16"),
+                         ::testing::Combine(::testing::Values("llama-tiny", "llama-tiny-bf16", "uocr-tiny", "uocr-tiny-bf16",
+                                                                "uocr-tiny-renorm", "uocr-tiny-renorm-bf16"),
                                             ::testing::Values("full", "rswa")),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);

@@ -55,7 +55,12 @@ UOCR = dict(
     hidden_act="silu", attention_bias=False, sliding_window_size=WINDOW,
 )
 
-CASES = [("llama-tiny", LLAMA, list(range(100, 140))), ("uocr-tiny", UOCR, list(range(200, 240)))]
+# The published model does not renormalise the top-k weights; this variant checks the path that does
+# (renormalised, then scaled by routed_scaling_factor, as the official MoEGate does).
+UOCR_RENORM = dict(UOCR, norm_topk_prob=True, routed_scaling_factor=2.5)
+
+CASES = [("llama-tiny", LLAMA, list(range(100, 140))), ("uocr-tiny", UOCR, list(range(200, 240))),
+         ("uocr-tiny-renorm", UOCR_RENORM, list(range(300, 340)))]
 
 
 def random_weights(cfg, seed):
