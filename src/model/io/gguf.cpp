@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "model/io/atomic_file.h"
 
 namespace folio {
 
@@ -550,29 +551,19 @@ void GgufWriter::write(const std::string& path) const {
   }
   header.append(align_up(header.size(), alignment) - header.size(), '\0');
 
-  const std::string tmp = path + ".tmp";
-  auto io_error = [&](const std::string& what) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(Error::Kind::Io, "cannot write '" + path + "': " + what + ": " + std::strerror(err));
-  };
-  std::FILE* fp = std::fopen(tmp.c_str(), "wb");
-  if (!fp) io_error("cannot create " + tmp);
-  bool ok = std::fwrite(header.data(), 1, header.size(), fp) == header.size();
-  const std::string zeros(alignment, '\0');
+  AtomicFileWriter out(path);
+  out.write(header.data(), header.size());
   uint64_t written = 0;
-  for (size_t i = 0; i < tensors_.size() && ok; ++i) {
-    ok = std::fwrite(zeros.data(), 1, offsets[i] - written, fp) == offsets[i] - written;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    out.write_zeros(offsets[i] - written);
     const size_t n = tensors_[i].nbytes();
-    ok = ok && (n == 0 || std::fwrite(tensors_[i].data, 1, n, fp) == n);
+    out.write(tensors_[i].data, n);
     written = offsets[i] + n;
   }
   // Pad the last tensor too, as llama.cpp's writer does, so the data section is a whole number of
   // alignment units.
-  ok = ok && std::fwrite(zeros.data(), 1, offset - written, fp) == offset - written;
-  if (std::fclose(fp) != 0) ok = false;
-  if (!ok) io_error("write failed");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) io_error("cannot rename " + tmp);
+  out.write_zeros(offset - written);
+  out.commit();
 }
 
 }  // namespace folio

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "model/io/atomic_file.h"
 
 namespace folio {
 
@@ -295,25 +296,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorView>& t
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');
 
-  const std::string tmp = path + ".tmp";
-  auto io_error = [&](const std::string& what) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(Error::Kind::Io, "cannot write '" + path + "': " + what + ": " + std::strerror(err));
-  };
-  std::FILE* fp = std::fopen(tmp.c_str(), "wb");
-  if (!fp) io_error("cannot create " + tmp);
+  AtomicFileWriter out(path);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(h.size()) >> (8 * i));
-  bool ok = std::fwrite(len, 1, 8, fp) == 8 && std::fwrite(h.data(), 1, h.size(), fp) == h.size();
-  for (const TensorView* t : order) {
-    if (!ok) break;
-    const size_t n = t->nbytes();
-    ok = n == 0 || std::fwrite(t->data, 1, n, fp) == n;
-  }
-  if (std::fclose(fp) != 0) ok = false;
-  if (!ok) io_error("write failed");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) io_error("cannot rename " + tmp);
+  out.write(len, 8);
+  out.write(h.data(), h.size());
+  for (const TensorView* t : order) out.write(t->data, t->nbytes());
+  out.commit();
 }
 
 }  // namespace folio
