@@ -58,9 +58,9 @@ Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming n
   }
   // A tensor nobody asked for means the checkpoint and the config disagree (wrong layer count, a
   // different architecture): refuse rather than silently ignore weights. Vision-tower tensors of
-  // OCR checkpoints belong to the encoder and are expected.
+  // OCR checkpoints (and the mini OCR model's front end, "mini_ocr.*") belong to the encoder and are expected.
   static const char* kOtherParts[] = {"model.sam_model.", "model.vision_model.", "model.projector.", "model.image_newline",
-                                      "model.view_seperator", "rope_freqs.weight"};
+                                      "model.view_seperator", "rope_freqs.weight", "mini_ocr."};
   for (const std::string& n : src_.names()) {
     if (used_.count(n)) continue;
     bool other = false;
@@ -300,7 +300,7 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
     const kernels::MatmulJob qkv[] = {{L.wq, xn.data(), T, q.data()}, {L.wk, xn.data(), T, k.data()}, {L.wv, xn.data(), T, v.data()}};
     kernels::matmul_many(qkv, pool);
     int64_t r = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t i = 0; i < batch.size() && cfg_.rope; ++i) {
       for (int64_t j = 0; j < batch[i].count(); ++j, ++r) {
         kernels::apply_rope(q.data() + r * nh * hd, nh, first_pos[i] + j, rope_, cfg_.rope_style);
         kernels::apply_rope(k.data() + r * nkv * hd, nkv, first_pos[i] + j, rope_, cfg_.rope_style);

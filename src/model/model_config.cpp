@@ -66,12 +66,15 @@ void ModelConfig::validate() const {
 ModelConfig ModelConfig::from_hf_json(const json& root) {
   ModelConfig c;
   // Unlimited-OCR / DeepSeek-OCR keep the language model's settings in "language_config".
-  const json& j = root.contains("language_config") && root["language_config"].is_object() ? root["language_config"] : root;
+  // folio's own mini OCR model keeps its (llama-style) decoder's settings in "text_config".
+  const char* nested = root.contains("language_config") ? "language_config" : "text_config";
+  const json& j = root.contains(nested) && root[nested].is_object() ? root[nested] : root;
   c.model_type = root.value("model_type", j.value("model_type", std::string()));
   bool deepseek = c.model_type == "deepseek_v2" || c.model_type == "unlimited-ocr" || c.model_type == "deepseek_vl_v2" ||
                   c.model_type == "deepseek-ocr" || j.contains("n_routed_experts") || j.contains("first_k_dense_replace");
-  if (!deepseek && c.model_type != "llama" && !c.model_type.empty())
-    throw Error(Error::Kind::Unsupported, "config.json: model_type '" + c.model_type + "' is not supported (llama, deepseek_v2, unlimited-ocr)");
+  if (!deepseek && c.model_type != "llama" && c.model_type != "folio-mini-ocr" && !c.model_type.empty())
+    throw Error(Error::Kind::Unsupported,
+                "config.json: model_type '" + c.model_type + "' is not supported (llama, deepseek_v2, unlimited-ocr, folio-mini-ocr)");
   c.arch = deepseek ? Arch::DeepseekV2 : Arch::Llama;
   if (deepseek && j.value("use_mla", false))
     throw Error(Error::Kind::Unsupported, "config.json: DeepSeek-V2 with MLA (use_mla: true) is not supported");
@@ -87,6 +90,10 @@ ModelConfig ModelConfig::from_hf_json(const json& root) {
   c.rope_theta = get_num(j, "rope_theta", 10000.0);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     throw Error(Error::Kind::Unsupported, "config.json: rope_scaling is not supported");
+  const std::string pe = j.value("position_encoding", std::string("rope"));
+  if (pe != "rope" && pe != "none")
+    throw_invalid("config.json: position_encoding must be \"rope\" or \"none\", not \"" + pe + "\"");
+  c.rope = pe == "rope";
   c.tie_embeddings = j.value("tie_word_embeddings", false);
   c.bos_id = token_id(j, "bos_token_id");
   c.eos_id = token_id(j, "eos_token_id");
@@ -157,6 +164,7 @@ json ModelConfig::to_hf_json() const {
   j["max_position_embeddings"] = max_positions;
   j["rms_norm_eps"] = rms_eps;
   j["rope_theta"] = rope_theta;
+  if (!rope) j["position_encoding"] = "none";
   j["bos_token_id"] = bos_id;
   j["eos_token_id"] = eos_id;
   j["tie_word_embeddings"] = tie_embeddings;

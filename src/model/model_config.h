@@ -33,6 +33,9 @@ struct ModelConfig {
   float rms_eps = 1e-6f;
   double rope_theta = 10000.0;
   kernels::RopeStyle rope_style = kernels::RopeStyle::RotateHalf;
+  // false: no positional rotation at all (NoPE; config "position_encoding": "none"). folio's mini
+  // OCR model locates its input with explicit position codes instead.
+  bool rope = true;
   bool tie_embeddings = false;
   int32_t bos_id = -1;
   int32_t eos_id = -1;

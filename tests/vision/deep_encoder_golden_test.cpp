@@ -194,7 +194,7 @@ TEST_P(VisionGoldenEndToEnd, PixelsToLogits) {
   auto px = f.weights.pixels("image_ori");
   ViewFeatures global = f.enc.encode_view(px.data(), 1024, f.pool);
   std::vector<ViewFeatures> tiles;
-  TileGrid grid{m["crop"][0].get<int64_t>(), m["crop"][1].get<int64_t>()};
+  TileLayout grid{m["crop"][0].get<int64_t>(), m["crop"][1].get<int64_t>()};
   if (variant == "crop")
     for (int64_t i = 0; i < grid.across * grid.down; ++i) {
       auto t = f.tile_pixels(i);

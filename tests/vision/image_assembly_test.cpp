@@ -45,7 +45,7 @@ TEST(ImageAssembly, GlobalOnly) {
 
 TEST(ImageAssembly, TilesAreStitchedIntoOneGridBeforeTheGlobalView) {
   const int64_t g = 2, t = 3;
-  const TileGrid grid{3, 2};  // 3 across, 2 down: tile i at column i % 3, row i / 3
+  const TileLayout grid{3, 2};  // 3 across, 2 down: tile i at column i % 3, row i / 3
   std::vector<ViewFeatures> tiles;
   for (int64_t i = 0; i < 6; ++i) tiles.push_back(view(i, t));
   auto out = assemble_image_embeddings(view(100, g), tiles, grid, kNewline, kSep);

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/conv1d.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense_attention.h"
 #include "kernels/cpu/nn_ops.h"
@@ -72,13 +74,16 @@ struct ConvCase {
   int64_t H, W, C, O, k, stride, pad;
   DType dt;
   bool bias;
+  int64_t stride_w = 0;  // 0: same as stride
 };
 
 TEST(VisionKernels, Conv2dMatchesDirectConvolution) {
   ThreadPool pool(2);
   for (const ConvCase& cc : {ConvCase{9, 11, 5, 7, 3, 2, 1, DType::F32, false}, ConvCase{8, 8, 4, 6, 3, 1, 1, DType::BF16, false},
                              ConvCase{6, 6, 3, 10, 1, 1, 0, DType::F32, false}, ConvCase{16, 12, 3, 9, 4, 4, 0, DType::F32, true},
-                             ConvCase{40, 40, 8, 24, 3, 2, 1, DType::F16, false}}) {
+                             ConvCase{40, 40, 8, 24, 3, 2, 1, DType::F16, false},
+                             ConvCase{12, 30, 4, 6, 3, 2, 1, DType::F32, true, 1}, ConvCase{9, 14, 3, 5, 3, 1, 1, DType::F32, false, 2}}) {
+    const int64_t sw = cc.stride_w ? cc.stride_w : cc.stride;
     const int64_t K = cc.C * cc.k * cc.k;
     auto x = randn(cc.H * cc.W * cc.C, 11);
     auto wf = randn(cc.O * K, 12, 0.3f);
@@ -87,9 +92,12 @@ TEST(VisionKernels, Conv2dMatchesDirectConvolution) {
     convert_to_f32(cc.dt, wbytes.data(), wf.data(), static_cast<int64_t>(wf.size()));  // what the kernel sees
     TensorView w{"test.conv", cc.dt, {cc.O, cc.C, cc.k, cc.k}, wbytes.data()};
     auto b = randn(cc.O, 13);
-    const int64_t Ho = kernels::conv_out_size(cc.H, cc.k, cc.stride, cc.pad), Wo = kernels::conv_out_size(cc.W, cc.k, cc.stride, cc.pad);
+    const int64_t Ho = kernels::conv_out_size(cc.H, cc.k, cc.stride, cc.pad), Wo = kernels::conv_out_size(cc.W, cc.k, sw, cc.pad);
     std::vector<float> y(Ho * Wo * cc.O);
-    kernels::conv2d_hwc(x.data(), cc.H, cc.W, cc.C, w, cc.bias ? b.data() : nullptr, cc.stride, cc.pad, y.data(), pool);
+    if (cc.stride_w)
+      kernels::conv2d_hwc(x.data(), cc.H, cc.W, cc.C, w, cc.bias ? b.data() : nullptr, cc.stride, sw, cc.pad, y.data(), pool);
+    else
+      kernels::conv2d_hwc(x.data(), cc.H, cc.W, cc.C, w, cc.bias ? b.data() : nullptr, cc.stride, cc.pad, y.data(), pool);
     std::vector<double> ref(y.size());
     for (int64_t oy = 0; oy < Ho; ++oy)
       for (int64_t ox = 0; ox < Wo; ++ox)
@@ -98,7 +106,7 @@ TEST(VisionKernels, Conv2dMatchesDirectConvolution) {
           for (int64_t c = 0; c < cc.C; ++c)
             for (int64_t ky = 0; ky < cc.k; ++ky)
               for (int64_t kx = 0; kx < cc.k; ++kx) {
-                int64_t iy = oy * cc.stride - cc.pad + ky, ix = ox * cc.stride - cc.pad + kx;
+                int64_t iy = oy * cc.stride - cc.pad + ky, ix = ox * sw - cc.pad + kx;
                 if (iy < 0 || iy >= cc.H || ix < 0 || ix >= cc.W) continue;
                 s += static_cast<double>(x[(iy * cc.W + ix) * cc.C + c]) * wf[((o * cc.C + c) * cc.k + ky) * cc.k + kx];
               }
@@ -253,6 +261,41 @@ TEST(VisionKernels, LinearRowResizeMatchesDefinition) {
   std::vector<float> same(L * C);
   kernels::resize_linear_rows(in.data(), L, C, same.data(), L);
   EXPECT_EQ(same, in);
+}
+
+
+TEST(VisionKernels, Conv1dMatchesDirectConvolution) {
+  ThreadPool pool(2);
+  for (auto [T, C, O, k, pad] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{50, 8, 6, 5, 2}, {7, 3, 4, 3, 0},
+                                 {130, 16, 16, 3, 1}}) {
+    auto x = randn(T * C, 31);
+    auto wf = randn(O * C * k, 32, 0.3f);
+    auto b = randn(O, 33);
+    TensorView w{"mini.context.0.weight", DType::F32, {O, C, k}, wf.data()};
+    const int64_t To = T + 2 * pad - k + 1;
+    std::vector<float> y(To * O);
+    kernels::conv1d_tc(x.data(), T, C, w, b.data(), pad, y.data(), pool);
+    std::vector<double> ref(y.size());
+    for (int64_t t = 0; t < To; ++t)
+      for (int64_t o = 0; o < O; ++o) {
+        double s = b[o];
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t it = t - pad + j;
+            if (it >= 0 && it < T) s += static_cast<double>(x[it * C + c]) * wf[(o * C + c) * k + j];
+          }
+        ref[t * O + o] = s;
+      }
+    EXPECT_LT(max_diff(y, ref), 1e-4f) << "conv1d T" << T << " k" << k;
+  }
+  std::vector<float> x(10 * 4), y(100), wf(6 * 3 * 5);
+  TensorView bad{"mini.context.1.weight", DType::F32, {6, 3, 5}, wf.data()};
+  try {
+    kernels::conv1d_tc(x.data(), 10, 4, bad, nullptr, 2, y.data(), pool);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mini.context.1.weight"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

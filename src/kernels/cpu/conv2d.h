@@ -23,4 +23,9 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad);
 void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorView& w, const float* bias,
                 int64_t stride, int64_t pad, float* y, ThreadPool& pool);
 
+// The same with separate vertical and horizontal strides (PyTorch stride=(stride_h, stride_w));
+// output size conv_out_size(H, k, stride_h, pad) x conv_out_size(W, k, stride_w, pad).
+void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorView& w, const float* bias,
+                int64_t stride_h, int64_t stride_w, int64_t pad, float* y, ThreadPool& pool);
+
 }  // namespace folio::kernels
