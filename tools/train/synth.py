@@ -19,6 +19,7 @@ import hashlib
 import os
 import random
 import re
+import zlib
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
@@ -163,6 +164,7 @@ def layout_page(rng, words, body, bold, max_width, n_rows):
 
 
 def render_page(rng, rows, noise=True):
+    """noise: False (clean), "light" (contrast, jitter, skew, blur) or True (also pixel noise)."""
     g = GEOMETRY
     bg = rng.randint(215, 255) if noise else 255
     fg = rng.randint(0, 70) if noise else 0
@@ -182,7 +184,7 @@ def render_page(rng, rows, noise=True):
             img = img.rotate(rng.uniform(-0.4, 0.4), resample=Image.BILINEAR, fillcolor=bg)
         if rng.random() < 0.4:
             img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.2, 0.7)))
-        if rng.random() < 0.5:
+        if noise is True and rng.random() < 0.5:
             a = np.asarray(img, dtype=np.float32)
             a += np.random.default_rng(rng.randrange(1 << 30)).normal(0, rng.uniform(2, 10), a.shape)
             img = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
@@ -221,13 +223,51 @@ def document_text(pages):
     return PAGE_MARK.join("".join(r + "\n" for r in rows) for rows in pages)
 
 
+def write_pdf(images, path):
+    """A PDF with one gray image per page, losslessly (Flate) compressed, one point per pixel, so a
+    renderer at 72 dpi gives back the generator's pixels. (Pillow's own PDF writer uses JPEG.)"""
+    objs = []  # object bodies; object i + 1
+
+    def add(body):
+        objs.append(body)
+        return len(objs)
+
+    catalog = add(None)
+    pages_obj = add(None)
+    kids = []
+    for im in images:
+        im = im.convert("L")
+        w, h = im.size
+        data = zlib.compress(im.tobytes(), 9)
+        img = add(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+                  b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % (w, h, len(data))
+                  + data + b"\nendstream")
+        content = b"q %d 0 0 %d 0 0 cm /Im0 Do Q" % (w, h)
+        cont = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
+        kids.append(add(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 %d %d] /Resources << /XObject << /Im0 %d 0 R >> >> "
+                        b"/Contents %d 0 R >>" % (pages_obj, w, h, img, cont)))
+    objs[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % pages_obj
+    objs[pages_obj - 1] = (b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % k for k in kids) +
+                           b"] /Count %d >>" % len(kids))
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for off in offsets:
+        out += b"%010d 00000 n \n" % off
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, catalog, xref)
+    with open(path, "wb") as f:
+        f.write(bytes(out))
+
+
 def write_document(out_dir, images, pages, name="doc"):
     os.makedirs(out_dir, exist_ok=True)
     for i, im in enumerate(images):
         im.save(os.path.join(out_dir, f"{name}-p{i + 1:03d}.png"))
-    # A PDF of the same pages at 72 dpi, so one PDF point is one model pixel.
-    images[0].convert("RGB").save(os.path.join(out_dir, f"{name}.pdf"), save_all=True,
-                                  append_images=[im.convert("RGB") for im in images[1:]], resolution=72.0)
+    write_pdf(images, os.path.join(out_dir, f"{name}.pdf"))
     with open(os.path.join(out_dir, f"{name}.txt"), "w") as f:
         f.write(document_text(pages))
 

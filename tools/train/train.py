@@ -157,6 +157,11 @@ def main():
         print(f"resumed at step {step} ({elapsed / 60:.1f} min trained)", flush=True)
     corpus = synth.Corpus("train")
     log_path = os.path.join(a.work, "log.csv")
+    if os.path.exists(log_path):  # drop rows logged after the state we resume from
+        with open(log_path) as f:
+            kept = [r for r in csv.reader(f) if r and (r[0] == "step" or int(r[0]) <= step)]
+        with open(log_path, "w", newline="") as f:
+            csv.writer(f).writerows(kept)
     new_log = not os.path.exists(log_path)
     log = open(log_path, "a", newline="")
     w = csv.writer(log)

@@ -1,0 +1,51 @@
+// Accuracy measures of `folio bench accuracy` (definitions in docs/benchmarks.md).
+//
+//  - CER: the text is cut into pages at a marker ("<page>"); each page loses its trailing newlines
+//    and spaces; CER = sum over pages of the character edit distance (Levenshtein, unit costs, on
+//    bytes) between hypothesis and reference page / sum of reference page lengths. Missing
+//    hypothesis pages count as empty (every reference character an error); extra ones count all
+//    their characters as errors. Newlines inside a page are characters like any other.
+//  - token agreement with a baseline run: matching ids at equal positions / the longer run's length
+//    (1.0 = identical output; a run that stops early or diverges loses the rest).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace folio {
+
+struct CerCount {
+  size_t errors = 0;
+  size_t chars = 0;  // reference characters
+  double cer() const { return chars ? static_cast<double>(errors) / static_cast<double>(chars) : (errors ? 1.0 : 0.0); }
+  CerCount& operator+=(const CerCount& o) {
+    errors += o.errors;
+    chars += o.chars;
+    return *this;
+  }
+};
+
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// Pages of a text cut at `marker`, each without trailing newlines and spaces.
+std::vector<std::string> split_text_pages(std::string_view text, std::string_view marker);
+
+CerCount text_cer(std::string_view hypothesis, std::string_view reference, std::string_view page_marker);
+
+double token_agreement(std::span<const int32_t> run, std::span<const int32_t> baseline);
+
+// A held-out document: a PDF and its expected text (NAME.pdf + NAME.txt).
+struct HeldoutDoc {
+  std::string pdf;
+  std::string text;
+};
+
+// The first `docs` documents (by name) of the held-out set of `pages`-page documents under `root`
+// (root/p<pages>/*.pdf). InvalidInput naming the directory if it has fewer.
+std::vector<HeldoutDoc> heldout_docs(const std::string& root, int pages, int docs);
+
+}  // namespace folio

@@ -1,0 +1,59 @@
+// MiniOcrModel: folio's own small OCR model (model_type "folio-mini-ocr", models/folio-mini-ocr) as an
+// OcrModel.
+//
+// Promises, as tools/train/mini_ocr_model.py defines the model:
+//  - each page is resized to the model's page size and read row by row by the front end
+//    (mini_ocr_frontend.h); the reference of a pass is every page's visual tokens (mini_ocr_codes.h),
+//    page after page, then <bos>; pages are numbered from 0 within a pass;
+//  - generated tokens are fed back with the position code of the next character (the embed_token
+//    hook), which is what lets the decoder find its place in the reference;
+//  - greedy, no n-gram guard (the position codes already tie every character to a glyph), stops at
+//    <eos>; the text it writes is rows ending in "\n" with "<page>" between pages.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/vision/mini_ocr_codes.h"
+#include "model/vision/mini_ocr_frontend.h"
+#include "runtime/loaded_model.h"
+#include "runtime/ocr_model.h"
+
+namespace folio {
+
+inline constexpr std::string_view kMiniPageMarker = "<page>";
+
+class MiniOcrModel : public OcrModel {
+ public:
+  // dir: config.json ("folio-mini-ocr"), model.safetensors, tokenizer.json. InvalidInput naming the
+  // missing or broken file or tensor.
+  static std::unique_ptr<MiniOcrModel> load(const std::string& dir);
+
+  std::string name() const override { return "folio-mini-ocr"; }
+  Decoder& decoder() override { return *model_.decoder; }
+  const Tokenizer& tokenizer() const override { return *model_.tokenizer; }
+  // An upper bound (every frame of every row emitting): the real count is known once a page is read.
+  int64_t image_tokens(const OcrPages& pages, size_t i, VisionMode mode) const override;
+  size_t max_pages_per_pass(VisionMode) const override { return SIZE_MAX; }
+  // Reads the pass's pages one at a time (their visual tokens are small: hidden floats per glyph).
+  OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
+                  const PageEncodedFn& on_encoded) override;
+  // Splits at "<page>"; each page is one text block (its rows, without the final newline).
+  std::vector<OcrPage> parse(std::string_view text) const override;
+
+  // The rows the front end reads on one page image (any size: it is resized to the model's).
+  std::vector<MiniOcrRow> read_page(const RgbImage& page, ThreadPool& threads) const;
+
+  const MiniOcrConfig& config() const { return cfg_; }
+
+ private:
+  MiniOcrModel() = default;
+
+  LoadedModel model_;
+  MiniOcrConfig cfg_;
+  std::unique_ptr<MiniOcrFrontEnd> front_;
+  std::unique_ptr<MiniOcrCodes> codes_;
+};
+
+}  // namespace folio
