@@ -1,11 +1,14 @@
-// folio bench decode: KV bytes and latency as the output grows (docs/bench-contract.md).
+// folio bench decode: KV bytes and latency as the output grows; folio bench encode: vision encoder
+// time per page (docs/bench-contract.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -15,7 +18,10 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
+#include "doc/preprocess.h"
+#include "model/vision/image_assembly.h"
 #include "runtime/loaded_model.h"
+#include "runtime/ocr_unlimited.h"
 #include "text/sampler.h"
 
 namespace folio::cli {
@@ -140,6 +146,96 @@ int run_decode(const DecodeArgs& a) {
   return 0;
 }
 
+struct EncodeArgs {
+  std::string model, mode = "base", json;
+  int runs = 5, threads = 0, page_width = 2480, page_height = 3508;  // A4 at 300 DPI
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A deterministic page that looks like print: white, with dark text-line bands of varying length.
+RgbImage synthetic_page(int w, int h) {
+  RgbImage img(w, h, 255);
+  std::mt19937 rng(7);
+  const int line = std::max(4, h / 60);
+  for (int y0 = line; y0 + line < h; y0 += 2 * line) {
+    const int x1 = w / 10 + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, w * 8 / 10)));
+    for (int y = y0; y < y0 + line * 2 / 3; ++y)
+      for (int x = w / 10; x < x1; ++x)
+        if ((x / std::max(1, line / 2)) % 4 != 3) std::fill_n(img.row(y) + x * 3, 3, static_cast<uint8_t>(rng() % 64));
+  }
+  return img;
+}
+
+int run_encode(const EncodeArgs& a) {
+  VisionMode mode;
+  if (a.mode == "base") mode = VisionMode::Base;
+  else if (a.mode == "gundam") mode = VisionMode::Gundam;
+  else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
+  if (a.runs < 1) throw_invalid("--runs must be at least 1");
+  if (a.json.empty()) throw_invalid("--json FILE is required");
+  check_image_size(a.page_width, a.page_height, "--page-width x --page-height");
+  auto model = UnlimitedOcrModel::load(a.model);
+  const DeepEncoder& enc = model->encoder();
+  ThreadPool threads(a.threads);
+  const RgbImage page = synthetic_page(a.page_width, a.page_height);
+
+  std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms;
+  int64_t tokens = 0, n_tiles = 0;
+  for (int r = 0; r < a.runs; ++r) {
+    double t0 = now_ms();
+    const PagePixels px = preprocess_page(page, mode);
+    double t1 = now_ms();
+    const ViewFeatures g = enc.encode_view(px.global.data(), kGlobalViewSide, threads);
+    double t2 = now_ms();
+    std::vector<ViewFeatures> tiles;
+    n_tiles = px.grid.has_tiles() ? px.grid.cols * px.grid.rows : 0;
+    for (int64_t t = 0; t < n_tiles; ++t) {
+      double s = now_ms();
+      tiles.push_back(enc.encode_view(px.tiles.data() + t * 3 * kTileSide * kTileSide, kTileSide, threads));
+      tile_ms.push_back(now_ms() - s);
+    }
+    double t3 = now_ms();
+    const std::vector<float> rows = enc.assemble(g, tiles, TileLayout{px.grid.cols, px.grid.rows});
+    double t4 = now_ms();
+    tokens = static_cast<int64_t>(rows.size()) / enc.config().n_embed;
+    pre_ms.push_back(t1 - t0);
+    global_ms.push_back(t2 - t1);
+    assemble_ms.push_back(t4 - t3);
+    page_ms.push_back(t4 - t0);
+    std::fprintf(stderr, "  run %d: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f)\n", r + 1, t4 - t0, t1 - t0,
+                 t2 - t1, static_cast<long long>(n_tiles), t3 - t2);
+  }
+  nlohmann::json j = {{"suite", "encode"},
+                      {"model", a.model},
+                      {"mode", a.mode},
+                      {"threads", threads.size()},
+                      {"isa", kernels::isa_name(kernels::active_isa())},
+                      {"page_width", a.page_width},
+                      {"page_height", a.page_height},
+                      {"runs", a.runs},
+                      {"image_tokens", tokens},
+                      {"tiles", n_tiles},
+                      {"ms_per_page_median", median(page_ms)},
+                      {"ms_per_page", page_ms},
+                      {"preprocess_ms_median", median(pre_ms)},
+                      {"global_view_ms_median", median(global_ms)},
+                      {"tile_ms_median", median(tile_ms)},
+                      {"assemble_ms_median", median(assemble_ms)},
+                      {"rss_peak_bytes", peak_rss_bytes()}};
+  std::ofstream out(a.json);
+  if (!out) throw_invalid("cannot write " + a.json);
+  out << j.dump(2) << "\n";
+  std::printf("encode %s %dx%d: %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), %lld image tokens, RSS peak %zu\n",
+              a.mode.c_str(), a.page_width, a.page_height, median(page_ms), a.runs, median(global_ms),
+              static_cast<long long>(n_tiles), median(tile_ms), static_cast<long long>(tokens), peak_rss_bytes());
+  return 0;
+}
+
 }  // namespace
 
 Runner add_bench(CLI::App& app) {
@@ -158,8 +254,20 @@ Runner add_bench(CLI::App& app) {
   d->add_option("--seed", a->seed, "Seed of the synthetic reference")->capture_default_str();
   d->add_flag("--synthetic-ref", a->synthetic_ref, "Reference of random token ids (the only kind for decoder-only models)");
   d->add_option("--json", a->json, "Output JSON file")->required();
-  return [a, d]() -> int {
+  auto e = std::make_shared<EncodeArgs>();
+  const SubRunner acc = add_bench_accuracy(app);
+  CLI::App* en = app.add_subcommand("encode", "Vision encoder milliseconds per page (Unlimited-OCR DeepEncoder)");
+  en->add_option("--model", e->model, "OCR model directory")->required();
+  en->add_option("--mode", e->mode, "base (1024 view) or gundam (plus 640 tiles)")->capture_default_str();
+  en->add_option("--runs", e->runs, "Timed runs (the median is reported)")->capture_default_str();
+  en->add_option("--threads", e->threads, "Threads (0 = one per core)")->capture_default_str();
+  en->add_option("--page-width", e->page_width, "Synthetic page width in pixels")->capture_default_str();
+  en->add_option("--page-height", e->page_height, "Synthetic page height in pixels")->capture_default_str();
+  en->add_option("--json", e->json, "Output JSON file")->required();
+  return [a, d, e, en, acc]() -> int {
     if (d->parsed()) return run_decode(*a);
+    if (en->parsed()) return run_encode(*e);
+    if (acc.app->parsed()) return acc.run();
     return 2;
   };
 }

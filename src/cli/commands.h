@@ -16,5 +16,14 @@ Runner add_generate(CLI::App& app);
 Runner add_inspect(CLI::App& app);
 Runner add_make_model(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_ocr(CLI::App& app);
+Runner add_serve(CLI::App& app);
+
+// A bench suite defined in its own file: its subcommand (to see whether it was chosen) and runner.
+struct SubRunner {
+  CLI::App* app = nullptr;
+  Runner run;
+};
+SubRunner add_bench_accuracy(CLI::App& bench);
 
 }  // namespace folio::cli

@@ -1,6 +1,7 @@
 #include "runtime/generator.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/error.h"
 #include "kv/sequence_kv.h"
@@ -14,12 +15,44 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+ReferencePart ReferencePart::tokens(std::vector<int32_t> ids) {
+  ReferencePart p;
+  p.ids = std::move(ids);
+  return p;
+}
+
+ReferencePart ReferencePart::rows(std::vector<int32_t> ids, std::vector<float> rows) {
+  // std::function needs a copyable target; share the rows instead of copying them per call.
+  auto shared = std::make_shared<std::vector<float>>(std::move(rows));
+  return lazy(std::move(ids), [shared] { return *shared; });
+}
+
+ReferencePart ReferencePart::lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce) {
+  ReferencePart p;
+  p.ids = std::move(ids);
+  p.embeddings = std::move(produce);
+  return p;
+}
+
 GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
+  const ReferencePart part = ReferencePart::tokens(prompt);
+  return generate(std::span<const ReferencePart>(&part, 1), opt, on_token);
+}
+
+GenerationResult Generator::generate(std::span<const ReferencePart> reference, const GenerationOptions& opt,
+                                     const std::function<bool(int32_t)>& on_token) {
   const ModelConfig& cfg = dec_.config();
-  if (prompt.empty()) throw_invalid("the prompt is empty: at least one token is needed");
-  if (static_cast<int64_t>(prompt.size()) >= cfg.max_positions)
-    throw_invalid("the prompt has " + std::to_string(prompt.size()) + " tokens but the model's context is " +
+  const int64_t H = cfg.hidden;
+  // The n-gram guard sees reference ids + output, as the official Unlimited-OCR processor does
+  // (image positions hold the placeholder id there).
+  std::vector<int32_t> history;
+  for (const ReferencePart& p : reference) history.insert(history.end(), p.ids.begin(), p.ids.end());
+  if (history.empty()) throw_invalid("the prompt is empty: at least one token is needed");
+  for (size_t i = 0; i < reference.size(); ++i)
+    if (reference[i].ids.empty()) throw_invalid("reference part " + std::to_string(i + 1) + " is empty");
+  if (static_cast<int64_t>(history.size()) >= cfg.max_positions)
+    throw_invalid("the prompt has " + std::to_string(history.size()) + " tokens but the model's context is " +
                   std::to_string(cfg.max_positions) + " (room is needed for at least one generated token)");
   if (opt.max_tokens < 0) throw_invalid("max tokens must not be negative");
   if (opt.prefill_chunk < 1) throw_invalid("prefill chunk must be at least 1 token");
@@ -28,24 +61,42 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const G
   if (opt.no_repeat_ngram > 0) guard.emplace(opt.no_repeat_ngram, opt.no_repeat_window);
 
   GenerationResult res;
+  res.reference_tokens = static_cast<int64_t>(history.size());
   SequenceKV kv(pool_, next_id_++, opt.policy);
   std::vector<float> logits(static_cast<size_t>(cfg.vocab));
-  auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(opt.prefill_chunk)) {
-    size_t n = std::min(prompt.size() - i, static_cast<size_t>(opt.prefill_chunk));
-    Decoder::Input in;
-    in.kv = &kv;
-    in.tokens = std::span<const int32_t>(prompt.data() + i, n);
-    in.reference = true;
-    dec_.forward({&in, 1}, logits.data(), threads_);
+  for (size_t pi = 0; pi < reference.size(); ++pi) {
+    const ReferencePart& part = reference[pi];
+    const int64_t n = static_cast<int64_t>(part.ids.size());
+    std::vector<float> rows;
+    if (part.is_embedding()) {
+      auto t0 = std::chrono::steady_clock::now();
+      rows = part.embeddings();
+      res.produce_ms += ms_since(t0);
+      if (static_cast<int64_t>(rows.size()) != n * H)
+        throw Error(Error::Kind::Internal, "reference part " + std::to_string(pi + 1) + " produced " + std::to_string(rows.size()) +
+                                               " values, expected " + std::to_string(n) + " rows of " + std::to_string(H));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
+      const int64_t c = std::min(n - i, opt.prefill_chunk);
+      Decoder::Input in;
+      in.kv = &kv;
+      in.reference = true;
+      if (part.is_embedding()) {
+        in.embeddings = rows.data() + i * H;
+        in.n_embeddings = c;
+      } else {
+        in.tokens = std::span<const int32_t>(part.ids.data() + i, static_cast<size_t>(c));
+      }
+      dec_.forward({&in, 1}, logits.data(), threads_);
+    }
+    res.prefill_ms += ms_since(t0);
   }
-  res.prefill_ms = ms_since(t0);
   res.kv_bytes_peak = kv.bytes();
 
   Sampler sampler(opt.sampling);
-  // The n-gram guard sees prompt + output, as the official Unlimited-OCR processor does.
-  std::vector<int32_t> history = prompt;
-  t0 = std::chrono::steady_clock::now();
+  std::vector<float> row(opt.embed_token ? static_cast<size_t>(H) : 0);
+  auto t0 = std::chrono::steady_clock::now();
   res.stop_reason = "length";
   for (int64_t step = 0; step < opt.max_tokens; ++step) {
     if (guard) guard->apply(history, logits);
@@ -68,7 +119,13 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const G
     }
     Decoder::Input in;
     in.kv = &kv;
-    in.tokens = std::span<const int32_t>(&res.tokens.back(), 1);
+    if (opt.embed_token) {
+      opt.embed_token(tok, row.data());
+      in.embeddings = row.data();
+      in.n_embeddings = 1;
+    } else {
+      in.tokens = std::span<const int32_t>(&res.tokens.back(), 1);
+    }
     dec_.forward({&in, 1}, logits.data(), threads_);
     res.kv_bytes_peak = std::max(res.kv_bytes_peak, kv.bytes());
   }

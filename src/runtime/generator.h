@@ -1,13 +1,19 @@
-// Generator: prefill a prompt into a fresh sequence, then decode token by token.
+// Generator: prefill a reference into a fresh sequence, then decode token by token.
 //
-// The prompt (the reference) is prefilled in chunks so activations stay bounded for long
-// references; every later token is a generated token, kept or evicted by the KV policy.
+// The reference is a sequence of parts, each fed either by token id or as precomputed embedding
+// rows (an OCR prompt: BOS + text tokens, the pages' image embeddings, text tokens). Every part is
+// prefilled in chunks of `prefill_chunk` rows so activations stay bounded for long references, and
+// an embedding part is produced only when prefill reaches it, so a caller can encode one page at a
+// time and never hold every page's rows. Every later token is a generated token, kept or evicted by
+// the KV policy.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -23,15 +29,38 @@ struct GenerationOptions {
   int64_t max_tokens = 256;      // generated tokens at most (EOS included)
   SamplingParams sampling;       // temperature 0 = greedy
   int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
-  int no_repeat_window = 128;    // looking back this many tokens (prompt + output)
+  int no_repeat_window = 128;    // looking back this many tokens (reference ids + output)
   bool stop_at_eos = true;
-  int64_t prefill_chunk = 512;   // reference tokens per forward pass
+  int64_t prefill_chunk = 512;   // reference rows per forward pass
+  // When set, each generated token is fed back to the decoder as the embedding row this hook
+  // writes (`hidden` floats) instead of by id (models whose output tokens are embedded by more than
+  // the decoder's own table). Unset: fed by id.
+  std::function<void(int32_t token, float* row)> embed_token;
+};
+
+// One piece of the reference.
+struct ReferencePart {
+  // Token ids. For an embedding part, the ids at its positions as the n-gram guard sees them (for
+  // images: the placeholder id, as the official code keeps it in input_ids); their count is the
+  // number of rows the part must produce.
+  std::vector<int32_t> ids;
+  // Embedding part: returns the rows [ids.size(), hidden], called once when prefill reaches the
+  // part. Unset: the ids are fed.
+  std::function<std::vector<float>()> embeddings;
+
+  static ReferencePart tokens(std::vector<int32_t> ids);
+  // Rows already computed ([ids.size(), hidden]).
+  static ReferencePart rows(std::vector<int32_t> ids, std::vector<float> rows);
+  static ReferencePart lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce);
+  bool is_embedding() const { return static_cast<bool>(embeddings); }
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;   // generated ids (the EOS that stopped generation included)
   std::string stop_reason;       // "eos", "length", "context", "stopped"
-  double prefill_ms = 0;
+  int64_t reference_tokens = 0;  // P
+  double produce_ms = 0;         // time spent producing embedding parts (e.g. encoding pages)
+  double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)
   double decode_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
 };
@@ -40,8 +69,13 @@ class Generator {
  public:
   Generator(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads) : dec_(decoder), pool_(pool), threads_(threads) {}
 
-  // Validates options and prompt (non-empty, fits the context), prefills, decodes. on_token is
-  // called for every generated token; returning false stops generation ("stopped").
+  // Validates options and reference (non-empty, fits the context, rows of the right size),
+  // prefills, decodes. on_token is called for every generated token; returning false stops
+  // generation ("stopped").
+  GenerationResult generate(std::span<const ReferencePart> reference, const GenerationOptions& opt,
+                            const std::function<bool(int32_t)>& on_token = {});
+
+  // A reference of token ids only.
   GenerationResult generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                             const std::function<bool(int32_t)>& on_token = {});
 

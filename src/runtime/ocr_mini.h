@@ -31,6 +31,9 @@ class MiniOcrModel : public OcrModel {
   static std::unique_ptr<MiniOcrModel> load(const std::string& dir);
 
   std::string name() const override { return "folio-mini-ocr"; }
+  // Its pages are image_width x image_height points (tools/train/synth.py writes one point per
+  // pixel), so 72 dpi gives the model its pixels without resampling.
+  double pdf_dpi() const override { return 72.0; }
   Decoder& decoder() override { return *model_.decoder; }
   const Tokenizer& tokenizer() const override { return *model_.tokenizer; }
   // An upper bound (every frame of every row emitting): the real count is known once a page is read.

@@ -19,7 +19,7 @@ from mini_ocr_model import BOS, EOS, PAD, PAGE, VOCAB, MiniOcr, state_dict_for_c
 
 VISION_KEYS = ("image_width", "image_height", "margin_top", "line_pitch", "rows", "pixel_mean", "pixel_std",
                "conv_channels", "conv_strides", "frame_hidden", "context_layers", "context_kernel", "ctc_vocab",
-               "max_rows", "max_chars", "page_code_dim")
+               "max_rows", "max_chars", "max_pages")
 
 
 def bytes_to_unicode():

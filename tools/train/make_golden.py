@@ -25,7 +25,7 @@ from mini_ocr_model import (BOS, DEFAULT_CONFIG, T_CHAR, T_TEXT, MiniOcr, greedy
                             reference_layout, rswa_mask, text_codes)
 
 TINY = dict(DEFAULT_CONFIG, conv_channels=[4, 8, 8, 8], frame_hidden=16, hidden=32, layers=2, heads=2,
-            intermediate=64, page_code_dim=16, window=8)
+            intermediate=64, max_pages=32, window=8, code_dims=16)
 
 
 def reference(model, feats, em):

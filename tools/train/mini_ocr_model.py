@@ -3,7 +3,7 @@
     page image -> per-row CNN + 1-D context -> frames (stride 2 px) -> CTC head (reads each row)
     frames where the row's greedy CTC path emits a character -> visual tokens (+ one row-end token per
     row, one page-end / document-end token per page), each carrying position codes
-    (page, row, character number within the row)
+    (page, row, character number within the row: learned tables)
     reference = all pages' visual tokens + <bos>; a Llama-style decoder without rotary positions
     (NoPE) generates the text under the R-SWA mask (reference fully visible, last W generated tokens).
 
@@ -28,8 +28,8 @@ DEFAULT_CONFIG = dict(
     pixel_mean=0.5, pixel_std=0.5,
     conv_channels=[16, 32, 48, 64], conv_strides=[[2, 1], [2, 2], [2, 1], [1, 1]],
     frame_hidden=128, context_layers=2, context_kernel=5, ctc_vocab=96,
-    max_rows=16, max_chars=256, page_code_dim=128,
-    hidden=128, layers=3, heads=4, intermediate=256, window=128, rms_eps=1e-6,
+    max_rows=16, max_chars=256, max_pages=256,
+    hidden=128, layers=3, heads=4, intermediate=256, window=128, rms_eps=1e-6, code_dims=32, lookup_init_gain=1.5,
 )
 
 
@@ -72,15 +72,6 @@ class FrontEnd(nn.Module):
         return f, self.ctc_head(f)
 
 
-def page_code(p, dim):
-    """Sinusoidal code of a page index (float64 maths, then float32, as the C++ side)."""
-    half = dim // 2
-    i = torch.arange(half, dtype=torch.float64)
-    freq = torch.pow(torch.tensor(10000.0, dtype=torch.float64), -i / half)
-    p = torch.as_tensor(p, dtype=torch.float64).reshape(-1, 1)
-    return torch.cat([torch.sin(p * freq), torch.cos(p * freq)], dim=1).float()
-
-
 class Codes(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -89,16 +80,26 @@ class Codes(nn.Module):
         self.type_embed = nn.Embedding(5, d)
         self.row_embed = nn.Embedding(c["max_rows"], d)
         self.char_embed = nn.Embedding(c["max_chars"], d)
-        self.page_proj = nn.Linear(c["page_code_dim"], d, bias=False)
+        self.page_embed = nn.Embedding(c["max_pages"], d)
         self.c = c
-        for e in (self.type_embed, self.row_embed, self.char_embed):
-            nn.init.normal_(e.weight, std=0.5)
+        # Position codes start in the last code_dims coordinates of the residual stream only (random
+        # vectors there are nearly orthogonal, so "same position" is visible to a dot product from the
+        # start); the type and all content start in the other coordinates.
+        k = c["code_dims"]
+        with torch.no_grad():
+            for e in (self.row_embed, self.char_embed, self.page_embed):
+                e.weight.zero_()
+                e.weight[:, d - k:].normal_(0.0, 1.0)
+            self.type_embed.weight.normal_(0.0, 0.5)
+            self.type_embed.weight[:, d - k:] = 0.0
+            self.visual_proj.weight[d - k:] = 0.0
+            self.visual_proj.bias[d - k:] = 0.0
 
     def forward(self, types, pages, rows, chars):
         rows = rows.clamp(max=self.c["max_rows"] - 1)
         chars = chars.clamp(max=self.c["max_chars"] - 1)
-        return (self.type_embed(types) + self.row_embed(rows) + self.char_embed(chars) +
-                self.page_proj(page_code(pages, self.c["page_code_dim"])))
+        pages = pages.clamp(max=self.c["max_pages"] - 1)
+        return self.type_embed(types) + self.row_embed(rows) + self.char_embed(chars) + self.page_embed(pages)
 
 
 def rms_norm(x, w, eps):
@@ -147,6 +148,19 @@ class MiniOcr(nn.Module):
         self.norm = nn.Parameter(torch.ones(c["hidden"]))
         self.lm_head = nn.Linear(c["hidden"], VOCAB, bias=False)
         nn.init.normal_(self.embed_tokens.weight, std=0.5)
+        # Lookup initialisation: the last head of layer 0 starts with query = key = the code
+        # coordinates (times a gain), so its scores are the dot product of the codes and a query
+        # already attends to the visual token whose codes equal its own. Without it the gradient
+        # towards the right token among thousands is too weak, and the decoder learns only a
+        # character language model (what a first attempt here did).
+        d, k, hd = c["hidden"], c["code_dims"], c["hidden"] // c["heads"]
+        assert k == hd, "the lookup head reads exactly the code coordinates"
+        with torch.no_grad():
+            self.embed_tokens.weight[:, d - k:] = 0.0
+            sel = torch.zeros(hd, d)
+            sel[:, d - k:] = torch.eye(k) * c["lookup_init_gain"]
+            for proj in (self.layers[0].q_proj, self.layers[0].k_proj):
+                proj.weight[d - hd:] = sel
 
     # ---- page -> row bands
     def bands(self, pages):
@@ -267,5 +281,5 @@ def state_dict_for_checkpoint(m):
     out["mini_ocr.type_embed.weight"] = cd.type_embed.weight
     out["mini_ocr.row_embed.weight"] = cd.row_embed.weight
     out["mini_ocr.char_embed.weight"] = cd.char_embed.weight
-    out["mini_ocr.page_proj.weight"] = cd.page_proj.weight
+    out["mini_ocr.page_embed.weight"] = cd.page_embed.weight
     return {k: v.detach().float().contiguous() for k, v in out.items()}

@@ -183,7 +183,7 @@ def main():
         docs = []
         left = a.pages_per_step
         while left > 0:
-            n = min(left, rng.choice([1, 1, 2, 3, 4])) if joint else 1
+            n = min(left, rng.choice([1, 1, 2, 2, 3, 4])) if joint else 1
             docs.append(synth.make_document(rng.randrange(1 << 30), n, corpus))
             left -= n
         images = [im for d in docs for im in d[0]]

@@ -59,7 +59,7 @@ ViewFeatures DeepEncoder::encode_view(const float* pixels, int64_t size, ThreadP
   return v;
 }
 
-std::vector<float> DeepEncoder::assemble(const ViewFeatures& global, std::span<const ViewFeatures> tiles, TileGrid grid) const {
+std::vector<float> DeepEncoder::assemble(const ViewFeatures& global, std::span<const ViewFeatures> tiles, TileLayout grid) const {
   FOLIO_CHECK_INPUT(global.dim == cfg_.n_embed, "image assembly: view features have dim " + std::to_string(global.dim) +
                                                     ", the projector gives " + std::to_string(cfg_.n_embed));
   return assemble_image_embeddings(global, tiles, grid, newline_, separator_);

@@ -47,7 +47,7 @@ class DeepEncoder {
   std::vector<float> project(const float* clip_out, const float* sam_tokens, int64_t n, ThreadPool& pool) const;
 
   // A page's image embedding rows (see image_assembly.h).
-  std::vector<float> assemble(const ViewFeatures& global, std::span<const ViewFeatures> tiles, TileGrid grid) const;
+  std::vector<float> assemble(const ViewFeatures& global, std::span<const ViewFeatures> tiles, TileLayout grid) const;
 
   std::span<const float> image_newline() const { return newline_; }
   std::span<const float> view_separator() const { return separator_; }

@@ -18,14 +18,14 @@ void check_view(const ViewFeatures& v, int64_t dim, const std::string& what) {
 
 }  // namespace
 
-int64_t image_token_count(int64_t global_side, int64_t tile_side, TileGrid grid, bool has_tiles) {
+int64_t image_token_count(int64_t global_side, int64_t tile_side, TileLayout grid, bool has_tiles) {
   int64_t n = global_side * (global_side + 1) + 1;
   if (has_tiles) n += (tile_side * grid.down) * (tile_side * grid.across + 1);
   return n;
 }
 
 std::vector<float> assemble_image_embeddings(const ViewFeatures& global, std::span<const ViewFeatures> tiles,
-                                             TileGrid grid, std::span<const float> newline,
+                                             TileLayout grid, std::span<const float> newline,
                                              std::span<const float> separator) {
   const int64_t dim = global.dim;
   check_view(global, dim, "the global view");

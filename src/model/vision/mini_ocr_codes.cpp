@@ -1,7 +1,6 @@
 #include "model/vision/mini_ocr_codes.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/tensor.h"
 #include "kernels/cpu/matmul.h"
@@ -36,23 +35,17 @@ MiniOcrCodes::MiniOcrCodes(const MiniOcrConfig& cfg, const TensorSource& w) : cf
   type_ = to_f32_vector(w.get("mini_ocr.type_embed.weight", {5, d}));
   row_ = to_f32_vector(w.get("mini_ocr.row_embed.weight", {cfg_.max_rows, d}));
   char_ = to_f32_vector(w.get("mini_ocr.char_embed.weight", {cfg_.max_chars, d}));
-  page_proj_ = &w.get("mini_ocr.page_proj.weight", {d, cfg_.page_code_dim});
+  page_ = to_f32_vector(w.get("mini_ocr.page_embed.weight", {cfg_.max_pages, d}));
 }
 
 void MiniOcrCodes::code(MiniOcrTokenType type, const MiniOcrPosition& pos, float* out) const {
-  const int64_t d = cfg_.hidden, half = cfg_.page_code_dim / 2;
-  // Sinusoidal page code in double precision, then float, as the trainer computes it.
-  std::vector<float> sincos(static_cast<size_t>(2 * half));
-  for (int64_t i = 0; i < half; ++i) {
-    const double a = static_cast<double>(pos.page) * std::pow(10000.0, -static_cast<double>(i) / static_cast<double>(half));
-    sincos[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
-    sincos[static_cast<size_t>(half + i)] = static_cast<float>(std::cos(a));
-  }
-  matvec(*page_proj_, sincos.data(), out);
+  const int64_t d = cfg_.hidden;
   const float* t = type_.data() + static_cast<int64_t>(type) * d;
+  const float* p = page_.data() + std::clamp<int64_t>(pos.page, 0, cfg_.max_pages - 1) * d;
   const float* r = row_.data() + std::clamp<int64_t>(pos.row, 0, cfg_.max_rows - 1) * d;
   const float* c = char_.data() + std::clamp<int64_t>(pos.ch, 0, cfg_.max_chars - 1) * d;
-  for (int64_t i = 0; i < d; ++i) out[i] += t[i] + r[i] + c[i];
+  // Summed in the trainer's order: ((type + row) + char) + page.
+  for (int64_t i = 0; i < d; ++i) out[i] = t[i] + r[i] + c[i] + p[i];
 }
 
 void MiniOcrCodes::add_visual(const float* frame, float* out) const {

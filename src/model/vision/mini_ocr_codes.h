@@ -1,8 +1,7 @@
 // MiniOcrCodes: the position codes that let folio's mini OCR decoder find the next glyph to read.
 //
-// Every decoder input of the mini model carries a code: a type (character, row end, page end,
-// document end, text) + a learned row and character-number embedding + a learned projection of a
-// sinusoidal page code. Visual tokens carry the position of the glyph they read; each text token
+// Every decoder input of the mini model carries a code: the sum of learned embeddings of its type
+// (character, row end, page end, document end, text), page, row and character number. Visual tokens carry the position of the glyph they read; each text token
 // carries the position of the NEXT character to write, so reading is a match of codes in attention.
 // Mirrors tools/train/mini_ocr_model.py (Codes, reference_layout, text_codes) exactly.
 #pragma once
@@ -43,8 +42,8 @@ class MiniOcrCodes {
  public:
   MiniOcrCodes(const MiniOcrConfig& cfg, const TensorSource& weights);
 
-  // out[hidden] = the code of a token of this type at this position (row and character numbers
-  // past the tables use their last entry).
+  // out[hidden] = the code of a token of this type at this position (page, row and character
+  // numbers past the tables use their last entry).
   void code(MiniOcrTokenType type, const MiniOcrPosition& pos, float* out) const;
   // out[hidden] += visual_proj(frame)
   void add_visual(const float* frame, float* out) const;
@@ -59,8 +58,7 @@ class MiniOcrCodes {
  private:
   MiniOcrConfig cfg_;
   const TensorView* visual_w_ = nullptr;
-  std::vector<float> visual_b_, type_, row_, char_;
-  const TensorView* page_proj_ = nullptr;
+  std::vector<float> visual_b_, type_, page_, row_, char_;
 };
 
 }  // namespace folio

@@ -33,7 +33,7 @@ void MiniOcrConfig::validate() const {
   pos(ctc_vocab, "ctc_vocab");
   pos(max_rows, "max_rows");
   pos(max_chars, "max_chars");
-  pos(page_code_dim, "page_code_dim");
+  pos(max_pages, "max_pages");
   pos(hidden, "hidden");
   if (pixel_std <= 0) throw_invalid("mini OCR config: vision_config.pixel_std must be positive");
   if (margin_top < 0 || margin_top + rows * line_pitch > image_height)
@@ -47,7 +47,6 @@ void MiniOcrConfig::validate() const {
   }
   if (context_layers < 0 || context_kernel < 1 || context_kernel % 2 == 0)
     throw_invalid("mini OCR config: vision_config.context_kernel must be odd and context_layers >= 0");
-  if (page_code_dim % 2) throw_invalid("mini OCR config: vision_config.page_code_dim must be even");
   if (band_out_height() < 1 || frames_per_row() < 1) throw_invalid("mini OCR config: the convolutions leave nothing of a band");
 }
 
@@ -79,7 +78,7 @@ MiniOcrConfig MiniOcrConfig::from_hf_json(const json& root) {
   get("ctc_vocab", c.ctc_vocab);
   get("max_rows", c.max_rows);
   get("max_chars", c.max_chars);
-  get("page_code_dim", c.page_code_dim);
+  get("max_pages", c.max_pages);
   if (root.contains("text_config") && root["text_config"].contains("hidden_size"))
     c.hidden = root["text_config"]["hidden_size"].get<int64_t>();
   c.validate();

@@ -32,7 +32,7 @@ struct MiniOcrConfig {
   int64_t ctc_vocab = 96;   // blank + printable ASCII (32..126)
   int64_t max_rows = 16;    // position-code table sizes
   int64_t max_chars = 256;
-  int64_t page_code_dim = 128;
+  int64_t max_pages = 256;
   int64_t hidden = 128;     // the decoder's width (codes are added to its input embeddings)
 
   // Height and width of the last convolution's output for one band.

@@ -1,0 +1,141 @@
+// folio bench accuracy: what a policy or KV format costs in quality (docs/bench-contract.md), on
+// the held-out documents of data/heldout, against the ground truth and a baseline run
+// (policy full, KV f32). `--engine tesseract` reads the same rendered pages with Debian's
+// tesseract-ocr instead, measured the same way.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/memory_stats.h"
+#include "core/thread_pool.h"
+#include "runtime/default_model.h"
+#include "runtime/ocr_accuracy.h"
+#include "runtime/ocr_model.h"
+#include "runtime/ocr_pipeline.h"
+#include "runtime/tesseract_baseline.h"
+
+namespace folio::cli {
+
+namespace {
+
+constexpr const char* kPageMarker = "<page>";
+
+struct AccuracyArgs {
+  std::string model, engine = "folio", policy = "rswa", kv_dtype = "bf16", baseline_policy = "full",
+                     baseline_kv_dtype = "f32", sets, json;
+  int docs = 1, pages = 1, threads = 0;
+  int64_t window = 128;
+  double dpi = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+DType kv_dtype_of(const std::string& name) {
+  auto d = parse_dtype(name);
+  if (!d || *d == DType::Q8_0)
+    throw Error(Error::Kind::Unsupported, "--kv-dtype '" + name + "' is not supported yet (f32, f16, bf16)");
+  return *d;
+}
+
+int run_accuracy(const AccuracyArgs& a) {
+  if (a.json.empty()) throw_invalid("--json FILE is required");
+  if (a.engine != "folio" && a.engine != "tesseract") throw_invalid("--engine must be folio or tesseract, not '" + a.engine + "'");
+  const std::string sets = a.sets.empty() ? shipped_path("data/heldout") : a.sets;
+  const std::vector<HeldoutDoc> docs = heldout_docs(sets, a.pages, a.docs);
+  ThreadPool threads(a.threads);
+  nlohmann::json j = {{"suite", "accuracy"}, {"engine", a.engine}, {"docs", a.docs}, {"pages", a.pages},
+                      {"sets", sets}, {"page_marker", kPageMarker}};
+  CerCount cer, base_cer;
+  double agree_num = 0, agree_den = 0, seconds = 0;
+  size_t kv_peak = 0, base_kv_peak = 0;
+  nlohmann::json per_doc = nlohmann::json::array();
+
+  if (a.engine == "tesseract") {
+    const double dpi = a.dpi > 0 ? a.dpi : kDefaultPdfDpi;
+    for (const HeldoutDoc& d : docs) {
+      const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string text = tesseract_read(pages, kPageMarker);
+      seconds += seconds_since(t0);
+      const CerCount c = text_cer(text, d.text, kPageMarker);
+      cer += c;
+      per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"errors", c.errors}, {"chars", c.chars}});
+    }
+    j.update({{"model", "tesseract"}, {"dpi", dpi}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
+              {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"documents", per_doc}});
+  } else {
+    const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
+    std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
+    const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
+    OcrOptions run, base;
+    run.policy = KVPolicy::parse(a.policy, a.window);
+    run.kv_dtype = kv_dtype_of(a.kv_dtype);
+    base.policy = KVPolicy::parse(a.baseline_policy, a.window);
+    base.kv_dtype = kv_dtype_of(a.baseline_kv_dtype);
+    const bool same = run.policy.name() == base.policy.name() && run.kv_dtype == base.kv_dtype;
+    for (const HeldoutDoc& d : docs) {
+      const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);
+      const auto t0 = std::chrono::steady_clock::now();
+      const OcrResult r = run_ocr(*model, pages, run, threads);
+      seconds += seconds_since(t0);
+      const OcrResult b = same ? r : run_ocr(*model, pages, base, threads);
+      const CerCount c = text_cer(r.text, d.text, kPageMarker), bc = text_cer(b.text, d.text, kPageMarker);
+      cer += c;
+      base_cer += bc;
+      const double n = static_cast<double>(std::max(r.tokens.size(), b.tokens.size()));
+      agree_num += token_agreement(r.tokens, b.tokens) * n;
+      agree_den += n;
+      kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
+      base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
+      per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
+                         {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
+    }
+    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.window}, {"kv_dtype", a.kv_dtype},
+              {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
+              {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
+              {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
+              {"kv_bytes_peak", kv_peak}, {"baseline_kv_bytes_peak", base_kv_peak},
+              {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
+              {"documents", per_doc}});
+  }
+  std::ofstream out(a.json);
+  if (!out) throw Error(Error::Kind::Io, "cannot write " + a.json);
+  out << j.dump(2) << "\n";
+  std::printf("accuracy %s, %d x %d-page documents: CER %.4f", a.engine.c_str(), a.docs, a.pages, cer.cer());
+  if (a.engine == "folio")
+    std::printf(" (baseline %s/%s: %.4f), token agreement %.4f, KV peak %zu bytes (baseline %zu)",
+                a.baseline_policy.c_str(), a.baseline_kv_dtype.c_str(), base_cer.cer(), j["token_agreement_with_baseline"].get<double>(),
+                kv_peak, base_kv_peak);
+  std::printf(", %.2f pages/s\n", j["pages_per_s"].get<double>());
+  return 0;
+}
+
+}  // namespace
+
+SubRunner add_bench_accuracy(CLI::App& bench) {
+  auto a = std::make_shared<AccuracyArgs>();
+  CLI::App* c = bench.add_subcommand("accuracy", "CER and token agreement on held-out documents");
+  c->add_option("--model", a->model, "OCR model directory (default: the shipped model)");
+  c->add_option("--engine", a->engine, "folio, or tesseract for the baseline")->capture_default_str();
+  c->add_option("--docs", a->docs, "Documents D")->capture_default_str();
+  c->add_option("--pages", a->pages, "Pages per document P (a held-out set data/heldout/pP must exist)")->capture_default_str();
+  c->add_option("--policy", a->policy, "KV policy: full or rswa")->capture_default_str();
+  c->add_option("--window", a->window, "R-SWA window")->capture_default_str();
+  c->add_option("--kv-dtype", a->kv_dtype, "KV dtype: f32, f16, bf16")->capture_default_str();
+  c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy")->capture_default_str();
+  c->add_option("--baseline-kv-dtype", a->baseline_kv_dtype, "Baseline KV dtype")->capture_default_str();
+  c->add_option("--sets", a->sets, "Directory of the held-out sets (default: the shipped data/heldout)");
+  c->add_option("--dpi", a->dpi, "PDF rendering DPI (default: what the model reads best; 300 for tesseract)");
+  c->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();
+  c->add_option("--json", a->json, "Output JSON file")->required();
+  return {c, [a]() { return run_accuracy(*a); }};
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,136 @@
+// folio ocr: PDFs and images in, markdown (and JSON) out, through an OCR model.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "runtime/default_model.h"
+#include "runtime/ocr_model.h"
+#include "runtime/ocr_pipeline.h"
+
+namespace folio::cli {
+
+namespace {
+
+struct OcrArgs {
+  std::vector<std::string> inputs;
+  std::string model, mode = "base", pages, out, json, policy = "rswa", kv_dtype = "bf16";
+  int64_t window = 128, max_tokens = 0;
+  size_t pages_per_pass = 0;
+  int threads = 0;
+  double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
+  bool stream = false, quiet = false;
+};
+
+void write_file(const std::string& path, const std::string& text, const char* option) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw_invalid(std::string(option) + ": cannot write '" + path + "'");
+  f << text;
+  if (!f) throw_invalid(std::string(option) + ": cannot write '" + path + "'");
+}
+
+std::string human_bytes(size_t b) {
+  char buf[32];
+  if (b >= (1u << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1u << 30));
+  else if (b >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1u << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  return buf;
+}
+
+int run_ocr_command(const OcrArgs& a) {
+  VisionMode mode;
+  if (a.mode == "base") mode = VisionMode::Base;
+  else if (a.mode == "gundam") mode = VisionMode::Gundam;
+  else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
+  OcrOptions opt;
+  opt.mode = mode;
+  opt.policy = KVPolicy::parse(a.policy, a.window);
+  auto kv_dtype = parse_dtype(a.kv_dtype);
+  if (!kv_dtype || *kv_dtype == DType::Q8_0) throw_invalid("--kv-dtype must be f32, f16 or bf16, got '" + a.kv_dtype + "'");
+  opt.kv_dtype = *kv_dtype;
+  if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
+  opt.max_tokens = a.max_tokens;
+  opt.pages_per_pass = a.pages_per_pass;
+  // No --model: the shipped model ($FOLIO_MODEL, or found next to the executable / source tree).
+  const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
+
+  if (a.dpi < 0) throw_invalid("--dpi must be positive, got " + std::to_string(a.dpi));
+  // The model first (it maps its weights, nothing more) because it says which DPI its pages want.
+  std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
+  OcrPages pages = OcrPages::open(a.inputs, a.pages, a.dpi > 0 ? a.dpi : model->pdf_dpi());
+  ThreadPool threads(a.threads);
+
+  // The progress line is for a person watching a terminal; streamed text on that same terminal is
+  // its own progress (redrawing a line there would overwrite the text).
+  const bool progress = !a.quiet && isatty(STDERR_FILENO) && !(a.stream && isatty(STDOUT_FILENO));
+  OcrCallbacks cb;
+  if (a.stream)
+    cb.on_text = [&](std::string_view s) {
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+    };
+  if (progress)
+    cb.on_progress = [last = std::chrono::steady_clock::time_point{}, encoded = size_t{0}](const OcrProgress& p) mutable {
+      // Redrawn at most 10 times a second (and whenever a page is encoded), not once per token.
+      const auto now = std::chrono::steady_clock::now();
+      if (p.pages_encoded == encoded && now - last < std::chrono::milliseconds(100)) return;
+      last = now;
+      encoded = p.pages_encoded;
+      std::fprintf(stderr, "\r\033[Kpages %zu/%zu encoded  pass %zu/%zu  %lld tokens  %.1f tok/s  KV %s", p.pages_encoded,
+                   p.pages_total, p.pass, p.passes, static_cast<long long>(p.tokens), p.tokens_per_s,
+                   human_bytes(p.kv_bytes).c_str());
+      std::fflush(stderr);
+    };
+  OcrResult r = run_ocr(*model, pages, opt, threads, cb);
+  if (progress) std::fputs("\r\033[K", stderr);
+  if (a.stream) std::fputs("\n", stdout);
+  for (const std::string& w : r.warnings) std::fprintf(stderr, "folio: warning: %s\n", w.c_str());
+
+  std::string markdown = r.markdown;
+  if (!markdown.empty() && markdown.back() != '\n') markdown += '\n';
+  if (!a.out.empty()) write_file(a.out, markdown, "--out");
+  else if (!a.stream) std::fwrite(markdown.data(), 1, markdown.size(), stdout);
+  if (!a.json.empty()) write_file(a.json, r.json.dump(2) + "\n", "--json");
+  std::fflush(stdout);
+  if (!a.quiet) {
+    const OcrStats& s = r.stats;
+    std::fprintf(stderr,
+                 "folio ocr: %zu page(s) in %zu pass(es); encode %.0f ms, prefill %.0f ms (%lld reference tokens); "
+                 "%lld tokens at %.1f tok/s; KV peak %s\n",
+                 s.pages, s.passes, s.encode_ms, s.prefill_ms, static_cast<long long>(s.reference_tokens),
+                 static_cast<long long>(s.decode_tokens), s.tokens_per_s, human_bytes(s.kv_bytes_peak).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_ocr(CLI::App& app) {
+  auto a = std::make_shared<OcrArgs>();
+  app.add_option("files", a->inputs, "PDFs, PNG/JPEG images, or directories of images (pages in order)")->required();
+  app.add_option("--model", a->model, "OCR model directory (config.json + model.safetensors + tokenizer.json; default: $FOLIO_MODEL or the shipped model)");
+  app.add_option("--mode", a->mode, "base (1024 view) or gundam (plus 640 tiles; one page per pass)")->capture_default_str();
+  app.add_option("--pages", a->pages, "Pages to read, numbered across all inputs, e.g. 1-20 or 2,5-7 (default all)");
+  app.add_option("--out", a->out, "Write the markdown here (default: stdout)");
+  app.add_option("--json", a->json, "Write blocks, labels and boxes (page pixels) as JSON here");
+  app.add_option("--policy", a->policy, "KV policy: rswa (reference sliding window) or full")->capture_default_str();
+  app.add_option("--window", a->window, "R-SWA decode window W")->capture_default_str();
+  app.add_option("--max-tokens", a->max_tokens, "Generated tokens per pass at most (0 = until EOS or the context is full)")
+      ->capture_default_str();
+  app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")
+      ->capture_default_str();
+  app.add_option("--kv-dtype", a->kv_dtype, "KV storage: f32, f16 or bf16")->capture_default_str();
+  app.add_option("--threads", a->threads, "Worker threads (0 = one per core)")->capture_default_str();
+  app.add_option("--dpi", a->dpi, "PDF rendering resolution (0 = the model's, 300 for Unlimited-OCR)")->capture_default_str();
+  app.add_flag("--stream", a->stream, "Print the decoded text to stdout as it comes (then the markdown goes only to --out)");
+  app.add_flag("--quiet", a->quiet, "No progress line or summary on stderr");
+  return [a]() -> int { return run_ocr_command(*a); };
+}
+
+}  // namespace folio::cli

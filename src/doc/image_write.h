@@ -1,0 +1,13 @@
+// write_png: saves an RGB image as PNG (stb_image_write), for tools that read pages from files
+// (the tesseract baseline of `folio bench accuracy`). Throws Io naming the path on failure.
+#pragma once
+
+#include <string>
+
+#include "doc/image.h"
+
+namespace folio {
+
+void write_png(const RgbImage& image, const std::string& path);
+
+}  // namespace folio

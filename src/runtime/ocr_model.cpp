@@ -1,0 +1,28 @@
+#include "runtime/ocr_model.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/io/json_file.h"
+#include "runtime/ocr_mini.h"
+#include "runtime/ocr_unlimited.h"
+
+namespace folio {
+
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(dir)) throw_invalid("model directory '" + dir + "' does not exist");
+  if (!fs::is_directory(dir)) throw_invalid("model path '" + dir + "' is not a directory (an OCR model is a directory)");
+  const fs::path cfg = fs::path(dir) / "config.json";
+  if (!fs::exists(cfg)) throw_invalid("model directory '" + dir + "' has no config.json");
+  const nlohmann::json j = read_json_file(cfg.string());
+  const std::string type = j.is_object() ? j.value("model_type", std::string()) : std::string();
+  // One line per OCR model family.
+  if (type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2") return UnlimitedOcrModel::load(dir);
+  if (type == "folio-mini-ocr") return MiniOcrModel::load(dir);
+  throw Error(Error::Kind::Unsupported, cfg.string() + ": model_type '" + type +
+                                            "' is not an OCR model folio knows (unlimited-ocr, deepseek-ocr, folio-mini-ocr)");
+}
+
+}  // namespace folio

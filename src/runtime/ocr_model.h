@@ -1,0 +1,73 @@
+// OcrModel: what the OCR pipeline needs from an OCR model, whatever its vision tower.
+//
+// A model turns a run of consecutive pages (one "pass") into a decoder reference (text tokens and
+// image-embedding rows, ReferencePart) plus its decoding recipe (n-gram guard, an optional
+// embed_token hook), and parses what its decoder writes back into pages. The pipeline
+// (ocr_pipeline.h) owns everything else: passes, KV pool, generation, streaming, statistics,
+// markdown and JSON. Implementations: UnlimitedOcrModel (ocr_unlimited.h), MiniOcrModel (ocr_mini.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "doc/ocr_output.h"
+#include "doc/preprocess.h"
+#include "model/decoder.h"
+#include "runtime/generator.h"
+#include "runtime/ocr_pages.h"
+#include "text/tokenizer.h"
+
+namespace folio {
+
+// One pass ready for the generator.
+struct OcrPass {
+  std::vector<ReferencePart> reference;
+  // The model's decoding recipe (no_repeat_ngram / window, embed_token, stop_at_eos); the pipeline
+  // fills in policy, max_tokens and prefill_chunk.
+  GenerationOptions generation;
+};
+
+// Called after each page of a pass is encoded: the page's index in OcrPages and the milliseconds
+// its rendering, preprocessing and encoding took.
+using PageEncodedFn = std::function<void(size_t page, double ms)>;
+
+class OcrModel {
+ public:
+  virtual ~OcrModel() = default;
+
+  virtual std::string name() const = 0;
+  virtual Decoder& decoder() = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+
+  // The resolution PDF pages should be rendered at for this model (the official Unlimited-OCR
+  // recipe: 300 DPI).
+  virtual double pdf_dpi() const { return kDefaultPdfDpi; }
+
+  // Image tokens page `i` of `pages` takes in the reference under `mode` (known from the page size
+  // alone, before anything is encoded). InvalidInput if the model cannot run the page in that mode.
+  virtual int64_t image_tokens(const OcrPages& pages, size_t i, VisionMode mode) const = 0;
+
+  // Most pages one pass may hold under `mode` (1 when each page needs its own prompt).
+  virtual size_t max_pages_per_pass(VisionMode mode) const = 0;
+
+  // The reference and recipe for pages [first, first + count). Image parts must be lazy
+  // (ReferencePart::lazy): each renders and encodes its page when prefill reaches it and reports it
+  // through on_encoded, so one page's activations are alive at a time. `threads` outlives the pass.
+  virtual OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
+                          const PageEncodedFn& on_encoded) = 0;
+
+  // The decoded text of one pass -> its pages (parse_ocr_output by default).
+  virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }
+};
+
+// Opens the OCR model in directory `dir`, choosing the implementation from its config.json
+// ("model_type": "unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"; "folio-mini-ocr"). InvalidInput naming the
+// directory or file when something is missing, broken or of an unknown type.
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir);
+
+}  // namespace folio

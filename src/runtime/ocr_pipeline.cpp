@@ -1,0 +1,179 @@
+#include "runtime/ocr_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/memory_stats.h"
+#include "doc/ocr_json.h"
+#include "doc/ocr_markdown.h"
+#include "kv/block_pool.h"
+#include "runtime/generator.h"
+#include "text/tokenizer.h"
+
+namespace folio {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+// Exactly `count` pages from what the model wrote for a pass of `count` pages.
+std::vector<OcrPage> fit_pages(std::vector<OcrPage> parsed, size_t count, size_t first, std::vector<std::string>& warnings) {
+  if (parsed.size() != count && !(parsed.empty() && count == 1))
+    warnings.push_back("pages " + std::to_string(first + 1) + "-" + std::to_string(first + count) + ": the model wrote " +
+                       std::to_string(parsed.size()) + " page(s) for " + std::to_string(count) +
+                       (parsed.size() > count ? "; the extra ones are merged into the last page" : "; the missing ones are empty"));
+  while (parsed.size() > count) {
+    OcrPage extra = std::move(parsed.back());
+    parsed.pop_back();
+    auto& last = parsed.back().blocks;
+    last.insert(last.end(), std::make_move_iterator(extra.blocks.begin()), std::make_move_iterator(extra.blocks.end()));
+  }
+  parsed.resize(count);
+  return parsed;
+}
+
+const char* mode_name(VisionMode m) { return m == VisionMode::Gundam ? "gundam" : "base"; }
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const OcrPages& pages, const OcrOptions& opt) {
+  FOLIO_CHECK_INPUT(pages.size() > 0, "no pages to read");
+  const size_t model_max = model.max_pages_per_pass(opt.mode);
+  if (opt.pages_per_pass > model_max)
+    throw_invalid("--pages-per-pass " + std::to_string(opt.pages_per_pass) + ": " + model.name() + " reads at most " +
+                  std::to_string(model_max) + " page(s) per pass in " + mode_name(opt.mode) + " mode");
+  const bool automatic = opt.pages_per_pass == 0;
+  const size_t limit = automatic ? std::min(kDefaultPagesPerPass, model_max) : opt.pages_per_pass;
+  const int64_t context = model.decoder().config().max_positions;
+  // Automatic passes leave at least half the context for the output.
+  const int64_t budget = automatic ? context / 2 : context - 1;
+  std::vector<std::pair<size_t, size_t>> passes;
+  size_t first = 0, count = 0;
+  int64_t used = 0;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const int64_t t = model.image_tokens(pages, i, opt.mode);
+    if (t >= context - 1)
+      throw_invalid(pages.describe(i) + " takes " + std::to_string(t) + " image tokens in " + mode_name(opt.mode) +
+                    " mode but the model's context is " + std::to_string(context) +
+                    (opt.mode == VisionMode::Gundam ? " (try --mode base)" : ""));
+    if (count > 0 && (count == limit || used + t > budget)) {
+      passes.push_back({first, count});
+      first = i;
+      count = 0;
+      used = 0;
+    }
+    ++count;
+    used += t;
+  }
+  passes.push_back({first, count});
+  return passes;
+}
+
+OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
+  if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
+  const auto passes = plan_ocr_passes(model, pages, opt);
+  Decoder& dec = model.decoder();
+  const ModelConfig& cfg = dec.config();
+  KVBlockPool pool(dec.kv_layout(opt.kv_dtype), opt.kv_budget);
+  Generator gen(dec, pool, threads);
+
+  OcrResult out;
+  OcrStats& st = out.stats;
+  st.pages = pages.size();
+  st.passes = passes.size();
+  OcrProgress prog;
+  prog.pages_total = pages.size();
+  prog.passes = passes.size();
+  auto report = [&] {
+    if (cb.on_progress) cb.on_progress(prog);
+  };
+  auto emit = [&](std::string_view s) {
+    out.text.append(s);
+    if (cb.on_text && !s.empty()) cb.on_text(s);
+  };
+
+  for (size_t pi = 0; pi < passes.size(); ++pi) {
+    const auto [first, count] = passes[pi];
+    prog.pass = pi + 1;
+    if (pi > 0) emit("\n\n");
+    // Models that read their pages while preparing (the mini model) spend their encoding time here;
+    // lazy ones (Unlimited-OCR) spend it during prefill (GenerationResult::produce_ms).
+    const auto prepare_start = Clock::now();
+    OcrPass pass = model.prepare(pages, first, count, opt.mode, threads, [&](size_t, double) {
+      ++prog.pages_encoded;
+      prog.kv_bytes = pool.bytes_in_use();
+      report();
+    });
+    st.encode_ms += ms_between(prepare_start, Clock::now());
+    GenerationOptions g = pass.generation;
+    g.policy = opt.policy;
+    g.prefill_chunk = opt.prefill_chunk;
+    // Unlimited by default: the generator stops at EOS or when the context is full.
+    g.max_tokens = opt.max_tokens > 0 ? opt.max_tokens : cfg.max_positions;
+    if (opt.no_repeat_ngram) g.no_repeat_ngram = *opt.no_repeat_ngram;
+    if (opt.no_repeat_window) g.no_repeat_window = *opt.no_repeat_window;
+
+    StreamingDetokenizer detok(model.tokenizer());
+    const size_t text_start = out.text.size();
+    std::optional<Clock::time_point> first_token;
+    const double decode_ms_before = st.decode_ms;
+    auto on_token = [&](int32_t tok) {
+      const auto now = Clock::now();
+      if (!first_token) first_token = now;
+      out.tokens.push_back(tok);
+      ++prog.tokens;
+      if (!(g.stop_at_eos && tok == cfg.eos_id)) emit(detok.push(tok));
+      const double ms = decode_ms_before + ms_between(*first_token, now);
+      prog.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog.tokens) / ms : 0.0;
+      prog.kv_bytes = pool.bytes_in_use();
+      st.kv_bytes_last = prog.kv_bytes;
+      report();
+      return true;
+    };
+    GenerationResult r = gen.generate(pass.reference, g, on_token);
+    emit(detok.flush());
+    st.reference_tokens += r.reference_tokens;
+    st.decode_tokens += static_cast<int64_t>(r.tokens.size());
+    st.encode_ms += r.produce_ms;
+    st.prefill_ms += r.prefill_ms;
+    st.decode_ms += r.decode_ms;
+    st.stop_reasons.push_back(r.stop_reason);
+    for (OcrPage& p : fit_pages(model.parse(std::string_view(out.text).substr(text_start)), count, first, out.warnings))
+      out.pages.push_back(std::move(p));
+  }
+  st.tokens_per_s = st.decode_ms > 0 ? 1000.0 * static_cast<double>(st.decode_tokens) / st.decode_ms : 0.0;
+  st.kv_bytes_peak = pool.peak_bytes();
+  st.rss_peak_bytes = peak_rss_bytes();
+
+  for (const OcrPage& p : out.pages) out.page_markdown.push_back(page_markdown(p));
+  out.markdown = document_markdown(out.pages);
+  const std::vector<PageSize> sizes = pages.sizes();
+  out.json = ocr_to_json(out.pages, sizes);
+  for (size_t i = 0; i < pages.size() && i < out.json["pages"].size(); ++i) {
+    out.json["pages"][i]["source"] = pages.page(i).file;
+    out.json["pages"][i]["source_page"] = pages.page(i).index + 1;
+  }
+  out.json["model"] = model.name();
+  out.json["mode"] = mode_name(opt.mode);
+  out.json["stats"] = {{"pages", st.pages},
+                       {"passes", st.passes},
+                       {"policy", opt.policy.name()},
+                       {"window", opt.policy.window},
+                       {"reference_tokens", st.reference_tokens},
+                       {"decode_tokens", st.decode_tokens},
+                       {"encode_ms", st.encode_ms},
+                       {"prefill_ms", st.prefill_ms},
+                       {"decode_ms", st.decode_ms},
+                       {"decode_tokens_per_s", st.tokens_per_s},
+                       {"kv_bytes_last", st.kv_bytes_last},
+                       {"kv_bytes_peak", st.kv_bytes_peak},
+                       {"rss_peak_bytes", st.rss_peak_bytes},
+                       {"stop_reasons", st.stop_reasons}};
+  if (!out.warnings.empty()) out.json["warnings"] = out.warnings;
+  return out;
+}
+
+}  // namespace folio

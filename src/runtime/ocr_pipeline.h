@@ -1,0 +1,92 @@
+// The OCR pipeline: pages in, markdown and JSON out, through any OcrModel.
+//
+// Pages are split into passes of consecutive pages (at most OcrOptions::pages_per_pass, at most
+// what the model allows, at most what leaves half the context for output). Each pass prefills its
+// reference (the model encodes its pages one at a time as prefill reaches them) and decodes under
+// the chosen KV policy with the model's recipe; the decoded text streams through on_text as it
+// comes (complete UTF-8 pieces, EOS not included; "\n\n" between passes). Each pass's text is
+// parsed into exactly as many pages as the pass had: missing pages stay empty, pages the model
+// wrote beyond them are merged into the pass's last page (and a warning says so).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "doc/ocr_output.h"
+#include "doc/preprocess.h"
+#include "kv/kv_policy.h"
+#include "runtime/ocr_model.h"
+#include "runtime/ocr_pages.h"
+
+namespace folio {
+
+struct OcrOptions {
+  VisionMode mode = VisionMode::Base;
+  KVPolicy policy;                   // rswa, window 128 by default
+  DType kv_dtype = DType::BF16;
+  size_t kv_budget = 0;              // KV pool capacity in bytes, 0 = unlimited
+  int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
+  size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
+  int64_t prefill_chunk = 512;
+  std::optional<int> no_repeat_ngram;   // overrides of the model's recipe (0 turns the guard off)
+  std::optional<int> no_repeat_window;
+};
+
+inline constexpr size_t kDefaultPagesPerPass = 20;
+
+// Live figures for a progress display, sent after each encoded page and each generated token.
+struct OcrProgress {
+  size_t pages_total = 0;
+  size_t pages_encoded = 0;
+  size_t pass = 0, passes = 0;     // 1-based current pass
+  int64_t tokens = 0;              // generated so far, all passes
+  double tokens_per_s = 0;         // decode rate over all passes so far
+  size_t kv_bytes = 0;             // the KV pool's bytes in use now
+};
+
+struct OcrCallbacks {
+  std::function<void(std::string_view)> on_text;
+  std::function<void(const OcrProgress&)> on_progress;
+};
+
+struct OcrStats {
+  size_t pages = 0;
+  size_t passes = 0;
+  int64_t reference_tokens = 0;    // all passes
+  int64_t decode_tokens = 0;       // all passes
+  double encode_ms = 0;            // rendering, preprocessing and vision encoding
+  double prefill_ms = 0;           // decoder over the references
+  double decode_ms = 0;
+  double tokens_per_s = 0;         // decode_tokens / decode time
+  size_t kv_bytes_last = 0;        // pool bytes in use at the last generated token
+  size_t kv_bytes_peak = 0;        // the pool's peak
+  size_t rss_peak_bytes = 0;
+  std::vector<std::string> stop_reasons;  // per pass
+};
+
+struct OcrResult {
+  std::string text;                       // decoded text of all passes, joined by "\n\n"
+  std::vector<int32_t> tokens;            // generated ids of all passes, in order
+  std::vector<OcrPage> pages;             // exactly one per input page
+  std::vector<std::string> page_markdown; // page_markdown() of each page
+  std::string markdown;                   // document_markdown()
+  nlohmann::json json;                    // ocr_to_json() + "model", "mode", "stats"
+  OcrStats stats;
+  std::vector<std::string> warnings;
+};
+
+// The passes `pages` is split into for `model` and `opt`: [first, count) pairs. InvalidInput when a
+// page alone does not fit the model's context or pages_per_pass is not possible.
+std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const OcrPages& pages, const OcrOptions& opt);
+
+OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads,
+                  const OcrCallbacks& callbacks = {});
+
+}  // namespace folio

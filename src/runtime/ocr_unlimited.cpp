@@ -1,0 +1,99 @@
+#include "runtime/ocr_unlimited.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "core/error.h"
+#include "doc/ocr_prompt.h"
+#include "model/vision/image_assembly.h"
+
+namespace folio {
+
+namespace {
+
+// Side of the encoder's output grid for a size x size view: patches, then the stride-2 3x3
+// convolutions (padding 1) of SAM's net_2 / net_3.
+int64_t output_side(const VisionConfig& v, int64_t size) {
+  int64_t g = size / v.sam_patch;
+  for (size_t i = 0; i < v.sam_downsample.size(); ++i) g = (g - 1) / 2 + 1;
+  return g;
+}
+
+}  // namespace
+
+std::unique_ptr<UnlimitedOcrModel> UnlimitedOcrModel::load(const std::string& dir) {
+  std::unique_ptr<UnlimitedOcrModel> m(new UnlimitedOcrModel());
+  // Cheap checks first, so a missing file is named before gigabytes are mapped.
+  const std::filesystem::path d(dir);
+  if (!std::filesystem::exists(d / "tokenizer.json")) throw_invalid("model directory '" + dir + "' has no tokenizer.json");
+  m->model_ = load_model(dir, true);
+  if (m->model_.config.arch != Arch::DeepseekV2)
+    throw_invalid("model '" + dir + "' is a " + m->model_.config.arch_name() + " decoder, not Unlimited-OCR's deepseek_v2");
+  const VisionConfig vcfg = VisionConfig::from_hf_file((d / "config.json").string());
+  if (vcfg.n_embed != m->model_.config.hidden)
+    throw_invalid("config.json of '" + dir + "': projector n_embed " + std::to_string(vcfg.n_embed) +
+                  " differs from the decoder's hidden_size " + std::to_string(m->model_.config.hidden));
+  m->encoder_ = std::make_unique<DeepEncoder>(vcfg, *m->model_.weights);
+  m->global_side_ = output_side(vcfg, kGlobalViewSide);
+  m->tile_side_ = output_side(vcfg, kTileSide);
+  return m;
+}
+
+int64_t UnlimitedOcrModel::image_tokens(int width, int height, VisionMode mode) const {
+  const TileGrid g = mode == VisionMode::Gundam ? select_tile_grid(width, height) : TileGrid{};
+  return image_token_count(global_side_, tile_side_, TileLayout{g.cols, g.rows}, g.has_tiles());
+}
+
+int64_t UnlimitedOcrModel::image_tokens(const OcrPages& pages, size_t i, VisionMode mode) const {
+  const OcrPageRef& p = pages.page(i);
+  return image_tokens(p.width, p.height, mode);
+}
+
+std::vector<float> UnlimitedOcrModel::encode_page(const RgbImage& page, VisionMode mode, ThreadPool& threads) const {
+  const PagePixels px = preprocess_page(page, mode);
+  const ViewFeatures global = encoder_->encode_view(px.global.data(), kGlobalViewSide, threads);
+  std::vector<ViewFeatures> tiles;
+  if (px.grid.has_tiles()) {
+    const size_t tile_values = 3 * static_cast<size_t>(kTileSide) * kTileSide;
+    for (int t = 0; t < px.grid.cols * px.grid.rows; ++t)
+      tiles.push_back(encoder_->encode_view(px.tiles.data() + t * tile_values, kTileSide, threads));
+  }
+  return encoder_->assemble(global, tiles, TileLayout{px.grid.cols, px.grid.rows});
+}
+
+OcrPass UnlimitedOcrModel::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
+                                   const PageEncodedFn& on_encoded) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+  FOLIO_CHECK_INPUT(count == 1 || mode == VisionMode::Base, "Gundam mode reads one page per pass (multi-page input is Base only)");
+  std::vector<int64_t> per_page;
+  for (size_t i = first; i < first + count; ++i) per_page.push_back(image_tokens(pages, i, mode));
+  const OcrPrompt prompt = build_ocr_prompt(tokenizer(), per_page, default_ocr_prompt(count));
+
+  OcrPass pass;
+  auto ids = [&](int64_t from, int64_t to) {
+    return std::vector<int32_t>(prompt.ids.begin() + from, prompt.ids.begin() + to);
+  };
+  pass.reference.push_back(ReferencePart::tokens(ids(0, prompt.pages.front().start)));
+  for (size_t k = 0; k < count; ++k) {
+    const ImageSpan& s = prompt.pages[k];
+    const size_t page = first + k;
+    pass.reference.push_back(ReferencePart::lazy(ids(s.start, s.start + s.count), [this, &pages, &threads, page, mode, on_encoded] {
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<float> rows = encode_page(pages.render(page), mode, threads);
+      if (on_encoded)
+        on_encoded(page, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      return rows;
+    }));
+  }
+  const int64_t tail = prompt.pages.back().start + prompt.pages.back().count;
+  if (tail < static_cast<int64_t>(prompt.ids.size()))
+    pass.reference.push_back(ReferencePart::tokens(ids(tail, static_cast<int64_t>(prompt.ids.size()))));
+  pass.generation.no_repeat_ngram = kUnlimitedOcrNgram;
+  pass.generation.no_repeat_window = count > 1 ? kUnlimitedOcrNgramWindowMulti : kUnlimitedOcrNgramWindowSingle;
+  pass.generation.stop_at_eos = true;
+  return pass;
+}
+
+}  // namespace folio
