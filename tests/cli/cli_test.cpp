@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "run_folio.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -19,14 +21,8 @@ struct CmdResult {
 };
 
 CmdResult folio(const std::string& args) {
-  std::string cmd = std::string(FOLIO_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = folio::test::run_folio(args, fs::temp_directory_path() / ("folio_cli_run_" + std::to_string(getpid())));
+  return {r.code, r.out + r.err};
 }
 
 class Cli : public ::testing::Test {

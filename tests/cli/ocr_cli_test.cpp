@@ -14,30 +14,17 @@
 #include <string>
 
 #include "../runtime/test_png.h"
+#include "run_folio.h"
 #include "doc/preprocess.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct OcrRun {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using OcrRun = folio::test::FolioRun;
 
 OcrRun folio(const std::string& args, const fs::path& scratch, const std::string& env = "") {
-  const fs::path err = scratch / "stderr.txt";
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(FOLIO_BINARY) + " " + args + " 2>" + err.string();
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  std::stringstream e;
-  e << std::ifstream(err).rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, e.str()};
+  return folio::test::run_folio(args, scratch, env);
 }
 
 const std::string kDoc = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/doc/";
