@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add("inspect", "Show a checkpoint's architecture, tensors, parameters and KV bytes per token", folio::cli::add_inspect);
   add("make-model", "Write a random-weight checkpoint in the published layout", folio::cli::add_make_model);
   add("ocr", "Read PDFs and images into markdown and JSON with an OCR model", folio::cli::add_ocr);
+  add("serve", "Serve the model over an OpenAI-compatible HTTP API (see --help for every key)", folio::cli::add_serve);
   add("bench", "Run a benchmark suite and write JSON (see docs/bench-contract.md)", folio::cli::add_bench);
   try {
     app.parse(argc, argv);

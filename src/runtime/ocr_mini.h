@@ -39,6 +39,11 @@ class MiniOcrModel : public OcrModel {
   // An upper bound (every frame of every row emitting): the real count is known once a page is read.
   int64_t image_tokens(const OcrPages& pages, size_t i, VisionMode mode) const override;
   size_t max_pages_per_pass(VisionMode) const override { return SIZE_MAX; }
+  // One token per frame of every row, a newline per row and a marker per page: more than the
+  // model can read, so a run that never writes <eos> still ends.
+  int64_t max_output_tokens(size_t count) override {
+    return static_cast<int64_t>(count) * (cfg_.rows * (cfg_.frames_per_row() + 1) + 1);
+  }
   // Reads the pass's pages one at a time (their visual tokens are small: hidden floats per glyph).
   OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                   const PageEncodedFn& on_encoded) override;

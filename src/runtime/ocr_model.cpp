@@ -10,6 +10,10 @@
 
 namespace folio {
 
+int64_t OcrModel::max_output_tokens(size_t) {
+  return decoder().config().max_positions;
+}
+
 std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::exists(dir)) throw_invalid("model directory '" + dir + "' does not exist");

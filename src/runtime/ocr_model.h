@@ -48,6 +48,10 @@ class OcrModel {
   // recipe: 300 DPI).
   virtual double pdf_dpi() const { return kDefaultPdfDpi; }
 
+  // Most tokens a pass of `count` pages can need (the default when --max-tokens is not given), so a
+  // model that never writes its end token still stops. Default: the decoder's whole context.
+  virtual int64_t max_output_tokens(size_t count);
+
   // Image tokens page `i` of `pages` takes in the reference under `mode` (known from the page size
   // alone, before anything is encoded). InvalidInput if the model cannot run the page in that mode.
   virtual int64_t image_tokens(const OcrPages& pages, size_t i, VisionMode mode) const = 0;

@@ -111,8 +111,8 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     GenerationOptions g = pass.generation;
     g.policy = opt.policy;
     g.prefill_chunk = opt.prefill_chunk;
-    // Unlimited by default: the generator stops at EOS or when the context is full.
-    g.max_tokens = opt.max_tokens > 0 ? opt.max_tokens : cfg.max_positions;
+    // By default the model's bound (the whole context for Unlimited-OCR): the generator stops at EOS.
+    g.max_tokens = opt.max_tokens > 0 ? opt.max_tokens : model.max_output_tokens(count);
     if (opt.no_repeat_ngram) g.no_repeat_ngram = *opt.no_repeat_ngram;
     if (opt.no_repeat_window) g.no_repeat_window = *opt.no_repeat_window;
 

@@ -1,0 +1,70 @@
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <pthread.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "server/server_config.h"
+#include "server/service.h"
+
+namespace folio::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string config;
+  std::map<std::string, std::string> values;  // dotted key -> value, for the flags given
+  std::map<std::string, CLI::Option*> options;
+};
+
+}  // namespace
+
+Runner add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  app.add_option("--config", a->config, "YAML config file (keys: see below; flags > FOLIO_* env > file > defaults)");
+  for (const std::string& key : server_config_keys()) {
+    a->options[key] = app.add_option("--" + key, a->values[key], server_config_help(key) + " [env " + config_env_var(key) + "]");
+  }
+  return [a]() -> int {
+    ConfigSources src;
+    src.yaml_path = a->config;
+    src.env = config_environment();
+    for (const auto& [key, opt] : a->options)
+      if (opt->count() > 0) src.flags[key] = a->values[key];
+    ServerConfig cfg = load_server_config(src);
+    const std::string model_path = resolved_model_path(cfg);
+    if (!std::filesystem::exists(model_path)) throw_invalid("model.path: " + model_path + " does not exist");
+    Service svc(cfg);
+    // SIGTERM / SIGINT are taken by sigwait below; block them before any thread starts so that
+    // every thread inherits the mask and none of them is interrupted instead.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    const int port = svc.bind();
+    svc.start();
+    try {
+      svc.load();
+    } catch (...) {
+      svc.shutdown();
+      svc.wait();
+      throw;
+    }
+    std::fprintf(stderr, "folio: serving %s on http://%s:%d\n", svc.model_id().c_str(), cfg.server.host.c_str(), port);
+    std::fflush(stderr);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    std::fprintf(stderr, "folio: %s received: draining in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    svc.shutdown(std::chrono::milliseconds(static_cast<int64_t>(cfg.server.request_timeout_s * 1000)));
+    svc.wait();
+    std::fprintf(stderr, "folio: stopped\n");
+    return 0;
+  };
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,354 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kv/sequence_kv.h"
+#include "text/no_repeat_ngram.h"
+
+namespace folio {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+struct Scheduler::Active {
+  RequestId id = -1;
+  SequenceRequest req;
+  std::unique_ptr<SequenceKV> kv;
+  Sampler sampler;
+  std::optional<NoRepeatNGram> guard;
+  std::vector<int32_t> history;  // prompt + generated, for the n-gram guard
+  std::vector<int32_t> tokens;   // generated
+  int64_t prefilled = 0;         // prompt tokens in the KV
+  size_t need = 0;               // worst-case bytes reserved at admission
+  size_t peak = 0;
+  Clock::time_point submitted, admitted, first_token, last_token;
+  bool cancel = false;
+  bool finished = false;
+
+  explicit Active(const SamplingParams& p) : sampler(p) {}
+};
+
+Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, SchedulerOptions options)
+    : dec_(decoder), pool_(pool), threads_(threads), opt_(options) {
+  if (opt_.max_batch < 1) throw_invalid("scheduler: batch size must be at least 1, got " + std::to_string(opt_.max_batch));
+  if (opt_.prefill_chunk < 1) throw_invalid("scheduler: prefill chunk must be at least 1, got " + std::to_string(opt_.prefill_chunk));
+  if (opt_.max_queue < 1) throw_invalid("scheduler: the wait queue must hold at least 1 request");
+  if (opt_.block_tokens < 1) throw_invalid("scheduler: KV block size must be at least 1");
+  if (opt_.policy.window < 1) throw_invalid("scheduler: window must be at least 1, got " + std::to_string(opt_.policy.window));
+  counters_.kv_bytes_capacity = pool_.capacity_bytes();
+  stats_ = counters_;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t Scheduler::kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const {
+  const ModelConfig& cfg = dec_.config();
+  const size_t layers = static_cast<size_t>(cfg.n_layers);
+  const int64_t bt = opt_.block_tokens;
+  // Generated tokens that are fed back (and so stored): all but the last, within the context.
+  const int64_t fed = std::max<int64_t>(0, std::min(max_tokens - 1, cfg.max_positions - prompt_tokens));
+  auto blocks = [bt](int64_t tokens) { return static_cast<size_t>((tokens + bt - 1) / bt); };
+  if (opt_.policy.kind == KVPolicyKind::Full) return layers * blocks(prompt_tokens + fed) * pool_.block_bytes(bt);
+  return layers * (blocks(prompt_tokens) * pool_.block_bytes(bt) + (fed > 0 ? pool_.block_bytes(opt_.policy.window) : 0));
+}
+
+Submission Scheduler::submit(SequenceRequest r) {
+  const ModelConfig& cfg = dec_.config();
+  const int64_t P = static_cast<int64_t>(r.prompt.size());
+  if (P == 0) throw_invalid("the prompt is empty: at least one token is needed");
+  if (P >= cfg.max_positions)
+    throw_invalid("the prompt has " + std::to_string(P) + " tokens but the model's context is " + std::to_string(cfg.max_positions) +
+                  " (room is needed for at least one generated token)");
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= cfg.vocab) throw_invalid("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(cfg.vocab) + ")");
+  if (r.max_tokens < 0) throw_invalid("max tokens must not be negative, got " + std::to_string(r.max_tokens));
+  if (r.prompt_embeddings && static_cast<int64_t>(r.prompt_embeddings->size()) != P * cfg.hidden)
+    throw_invalid("prompt embeddings hold " + std::to_string(r.prompt_embeddings->size()) + " values, expected " + std::to_string(P) +
+                  " rows of " + std::to_string(cfg.hidden));
+  Sampler validate_sampling(r.sampling);  // throws for bad sampling parameters
+  if (r.no_repeat_ngram > 0) NoRepeatNGram validate_guard(r.no_repeat_ngram, r.no_repeat_window);
+  const size_t need = kv_bytes_needed(P, r.max_tokens);
+
+  Submission s;
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) {
+      s.rejected = Rejection::Stopped;
+      s.message = "the server is shutting down";
+      return s;
+    }
+    if (pool_.capacity_bytes() > 0 && need > pool_.capacity_bytes()) {
+      s.rejected = Rejection::ExceedsKVBudget;
+      s.message = "the request needs up to " + std::to_string(need) + " KV bytes (" + std::to_string(P) + " prompt tokens, " +
+                  std::to_string(r.max_tokens) + " output tokens) but the KV budget is " + std::to_string(pool_.capacity_bytes()) +
+                  " bytes";
+      return s;
+    }
+    if (waiting_.size() >= opt_.max_queue) {
+      s.rejected = Rejection::QueueFull;
+      s.message = "the wait queue is full (" + std::to_string(opt_.max_queue) + " requests)";
+      return s;
+    }
+    s.id = next_id_++;
+    waiting_.push_back({s.id, std::move(r), need, Clock::now()});
+    stats_.queued = static_cast<int64_t>(waiting_.size());
+  }
+  cv_.notify_all();
+  return s;
+}
+
+void Scheduler::cancel(RequestId id) {
+  {
+    std::lock_guard lk(mu_);
+    cancels_.insert(id);
+  }
+  cv_.notify_all();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done) {
+  if (a.finished) return;
+  a.finished = true;
+  a.kv.reset();  // releases every block of the sequence now
+  SequenceResult r;
+  r.id = a.id;
+  r.stop_reason = reason;
+  r.error = error;
+  r.tokens = std::move(a.tokens);
+  r.prompt_tokens = static_cast<int64_t>(a.req.prompt.size());
+  r.queue_ms = ms_between(a.submitted, a.admitted);
+  if (!r.tokens.empty()) {
+    r.ttft_ms = ms_between(a.submitted, a.first_token);
+    r.decode_ms = ms_between(a.first_token, a.last_token);
+  }
+  r.kv_bytes_peak = a.peak;
+  done.push_back({std::move(a.req.on_done), std::move(r)});
+}
+
+void Scheduler::admit(std::vector<Done>& done) {
+  std::lock_guard lk(mu_);
+  const auto now = Clock::now();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->req.deadline && now >= *it->req.deadline) {
+      SequenceResult r;
+      r.id = it->id;
+      r.stop_reason = "timeout";
+      r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
+      r.queue_ms = ms_between(it->submitted, now);
+      done.push_back({std::move(it->req.on_done), std::move(r)});
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // What running sequences may still claim on top of what they hold.
+  size_t reserved = 0;
+  for (const auto& a : running_) {
+    const size_t held = pool_.bytes_for(a->id);
+    reserved += a->need > held ? a->need - held : 0;
+  }
+  const size_t cap = pool_.capacity_bytes();
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < opt_.max_batch) {
+    Waiting& w = waiting_.front();
+    // First come, first served: a big request at the head is not overtaken (it would starve).
+    if (cap > 0 && pool_.bytes_in_use() + reserved + w.need > cap) break;
+    auto a = std::make_unique<Active>(w.req.sampling);
+    a->id = w.id;
+    a->need = w.need;
+    a->submitted = w.submitted;
+    a->admitted = now;
+    a->req = std::move(w.req);
+    a->kv = std::make_unique<SequenceKV>(pool_, a->id, opt_.policy, opt_.block_tokens);
+    if (a->req.no_repeat_ngram > 0) a->guard.emplace(a->req.no_repeat_ngram, a->req.no_repeat_window);
+    a->history = a->req.prompt;
+    reserved += a->need;
+    running_.push_back(std::move(a));
+    waiting_.pop_front();
+  }
+  // Visible at once, not only after the step: a long prefill must not leave it stale.
+  stats_.queued = static_cast<int64_t>(waiting_.size());
+  stats_.running = static_cast<int64_t>(running_.size());
+}
+
+void Scheduler::reap(std::vector<Done>& done) {
+  const auto now = Clock::now();
+  for (auto& a : running_) {
+    if (a->cancel) finish(*a, "cancelled", "", done);
+    else if (a->req.deadline && now >= *a->req.deadline) finish(*a, "timeout", "", done);
+  }
+  std::erase_if(running_, [](const auto& a) { return a->finished; });
+}
+
+void Scheduler::step(std::vector<Done>& done) {
+  const ModelConfig& cfg = dec_.config();
+  std::vector<Decoder::Input> inputs;
+  std::vector<Active*> owners;
+  std::vector<int64_t> prefill;  // prompt tokens in each input (0 = a decode input)
+  int64_t budget = opt_.prefill_chunk;
+  for (auto& ap : running_) {
+    Active& a = *ap;
+    const int64_t P = static_cast<int64_t>(a.req.prompt.size());
+    Decoder::Input in;
+    in.kv = a.kv.get();
+    if (a.prefilled < P) {
+      const int64_t n = std::min(P - a.prefilled, budget);
+      if (n == 0) continue;
+      budget -= n;
+      in.reference = true;
+      if (a.req.prompt_embeddings) {
+        in.embeddings = a.req.prompt_embeddings->data() + a.prefilled * cfg.hidden;
+        in.n_embeddings = n;
+      } else {
+        in.tokens = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, static_cast<size_t>(n));
+      }
+      prefill.push_back(n);
+    } else {
+      in.tokens = std::span<const int32_t>(&a.tokens.back(), 1);
+      prefill.push_back(0);
+    }
+    inputs.push_back(in);
+    owners.push_back(&a);
+  }
+  if (inputs.empty()) return;
+
+  logits_.resize(inputs.size() * static_cast<size_t>(cfg.vocab));
+  try {
+    dec_.forward(inputs, logits_.data(), threads_);
+  } catch (const std::exception& e) {
+    // Admission reserves every sequence's worst case, so this is a bug or a broken model; the
+    // decoder rolled every sequence back, and the batch's requests end with the error.
+    for (Active* a : owners) finish(*a, "error", e.what(), done);
+    std::erase_if(running_, [](const auto& a) { return a->finished; });
+    return;
+  }
+  counters_.steps++;
+  counters_.sequence_steps += inputs.size();
+  counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(inputs.size()));
+
+  const auto after = Clock::now();
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Active& a = *owners[i];
+    a.peak = std::max(a.peak, a.kv->bytes());
+    if (prefill[i] > 0) {
+      a.prefilled += prefill[i];
+      counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
+      if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) continue;  // more prompt to go
+      if (a.req.max_tokens == 0) {
+        finish(a, "length", "", done);
+        continue;
+      }
+    }
+    std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
+    if (a.guard) a.guard->apply(a.history, row);
+    const int32_t tok = a.sampler.sample(row);
+    a.tokens.push_back(tok);
+    a.history.push_back(tok);
+    counters_.generated_tokens++;
+    if (a.tokens.size() == 1) a.first_token = after;
+    a.last_token = after;
+    if (a.req.on_token) a.req.on_token(tok);
+    // The same stopping rules, in the same order, as Generator.
+    if (a.req.stop_at_eos && tok == cfg.eos_id) finish(a, "eos", "", done);
+    else if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) finish(a, "length", "", done);
+    else if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+  }
+  std::erase_if(running_, [](const auto& a) { return a->finished; });
+}
+
+void Scheduler::publish_stats() {
+  std::lock_guard lk(mu_);
+  SchedulerStats s = counters_;
+  s.running = static_cast<int64_t>(running_.size());
+  s.queued = static_cast<int64_t>(waiting_.size());
+  s.kv_bytes_in_use = pool_.bytes_in_use();
+  s.kv_bytes_capacity = pool_.capacity_bytes();
+  s.kv_bytes_peak = pool_.peak_bytes();
+  for (const auto& a : running_) {
+    const size_t held = pool_.bytes_for(a->id);
+    s.kv_bytes_reserved += a->need > held ? a->need - held : 0;
+    s.reference_tokens += a->kv->reference_length();
+    s.window_tokens += a->kv->cached_tokens() - a->kv->reference_length();
+  }
+  stats_ = s;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    std::vector<Done> done;
+    std::set<RequestId> cancels;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !waiting_.empty() || !running_.empty() || !cancels_.empty(); });
+      if (stop_) break;
+      cancels.swap(cancels_);
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (cancels.count(it->id)) {
+          SequenceResult r;
+          r.id = it->id;
+          r.stop_reason = "cancelled";
+          r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
+          done.push_back({std::move(it->req.on_done), std::move(r)});
+          it = waiting_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& a : running_)
+      if (cancels.count(a->id)) a->cancel = true;
+    try {
+      reap(done);  // before admission, so freed bytes count for newcomers
+      admit(done);
+      step(done);
+    } catch (const std::exception& e) {
+      // A callback or the sampler failed: end everything running rather than spin on it.
+      for (auto& a : running_) finish(*a, "error", e.what(), done);
+      running_.clear();
+    }
+    publish_stats();
+    for (Done& d : done)
+      if (d.cb) d.cb(d.result);
+  }
+  // Stopping: everything still here is cancelled.
+  std::vector<Done> done;
+  for (auto& a : running_) finish(*a, "cancelled", "", done);
+  running_.clear();
+  {
+    std::lock_guard lk(mu_);
+    for (Waiting& w : waiting_) {
+      SequenceResult r;
+      r.id = w.id;
+      r.stop_reason = "cancelled";
+      r.prompt_tokens = static_cast<int64_t>(w.req.prompt.size());
+      done.push_back({std::move(w.req.on_done), std::move(r)});
+    }
+    waiting_.clear();
+  }
+  publish_stats();
+  for (Done& d : done)
+    if (d.cb) d.cb(d.result);
+}
+
+}  // namespace folio

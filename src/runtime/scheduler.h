@@ -1,0 +1,182 @@
+// Scheduler: continuous batching of many generation requests over one Decoder.
+//
+// One scheduler thread owns the decoder, the KV pool and the compute threads. Every step it
+//   1. applies cancellations and deadlines (a finished sequence's KV is released before the step
+//      goes on, so its bytes are free for the next admission),
+//   2. admits waiting requests in arrival order while the running batch has room and the KV pool
+//      can hold the newcomer's worst case (see kv_bytes_needed) on top of what every running
+//      sequence may still claim,
+//   3. runs ONE Decoder::forward over every running sequence: one token for each decoding sequence
+//      plus a chunk of prompt for sequences still prefilling (at most prefill_chunk prompt tokens per
+//      step in all, oldest first), so a long prompt never stalls the others' decoding,
+//   4. samples the next token of every sequence whose prompt is complete, and finishes those that
+//      hit EOS, max_tokens or the model's context.
+// Sequences thus join and leave the running batch at every step. Admission reads the pool's
+// counters (bytes in use, per sequence) and its capacity; a request whose worst case exceeds the
+// capacity even of an empty pool is refused at submit, and when the wait queue is full a request is
+// refused too (the HTTP layer answers 503 + Retry-After). Because of this reservation the pool is
+// never asked for more than it has.
+//
+// Each request's tokens are exactly those Generator gives for the same prompt and options when the
+// decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
+//
+// Thread-safe: submit, cancel and stats may be called from any thread. Callbacks run on the
+// scheduler thread and must be quick (push into a queue); they may call cancel().
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "kv/kv_policy.h"
+#include "model/decoder.h"
+#include "text/sampler.h"
+
+namespace folio {
+
+using RequestId = int64_t;
+
+struct SchedulerOptions {
+  KVPolicy policy;
+  int64_t max_batch = 8;         // sequences in the running batch at most
+  int64_t prefill_chunk = 256;   // prompt tokens prefilled per step, over all prefilling sequences
+  size_t max_queue = 64;         // requests waiting for admission at most; more are refused
+  int64_t block_tokens = 16;     // KV block size of each sequence
+};
+
+struct SequenceResult {
+  RequestId id = -1;
+  std::string stop_reason;       // eos | length | context | cancelled | timeout | error
+  std::string error;             // what went wrong, for "error"
+  std::vector<int32_t> tokens;   // generated ids (a stopping EOS included)
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // prompt tokens whose KV was reused (no prefix cache yet: 0)
+  double queue_ms = 0;           // submit -> admission
+  double ttft_ms = 0;            // submit -> first token (0 if none)
+  double decode_ms = 0;          // first token -> last token
+  size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
+};
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;   // the reference, by token id (also the n-gram guard's history)
+  // Optional: the prompt as embedding rows [prompt.size(), hidden] fed instead of the ids (image
+  // features of an OCR prompt; `prompt` then holds placeholder ids for those positions).
+  std::shared_ptr<const std::vector<float>> prompt_embeddings;
+  int64_t max_tokens = 256;      // generated tokens at most (a stopping EOS included)
+  SamplingParams sampling;
+  int no_repeat_ngram = 0;       // 0 = off
+  int no_repeat_window = 128;
+  bool stop_at_eos = true;
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // then finished with "timeout"
+  std::function<void(int32_t token)> on_token;                 // each generated token, in order
+  std::function<void(const SequenceResult&)> on_done;           // exactly once, after KV is freed
+};
+
+enum class Rejection { None, QueueFull, ExceedsKVBudget, Stopped };
+
+struct Submission {
+  RequestId id = -1;
+  Rejection rejected = Rejection::None;
+  std::string message;  // why, when rejected
+  bool accepted() const { return rejected == Rejection::None; }
+};
+
+// A consistent snapshot, updated by the scheduler thread after every step.
+struct SchedulerStats {
+  int64_t running = 0;           // sequences in the batch (prefilling or decoding)
+  int64_t queued = 0;            // waiting for admission
+  size_t kv_bytes_in_use = 0;    // the pool's counter
+  size_t kv_bytes_capacity = 0;  // 0 = unlimited
+  size_t kv_bytes_peak = 0;
+  size_t kv_bytes_reserved = 0;  // what running sequences may still claim
+  int64_t reference_tokens = 0;  // cached reference tokens of running sequences
+  int64_t window_tokens = 0;     // cached generated tokens of running sequences
+  uint64_t steps = 0;            // forward passes
+  uint64_t sequence_steps = 0;   // sum over steps of the sequences in the batch
+  int64_t max_batch_seen = 0;    // most sequences in one forward pass
+  uint64_t prompt_tokens = 0;    // prefilled, in total
+  uint64_t generated_tokens = 0; // sampled, in total
+};
+
+class Scheduler {
+ public:
+  // Starts the scheduler thread. decoder, pool and threads must outlive the scheduler and must not
+  // be used by anyone else meanwhile. Throws InvalidInput for bad options.
+  Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, SchedulerOptions options);
+  // Stops: every unfinished request ends with "cancelled".
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws InvalidInput for a bad one (empty prompt, prompt that leaves no room
+  // in the context, token id outside the vocabulary, negative max_tokens, bad sampling params,
+  // embeddings of the wrong size); returns a rejection when it cannot be taken.
+  Submission submit(SequenceRequest request);
+
+  // Ends a waiting or running request with "cancelled" and frees its KV at the next step boundary
+  // (before the next forward pass). A finished or unknown id is ignored.
+  void cancel(RequestId id);
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return opt_; }
+  const ModelConfig& model_config() const { return dec_.config(); }
+
+  // Worst-case pool bytes of a request: its prompt in blocks plus, under rswa, the window ring
+  // (under full, the blocks of every generated token fed back), from the pool's block sizes.
+  size_t kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const;
+
+  // Ends every request ("cancelled") and the thread. Idempotent.
+  void stop();
+
+ private:
+  struct Active;
+  struct Waiting {
+    RequestId id;
+    SequenceRequest req;
+    size_t need;
+    std::chrono::steady_clock::time_point submitted;
+  };
+  struct Done {
+    std::function<void(const SequenceResult&)> cb;
+    SequenceResult result;
+  };
+
+  void loop();
+  void reap(std::vector<Done>& done);
+  void admit(std::vector<Done>& done);
+  void step(std::vector<Done>& done);
+  void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done);
+  void publish_stats();
+
+  Decoder& dec_;
+  KVBlockPool& pool_;
+  ThreadPool& threads_;
+  const SchedulerOptions opt_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Waiting> waiting_;     // guarded by mu_
+  std::set<RequestId> cancels_;     // guarded by mu_
+  bool stop_ = false;               // guarded by mu_
+  SchedulerStats stats_;            // guarded by mu_
+  RequestId next_id_ = 1;           // guarded by mu_
+
+  // Scheduler thread only.
+  std::vector<std::unique_ptr<Active>> running_;
+  std::vector<float> logits_;
+  SchedulerStats counters_;
+  std::thread thread_;
+};
+
+}  // namespace folio

@@ -1,0 +1,131 @@
+#include "server/chat_request.h"
+
+#include <cmath>
+
+namespace folio {
+
+namespace {
+
+using nlohmann::json;
+
+const json* field(const json& j, const char* name) {
+  auto it = j.find(name);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number(const json& v, const char* name) {
+  if (!v.is_number()) throw bad_request("invalid_type", std::string("'") + name + "' must be a number");
+  double d = v.get<double>();
+  if (!std::isfinite(d)) throw bad_request("invalid_value", std::string("'") + name + "' must be finite");
+  return d;
+}
+
+int64_t integer(const json& v, const char* name) {
+  if (!v.is_number_integer()) throw bad_request("invalid_type", std::string("'") + name + "' must be an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw bad_request("invalid_value", std::string("'") + name + "' is too large");
+  return v.get<int64_t>();
+}
+
+std::string message_content(const json& c, size_t i) {
+  const std::string where = "messages[" + std::to_string(i) + "].content";
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) throw bad_request("invalid_type", "'" + where + "' must be a string or a list of content parts");
+  std::string text;
+  for (size_t k = 0; k < c.size(); ++k) {
+    const json& part = c[k];
+    const std::string pw = where + "[" + std::to_string(k) + "]";
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      throw bad_request("invalid_type", "'" + pw + "' must be an object with a string 'type'");
+    const std::string type = part["type"].get<std::string>();
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string()) throw bad_request("invalid_type", "'" + pw + ".text' must be a string");
+      text += part["text"].get<std::string>();
+    } else if (type == "image_url") {
+      throw bad_request("unsupported_content", "'" + pw + "': image inputs are not supported by this server yet");
+    } else {
+      throw bad_request("invalid_value", "'" + pw + ".type' must be 'text', got '" + type + "'");
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+ChatRequest parse_chat_request(std::string_view body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw bad_request("invalid_json", std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw bad_request("invalid_json", "the body must be a JSON object");
+  ChatRequest r;
+  if (const json* m = field(j, "model")) {
+    if (!m->is_string()) throw bad_request("invalid_type", "'model' must be a string");
+    r.model = m->get<std::string>();
+  }
+  const json* msgs = field(j, "messages");
+  if (!msgs) throw bad_request("missing_field", "'messages' is required");
+  if (!msgs->is_array() || msgs->empty()) throw bad_request("invalid_value", "'messages' must be a non-empty list");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw bad_request("invalid_type", "'" + where + "' must be an object");
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) throw bad_request("invalid_type", "'" + where + ".role' must be a string");
+    ChatMessage cm;
+    cm.role = role->get<std::string>();
+    if (cm.role == "developer") cm.role = "system";
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
+      throw bad_request("invalid_value", "'" + where + ".role' must be system, developer, user or assistant, got '" + cm.role + "'");
+    const json* content = field(m, "content");
+    if (!content) throw bad_request("missing_field", "'" + where + ".content' is required");
+    cm.content = message_content(*content, i);
+    r.messages.push_back(std::move(cm));
+  }
+  const json* mt = field(j, "max_completion_tokens");
+  if (!mt) mt = field(j, "max_tokens");
+  if (mt) {
+    r.max_tokens = integer(*mt, "max_tokens");
+    if (*r.max_tokens < 1) throw bad_request("invalid_value", "'max_tokens' must be at least 1, got " + std::to_string(*r.max_tokens));
+  }
+  if (const json* t = field(j, "temperature")) {
+    double v = number(*t, "temperature");
+    if (v < 0 || v > 2) throw bad_request("invalid_value", "'temperature' must be between 0 and 2");
+    r.temperature = static_cast<float>(v);
+  }
+  if (const json* t = field(j, "top_p")) {
+    double v = number(*t, "top_p");
+    if (!(v > 0) || v > 1) throw bad_request("invalid_value", "'top_p' must be in (0, 1]");
+    r.top_p = static_cast<float>(v);
+  }
+  if (const json* s = field(j, "seed")) r.seed = static_cast<uint64_t>(integer(*s, "seed"));
+  if (const json* s = field(j, "stream")) {
+    if (!s->is_boolean()) throw bad_request("invalid_type", "'stream' must be true or false");
+    r.stream = s->get<bool>();
+  }
+  if (const json* s = field(j, "stream_options"))
+    if (!s->is_object()) throw bad_request("invalid_type", "'stream_options' must be an object");
+  if (const json* n = field(j, "n"))
+    if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
+  if (field(j, "stop")) throw bad_request("unsupported_parameter", "'stop' sequences are not supported yet");
+  if (const json* s = field(j, "return_token_ids")) {
+    if (!s->is_boolean()) throw bad_request("invalid_type", "'return_token_ids' must be true or false");
+    r.return_token_ids = s->get<bool>();
+  }
+  if (const json* s = field(j, "ignore_eos")) {
+    if (!s->is_boolean()) throw bad_request("invalid_type", "'ignore_eos' must be true or false");
+    r.ignore_eos = s->get<bool>();
+  }
+  return r;
+}
+
+std::string chat_prompt_text(const std::vector<ChatMessage>& messages) {
+  std::string s;
+  for (const ChatMessage& m : messages) s += "<|" + m.role + "|>\n" + m.content + "\n";
+  s += "<|assistant|>\n";
+  return s;
+}
+
+}  // namespace folio

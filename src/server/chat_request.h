@@ -1,0 +1,49 @@
+// ChatRequest: an OpenAI /v1/chat/completions body, parsed and checked, and the chat template that
+// turns its messages into the prompt text.
+//
+// Supported: model, messages (role system | developer | user | assistant; content a string or a
+// list of {"type": "text"} parts), max_tokens / max_completion_tokens, temperature, top_p, seed,
+// stream, stream_options, n (1 only), stop (null only), and two vLLM extensions: return_token_ids
+// (the generated ids are added to each choice) and ignore_eos (generate max_tokens whatever comes,
+// for benchmarks). Other fields are ignored, as OpenAI clients
+// send many optional ones. Image parts (image_url) are refused for now: the OCR pipeline adds them
+// (see Service::add_route).
+//
+// Deviation from OpenAI: temperature defaults to 0 (greedy), the decoding OCR models are run with.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace folio {
+
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+struct ChatRequest {
+  std::string model;  // "" if not given
+  std::vector<ChatMessage> messages;
+  std::optional<int64_t> max_tokens;
+  float temperature = 0.f;
+  float top_p = 1.f;
+  uint64_t seed = 0;
+  bool stream = false;
+  bool return_token_ids = false;
+  bool ignore_eos = false;
+};
+
+// Throws ApiError (400) naming the field for malformed JSON, a wrong type or an out-of-range value.
+ChatRequest parse_chat_request(std::string_view body);
+
+// The prompt text: each message as "<|role|>\n" + content + "\n", then "<|assistant|>\n" to cue the
+// reply (a developer message is a system message). The caller prepends BOS when the model has one.
+std::string chat_prompt_text(const std::vector<ChatMessage>& messages);
+
+}  // namespace folio

@@ -1,0 +1,56 @@
+// ServerMetrics: the counters and histograms behind GET /metrics, rendered as Prometheus text.
+//
+// HTTP-level facts (requests by path and status, rejections by reason, tokens and latencies of
+// finished requests) are recorded here by the handlers; gauges of the running engine (sequences,
+// KV bytes from the pool's counters) come from a Scheduler snapshot at render time. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/scheduler.h"
+
+namespace folio {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double v);
+  // Appends the _bucket / _sum / _count lines of `name`.
+  void render(const std::string& name, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  void count_request(const std::string& path, int status);
+  void count_rejection(const std::string& reason);
+  void count_cancelled_by_client();
+  // A finished generation: its token counts and latencies.
+  void record_generation(const SequenceResult& r);
+
+  // Prometheus text exposition (version 0.0.4). `stats` is null before the model is loaded.
+  std::string render(const SchedulerStats* stats, bool ready) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, uint64_t> rejections_;
+  uint64_t cancelled_by_client_ = 0;
+  uint64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+  std::map<std::string, uint64_t> finished_;  // by stop reason
+  Histogram ttft_, tpot_, queue_;
+};
+
+}  // namespace folio

@@ -1,0 +1,75 @@
+// ServerConfig: every setting of `folio serve`, from defaults, a YAML file, FOLIO_* environment
+// variables and dotted command-line flags.
+//
+// Each key has one dotted name (`server.port`) used everywhere: the YAML path (server: {port: 8080}),
+// the flag (`--server.port 8080`) and the environment variable (FOLIO_SERVER_PORT: upper case, dots
+// to underscores). Precedence, highest first: flag > environment > YAML > default.
+//
+// Invalid configuration (an unknown YAML key, a value of the wrong type, a value out of range, a
+// YAML syntax error) is an Error(InvalidInput) whose message names the key and where the value came
+// from, so the CLI exits with code 2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace folio {
+
+struct ServerConfig {
+  struct Model {
+    std::string path;                  // "" = the shipped model (resolved_model_path)
+    int64_t max_reference_length = 0;  // prompt tokens at most; 0 = the model's context
+  } model;
+  struct Attention {
+    std::string type = "reference_sliding_window";  // | full | sparse | rolling
+    int64_t decode_window_size = 128;
+    bool causal = true;
+  } attention;
+  struct Inference {
+    int64_t max_output_length = 4096;  // generated tokens per request at most
+    int64_t batch_size = 8;            // sequences decoded together at most
+    std::string dtype = "auto";        // weights: auto (as stored) | f32 | f16 | bf16
+    std::string kv_dtype = "bf16";     // f32 | f16 | bf16
+    uint64_t kv_budget_bytes = uint64_t{2} << 30;  // KV pool capacity; 0 = unlimited
+    int64_t max_queued_requests = 64;  // waiting for admission; more get 503
+    int64_t prefill_chunk = 256;       // prompt tokens prefilled per scheduler step
+    int64_t threads = 0;               // compute threads; 0 = one per core
+  } inference;
+  struct Server {
+    std::string host = "127.0.0.1";
+    int64_t port = 8080;               // 0 = any free port
+    std::string health_path = "/healthz";
+    std::string api_keys_file;         // "" = no authentication
+    double rate_limit = 0;             // requests per minute per API key (or client address); 0 = off
+    int64_t max_body_bytes = 16 << 20;
+    double request_timeout_s = 600;
+  } server;
+};
+
+// model.path, or the shipped model (runtime/default_model.h: $FOLIO_MODEL, next to the executable,
+// the source tree) when it is not set; InvalidInput naming the places looked at if there is none.
+std::string resolved_model_path(const ServerConfig& cfg);
+
+struct ConfigSources {
+  std::string yaml_path;                     // "" = no file
+  std::map<std::string, std::string> env;    // environment variable name -> value
+  std::map<std::string, std::string> flags;  // dotted key -> value
+};
+
+// Applies defaults, then the YAML file, then env, then flags. Throws Error(InvalidInput) naming the
+// key (and file, variable or flag) for anything invalid; Error(Io) if the YAML file cannot be read.
+ServerConfig load_server_config(const ConfigSources& sources);
+
+// Every dotted key, in a stable order, and a one-line description of each (for --help).
+const std::vector<std::string>& server_config_keys();
+std::string server_config_help(const std::string& key);
+
+// FOLIO_SERVER_PORT for server.port.
+std::string config_env_var(const std::string& key);
+
+// The FOLIO_* variables of the current process environment that name a config key.
+std::map<std::string, std::string> config_environment();
+
+}  // namespace folio

@@ -1,0 +1,450 @@
+#include "server/service.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/chat_request.h"
+
+namespace folio {
+
+namespace {
+
+using nlohmann::json;
+
+// Generated text can hold invalid UTF-8 (a model may emit any byte tokens); JSON cannot, so such
+// bytes become U+FFFD instead of failing the response.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(dump(e.body()), "application/json");
+}
+
+std::string finish_reason(const std::string& stop) { return stop == "eos" ? "stop" : "length"; }
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json usage_json(const SequenceResult& r) {
+  const int64_t completion = static_cast<int64_t>(r.tokens.size());
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", completion},
+          {"total_tokens", r.prompt_tokens + completion},
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_prompt_tokens}}}};
+}
+
+// A generation that did not end normally, as an API error.
+std::optional<ApiError> generation_error(const SequenceResult& r, double timeout_s) {
+  if (r.stop_reason == "timeout")
+    return ApiError(504, "server_error", "timeout",
+                    "the request did not finish within server.request_timeout_s (" + std::to_string(timeout_s) + " s)");
+  if (r.stop_reason == "cancelled") return ApiError(503, "server_error", "shutting_down", "the request was cancelled: the server is shutting down");
+  if (r.stop_reason == "error") return ApiError(500, "server_error", "generation_failed", "generation failed: " + r.error);
+  return std::nullopt;
+}
+
+// Tokens and the final result of one request, handed from the scheduler thread to the HTTP thread.
+struct Channel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  size_t taken = 0;
+  std::optional<SequenceResult> result;
+};
+
+// Counts a request as in flight until it is destroyed (or released to another owner).
+struct InFlight {
+  std::atomic<int64_t>* n;
+  explicit InFlight(std::atomic<int64_t>& c) : n(&c) { ++*n; }
+  ~InFlight() {
+    if (n) --*n;
+  }
+  void release() { n = nullptr; }
+};
+
+}  // namespace
+
+Service::Service(ServerConfig cfg) : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit) {
+  const std::string& t = cfg_.attention.type;
+  if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
+  else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
+  else throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented yet (use reference_sliding_window or full)");
+  if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
+  if (cfg_.inference.dtype != "auto")
+    throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
+                                              cfg_.inference.dtype + "'");
+  auto kv = parse_dtype(cfg_.inference.kv_dtype);
+  if (!kv || *kv == DType::Q8_0) throw_invalid("inference.kv_dtype must be f32, f16 or bf16, got '" + cfg_.inference.kv_dtype + "'");
+  kv_dtype_ = *kv;
+  if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
+  std::string path = cfg_.model.path.empty() ? "folio-mini-ocr" : cfg_.model.path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  model_id_ = std::filesystem::path(path).filename().string();
+  if (model_id_.empty()) model_id_ = "folio";
+  http_ = std::make_unique<httplib::Server>();
+  install_routes();
+}
+
+Service::~Service() {
+  shutdown();
+  wait();
+}
+
+int Service::bind() {
+  const std::string& host = cfg_.server.host;
+  if (cfg_.server.port == 0) port_ = http_->bind_to_any_port(host);
+  else port_ = http_->bind_to_port(host, static_cast<int>(cfg_.server.port)) ? static_cast<int>(cfg_.server.port) : -1;
+  if (port_ <= 0)
+    throw Error(Error::Kind::Io, "server.host / server.port: cannot listen on " + host + ":" + std::to_string(cfg_.server.port) +
+                                     " (port in use, or not an address of this machine)");
+  return port_;
+}
+
+void Service::start() {
+  if (port_ <= 0) bind();
+  // A client that goes away must not kill the process with SIGPIPE (httplib also sends with
+  // MSG_NOSIGNAL; this covers every other write).
+  std::signal(SIGPIPE, SIG_IGN);
+  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // Return only once connections are accepted (and a shutdown() right after cannot be missed).
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void Service::load() {
+  const std::string path = resolved_model_path(cfg_);
+  if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
+  auto m = std::make_unique<LoadedModel>(load_model(path, true));
+  const ModelConfig& mc = m->config;
+  if (cfg_.model.max_reference_length >= mc.max_positions)
+    throw_invalid("model.max_reference_length: " + std::to_string(cfg_.model.max_reference_length) + " leaves no room to generate in the model's context of " +
+                  std::to_string(mc.max_positions) + " tokens");
+  threads_ = std::make_unique<ThreadPool>(static_cast<int>(cfg_.inference.threads));
+  pool_ = std::make_unique<KVBlockPool>(m->decoder->kv_layout(kv_dtype_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
+  SchedulerOptions so;
+  so.policy = policy_;
+  so.max_batch = cfg_.inference.batch_size;
+  so.prefill_chunk = cfg_.inference.prefill_chunk;
+  so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
+  model_ = std::move(m);
+  scheduler_ = std::make_unique<Scheduler>(*model_->decoder, *pool_, *threads_, so);
+  loaded_ = true;
+}
+
+bool Service::ready() const {
+  if (!loaded_ || draining_) return false;
+  return scheduler_->stats().queued < cfg_.inference.max_queued_requests;
+}
+
+void Service::shutdown(std::chrono::milliseconds grace) {
+  draining_ = true;
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (in_flight_ > 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Cancelling what is left ends every waiting handler; then the HTTP threads can finish.
+  if (scheduler_) scheduler_->stop();
+  if (http_) http_->stop();
+}
+
+void Service::wait() {
+  if (http_thread_.joinable()) http_thread_.join();
+}
+
+Service::Handler Service::guarded(Handler h) {
+  return [this, h](const httplib::Request& req, httplib::Response& res) {
+    try {
+      h(req, res);
+    } catch (const ApiError& e) {
+      metrics_.count_rejection(e.code);
+      send_error(res, e);
+    } catch (const Error& e) {
+      ApiError a = e.kind() == Error::Kind::Internal ? ApiError(500, "server_error", "internal_error", e.what())
+                                                     : bad_request("invalid_request", e.what());
+      metrics_.count_rejection(a.code);
+      send_error(res, a);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, "server_error", "internal_error", e.what()));
+    }
+  };
+}
+
+void Service::add_route(const std::string& method, const std::string& path, Handler handler) {
+  if (path.rfind("/v1/", 0) != 0) throw_invalid("add_route: '" + path + "' is not under /v1/");
+  if (method == "GET") http_->Get(path, guarded(std::move(handler)));
+  else if (method == "POST") http_->Post(path, guarded(std::move(handler)));
+  else throw_invalid("add_route: method must be GET or POST, got '" + method + "'");
+}
+
+void Service::install_routes() {
+  // Enough HTTP threads for every running and queued request plus probes, so a request that
+  // cannot be queued is answered 503 instead of waiting for a thread.
+  const size_t n_threads = static_cast<size_t>(cfg_.inference.batch_size + cfg_.inference.max_queued_requests + 8);
+  http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  http_->set_payload_max_length(static_cast<size_t>(cfg_.server.max_body_bytes));
+  // SO_REUSEADDR only: restart right after a stop works, but unlike httplib's default (which adds
+  // SO_REUSEPORT) a second server on a port that is in use fails instead of sharing it silently.
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  http_->set_write_timeout(30, 0);
+
+  // The gate in front of every /v1/ route: key, draining, rate limit. Runs before the body is read.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    try {
+      std::string client = "addr:" + req.remote_addr;
+      if (keys_.enabled()) {
+        const std::string auth = req.get_header_value("Authorization");
+        if (auth.rfind("Bearer ", 0) != 0)
+          throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
+        const std::string key = auth.substr(7);
+        if (!keys_.accepts(key)) throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
+        client = "key:" + key;
+      }
+      if (draining_) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+      if (int64_t wait = limiter_.acquire(client)) {
+        res.set_header("Retry-After", std::to_string(wait));
+        throw ApiError(429, "rate_limit_error", "rate_limit_exceeded",
+                       "rate limit of " + std::to_string(cfg_.server.rate_limit) + " requests per minute exceeded; retry in " +
+                           std::to_string(wait) + " s");
+      }
+    } catch (const ApiError& e) {
+      metrics_.count_rejection(e.code);
+      if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  // Errors httplib produces itself (unknown path, body too large, bad request line) in JSON too.
+  http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      metrics_.count_rejection("body_too_large");
+      send_error(res, ApiError(413, "invalid_request_error", "body_too_large",
+                               "the request body exceeds server.max_body_bytes (" + std::to_string(cfg_.server.max_body_bytes) + " bytes)"));
+    } else if (res.status == 404) {
+      send_error(res, ApiError(404, "invalid_request_error", "not_found", "no such endpoint: " + req.method + " " + req.path));
+    } else {
+      send_error(res, ApiError(res.status, "invalid_request_error", "http_error", "HTTP error " + std::to_string(res.status)));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, "server_error", "internal_error", what));
+  });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // Known paths only, so a scan of random URLs cannot grow the label set.
+    static const char* known[] = {"/v1/chat/completions", "/v1/models", "/readyz", "/metrics"};
+    std::string label = "other";
+    for (const char* k : known)
+      if (req.path == k) label = k;
+    if (req.path == cfg_.server.health_path) label = req.path;
+    metrics_.count_request(label, res.status);
+  });
+
+  http_->Get(cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    if (!loaded_) why = "the model is loading";
+    else if (draining_) why = "the server is shutting down";
+    else if (scheduler_->stats().queued >= cfg_.inference.max_queued_requests) why = "the wait queue is full";
+    if (why.empty()) {
+      res.set_content(R"({"status":"ready"})", "application/json");
+    } else {
+      res.status = 503;
+      res.set_content(dump(json{{"status", "not ready"}, {"reason", why}}), "application/json");
+    }
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::optional<SchedulerStats> s;
+    if (loaded_) s = scheduler_->stats();
+    res.set_content(metrics_.render(s ? &*s : nullptr, ready()), "text/plain; version=0.0.4");
+  });
+  http_->Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
+    json data = json::array();
+    data.push_back({{"id", model_id_}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}});
+    res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
+  }));
+  http_->Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
+}
+
+void Service::chat_completions(const httplib::Request& req, httplib::Response& res) {
+  InFlight counted(in_flight_);
+  if (!loaded_) {
+    res.set_header("Retry-After", "1");
+    throw ApiError(503, "server_error", "model_loading", "the model is still loading");
+  }
+  ChatRequest cr = parse_chat_request(req.body);
+  if (!cr.model.empty() && cr.model != model_id_)
+    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + cr.model + "' does not exist; this server serves '" + model_id_ + "'");
+
+  const ModelConfig& mc = model_->config;
+  std::vector<int32_t> prompt;
+  if (mc.bos_id >= 0) prompt.push_back(mc.bos_id);
+  const std::vector<int32_t> ids = model_->tokenizer->encode(chat_prompt_text(cr.messages));
+  prompt.insert(prompt.end(), ids.begin(), ids.end());
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
+  if (P > max_ref)
+    throw bad_request("context_length_exceeded", "the prompt has " + std::to_string(P) + " tokens; this server takes at most " +
+                                                     std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
+  const int64_t limit = std::min<int64_t>(cfg_.inference.max_output_length, mc.max_positions - P);
+  if (cr.max_tokens && *cr.max_tokens > limit)
+    throw bad_request("invalid_value", "'max_tokens' is " + std::to_string(*cr.max_tokens) + " but at most " + std::to_string(limit) +
+                                           " can be generated (inference.max_output_length, and the model's context after " +
+                                           std::to_string(P) + " prompt tokens)");
+
+  auto ch = std::make_shared<Channel>();
+  SequenceRequest sr;
+  sr.prompt = std::move(prompt);
+  sr.max_tokens = cr.max_tokens.value_or(limit);
+  sr.sampling = {cr.temperature, 0, cr.top_p, cr.seed};
+  sr.stop_at_eos = !cr.ignore_eos;
+  sr.deadline = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(cfg_.server.request_timeout_s));
+  sr.on_token = [ch](int32_t t) {
+    std::lock_guard lk(ch->mu);
+    ch->tokens.push_back(t);
+    ch->cv.notify_all();
+  };
+  sr.on_done = [this, ch](const SequenceResult& r) {
+    metrics_.record_generation(r);
+    std::lock_guard lk(ch->mu);
+    ch->result = r;
+    ch->cv.notify_all();
+  };
+  Submission sub = scheduler_->submit(std::move(sr));
+  switch (sub.rejected) {
+    case Rejection::None: break;
+    case Rejection::QueueFull:
+      res.set_header("Retry-After", "1");
+      throw ApiError(503, "server_error", "queue_full", "the server is at capacity: " + sub.message + "; retry later");
+    case Rejection::ExceedsKVBudget: throw bad_request("kv_budget_exceeded", sub.message);
+    case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
+  }
+
+  const std::string id = "chatcmpl-" + std::to_string(next_completion_++);
+  const int64_t created = unix_now();
+  const int32_t eos = mc.eos_id;
+  const double timeout_s = cfg_.server.request_timeout_s;
+
+  if (!cr.stream) {
+    SequenceResult r;
+    {
+      std::unique_lock lk(ch->mu);
+      ch->cv.wait(lk, [&] { return ch->result.has_value(); });
+      r = *ch->result;
+    }
+    if (auto e = generation_error(r, timeout_s)) throw *e;
+    // EOS is a control token, not text (the streaming path skips it the same way).
+    std::vector<int32_t> text_ids;
+    for (int32_t t : r.tokens)
+      if (t != eos) text_ids.push_back(t);
+    json choice = {{"index", 0},
+                   {"message", {{"role", "assistant"}, {"content", model_->tokenizer->decode(text_ids)}}},
+                   {"finish_reason", finish_reason(r.stop_reason)}};
+    if (cr.return_token_ids) choice["token_ids"] = r.tokens;
+    json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
+                 {"usage", usage_json(r)}};
+    res.set_content(dump(body), "application/json");
+    return;
+  }
+
+  // Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
+  // the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client
+  // that went away (is_writable fails) and release the response: the releaser then cancels the
+  // sequence, which frees its KV before the next step.
+  struct StreamState {
+    std::shared_ptr<Channel> ch;
+    StreamingDetokenizer detok;
+    bool role_sent = false;
+    bool finished = false;
+    RequestId rid;
+    explicit StreamState(const Tokenizer& t) : detok(t) {}
+  };
+  auto st = std::make_shared<StreamState>(*model_->tokenizer);
+  st->ch = ch;
+  st->rid = sub.id;
+  const bool with_ids = cr.return_token_ids;
+  const std::string model_id = model_id_;
+  auto chunk = [id, created, model_id](json delta, json finish) {
+    json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
+    return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_id}, {"choices", json::array({c})}};
+  };
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, st, chunk, with_ids, eos, timeout_s](size_t, httplib::DataSink& sink) {
+        std::vector<int32_t> fresh;
+        std::optional<SequenceResult> result;
+        {
+          Channel& c = *st->ch;
+          std::unique_lock lk(c.mu);
+          c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
+          fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
+          c.taken = c.tokens.size();
+          result = c.result;
+        }
+        auto send = [&sink](const json& j) {
+          const std::string s = "data: " + dump(j) + "\n\n";
+          return sink.write(s.data(), s.size());
+        };
+        if (!st->role_sent) {
+          st->role_sent = true;
+          if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+        }
+        for (int32_t t : fresh) {
+          const std::string text = t == eos ? std::string() : st->detok.push(t);
+          if (text.empty() && !with_ids) continue;
+          json j = chunk({{"content", text}}, nullptr);
+          if (with_ids) j["choices"][0]["token_ids"] = {t};
+          if (!send(j)) return false;
+        }
+        if (!result) return true;
+        st->finished = true;
+        if (auto e = generation_error(*result, timeout_s)) {
+          if (!send(e->body())) return false;
+        } else {
+          const std::string tail = st->detok.flush();
+          if (!tail.empty() && !send(chunk({{"content", tail}}, nullptr))) return false;
+          json last = chunk(json::object(), finish_reason(result->stop_reason));
+          last["usage"] = usage_json(*result);
+          if (!send(last)) return false;
+        }
+        const std::string done = "data: [DONE]\n\n";
+        if (!sink.write(done.data(), done.size())) return false;
+        sink.done();
+        return true;
+      },
+      [this, st](bool) {
+        if (!st->finished) {
+          // The client went away (or the server is stopping) before the end: stop generating.
+          scheduler_->cancel(st->rid);
+          metrics_.count_cancelled_by_client();
+        }
+        --in_flight_;
+      });
+  counted.release();  // the releaser above ends this request's flight
+}
+
+}  // namespace folio

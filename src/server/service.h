@@ -1,0 +1,104 @@
+// Service: `folio serve` as an object: the HTTP API in front of a Scheduler over one loaded model.
+//
+// Lifecycle, in the order a deployment sees it:
+//   Service(cfg)  validates what needs no model (API key file, attention type, dtypes)
+//   bind()        opens host:port (port 0 picks a free one) and returns the port
+//   start()       serves on a background thread: liveness is up, readiness is not
+//   load()        loads the model, builds the KV pool and the scheduler: /readyz turns 200
+//   shutdown(g)   stops taking /v1 work (503), waits up to g for in-flight requests, closes
+//
+// Endpoints: POST /v1/chat/completions (OpenAI format, SSE with stream: true), GET /v1/models,
+// GET <server.health_path> (liveness), GET /readyz (model loaded, not draining, queue not full),
+// GET /metrics (Prometheus). Every /v1/ route goes through the same gate: API key (Bearer, when
+// server.api_keys_file is set), per-key rate limit, and draining; bodies over server.max_body_bytes
+// get 413 before they are read. Errors use OpenAI's shape {"error": {"message", "type", "code"}}.
+//
+// Extension point: add_route() mounts another /v1/ endpoint (e.g. POST /v1/ocr from the OCR
+// pipeline) behind the same gate, counted in /metrics, with the scheduler and model to submit to.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "runtime/loaded_model.h"
+#include "runtime/scheduler.h"
+#include "server/api_keys.h"
+#include "server/metrics.h"
+#include "server/rate_limiter.h"
+#include "server/server_config.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace folio {
+
+class Service {
+ public:
+  // Throws Error(InvalidInput / Unsupported) naming the config key at fault.
+  explicit Service(ServerConfig cfg);
+  ~Service();  // shuts down without grace if still running
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Throws Error(Io) naming server.host / server.port if the address cannot be bound.
+  int bind();
+  void start();
+  // Throws Error (InvalidInput for a bad checkpoint, Unsupported for a setting the engine lacks).
+  void load();
+  void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+  // Blocks until the HTTP server has stopped.
+  void wait();
+
+  int port() const { return port_; }
+  bool ready() const;
+  const ServerConfig& config() const { return cfg_; }
+  const std::string& model_id() const { return model_id_; }
+
+  // The engine, once loaded (null before load()).
+  Scheduler* scheduler() { return scheduler_.get(); }
+  const LoadedModel* model() const { return model_.get(); }
+  ServerMetrics& metrics() { return metrics_; }
+
+  // Mounts `handler` for `method` ("GET" or "POST") on `path` (under /v1/) behind the gate; call
+  // before start(). A handler reports errors by throwing ApiError or folio::Error (-> 400/500).
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  void add_route(const std::string& method, const std::string& path, Handler handler);
+
+ private:
+  void install_routes();
+  void chat_completions(const httplib::Request& req, httplib::Response& res);
+  // Wraps a handler: catches ApiError / folio::Error into JSON errors.
+  Handler guarded(Handler h);
+
+  ServerConfig cfg_;
+  std::string model_id_;
+  KVPolicy policy_;
+  DType kv_dtype_;
+  ApiKeys keys_;
+  RateLimiter limiter_;
+  ServerMetrics metrics_;
+
+  std::unique_ptr<httplib::Server> http_;
+  std::thread http_thread_;
+  int port_ = -1;
+
+  std::unique_ptr<LoadedModel> model_;
+  std::unique_ptr<ThreadPool> threads_;
+  std::unique_ptr<KVBlockPool> pool_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::atomic<bool> loaded_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> next_completion_{1};
+};
+
+}  // namespace folio

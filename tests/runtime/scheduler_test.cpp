@@ -1,0 +1,378 @@
+// Scheduler: continuous batching gives every request exactly the tokens Generator gives it alone,
+// respects the batch size and the KV budget, frees KV on cancel, and refuses work it cannot queue.
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "kernels/cpu/matmul.h"
+#include "kv/sequence_kv.h"
+#include "runtime/generator.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_factory.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Results delivered by on_done, waited for from the test thread.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<RequestId, SequenceResult> done;
+  std::map<int, std::vector<int32_t>> streamed;  // by the test's own request index
+
+  SequenceRequest wrap(SequenceRequest r, int index) {
+    r.on_token = [this, index](int32_t t) {
+      std::lock_guard lk(mu);
+      streamed[index].push_back(t);
+    };
+    r.on_done = [this](const SequenceResult& res) {
+      std::lock_guard lk(mu);
+      done[res.id] = res;
+      cv.notify_all();
+    };
+    return r;
+  }
+  SequenceResult wait(RequestId id) {
+    std::unique_lock lk(mu);
+    EXPECT_TRUE(cv.wait_for(lk, std::chrono::seconds(60), [&] { return done.count(id) > 0; })) << "request " << id << " never finished";
+    return done[id];
+  }
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("folio_scheduler_test_" + std::to_string(getpid())));
+    write_random_checkpoint(preset_config("llama", "tiny"), dir_->string(), 11, DType::F32);
+    model_ = new LoadedModel(load_model(dir_->string(), false));
+    // Per-row results independent of the batch (GEMV path for every row count): the condition under
+    // which batching must not change a single token.
+    saved_gemm_rows_ = kernels::matmul_gemm_min_rows();
+    kernels::set_matmul_gemm_min_rows(int64_t{1} << 40);
+  }
+  static void TearDownTestSuite() {
+    kernels::set_matmul_gemm_min_rows(saved_gemm_rows_);
+    delete model_;
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+
+  static Decoder& dec() { return *model_->decoder; }
+  static KVLayout layout() { return dec().kv_layout(DType::F32); }
+
+  static std::vector<int32_t> random_prompt(int n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> p{0};  // BOS
+    for (int i = 1; i < n; ++i) p.push_back(2 + static_cast<int32_t>(rng() % 500));
+    return p;
+  }
+
+  // What Generator gives this request alone, in its own pool.
+  static GenerationResult alone(const SequenceRequest& r, KVPolicy policy, Decoder& d = dec()) {
+    ThreadPool threads(1);
+    KVBlockPool pool(d.kv_layout(DType::F32), 0);
+    Generator gen(d, pool, threads);
+    GenerationOptions o;
+    o.policy = policy;
+    o.max_tokens = r.max_tokens;
+    o.sampling = r.sampling;
+    o.no_repeat_ngram = r.no_repeat_ngram;
+    o.no_repeat_window = r.no_repeat_window;
+    return gen.generate(r.prompt, o);
+  }
+
+  static fs::path* dir_;
+  static LoadedModel* model_;
+  static int64_t saved_gemm_rows_;
+};
+fs::path* SchedulerTest::dir_ = nullptr;
+LoadedModel* SchedulerTest::model_ = nullptr;
+int64_t SchedulerTest::saved_gemm_rows_ = 0;
+
+TEST_F(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
+  for (KVPolicy policy : {KVPolicy{KVPolicyKind::RSwa, 4}, KVPolicy{KVPolicyKind::Full, 4}}) {
+    SCOPED_TRACE(policy.name());
+    std::vector<SequenceRequest> reqs;
+    for (int i = 0; i < 6; ++i) {
+      SequenceRequest r;
+      r.prompt = random_prompt(3 + 7 * i, 100 + static_cast<uint32_t>(i));  // 3..38 tokens
+      r.max_tokens = 6 + 3 * i;
+      if (i == 2) r.sampling = {0.9f, 0, 0.95f, 1234};  // sampled: same seed, same draws
+      if (i == 4) r.no_repeat_ngram = 2, r.no_repeat_window = 16;
+      reqs.push_back(r);
+    }
+    std::vector<GenerationResult> expect;
+    for (const auto& r : reqs) expect.push_back(alone(r, policy));
+
+    ThreadPool threads(2);
+    KVBlockPool pool(layout(), 0);
+    Collector c;
+    std::vector<RequestId> ids(reqs.size());
+    {
+      // Chunk 8: long prompts are prefilled over several steps while the others decode.
+      Scheduler s(dec(), pool, threads, {policy, 3, 8, 16, 16});
+      // Submitted from two threads at once.
+      std::thread other([&] {
+        for (size_t i = 1; i < reqs.size(); i += 2) ids[i] = s.submit(c.wrap(reqs[i], static_cast<int>(i))).id;
+      });
+      for (size_t i = 0; i < reqs.size(); i += 2) ids[i] = s.submit(c.wrap(reqs[i], static_cast<int>(i))).id;
+      other.join();
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        SequenceResult r = c.wait(ids[i]);
+        EXPECT_EQ(r.tokens, expect[i].tokens) << "request " << i;
+        EXPECT_EQ(r.stop_reason, expect[i].stop_reason) << "request " << i;
+        EXPECT_EQ(r.prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
+        std::lock_guard lk(c.mu);
+        EXPECT_EQ(c.streamed[static_cast<int>(i)], r.tokens) << "on_token saw other tokens than the result";
+      }
+      SchedulerStats st = s.stats();
+      EXPECT_EQ(st.max_batch_seen, 3);  // batched, and never more than the limit
+      EXPECT_EQ(st.running, 0);
+      EXPECT_EQ(st.queued, 0);
+      EXPECT_EQ(st.kv_bytes_in_use, 0u);
+      uint64_t prompt_total = 0, gen_total = 0;
+      for (size_t i = 0; i < reqs.size(); ++i) prompt_total += reqs[i].prompt.size(), gen_total += expect[i].tokens.size();
+      EXPECT_EQ(st.prompt_tokens, prompt_total);
+      EXPECT_EQ(st.generated_tokens, gen_total);
+    }
+    EXPECT_EQ(pool.bytes_in_use(), 0u);
+  }
+}
+
+TEST_F(SchedulerTest, EmbeddingPromptEqualsTokenPrompt) {
+  SequenceRequest r;
+  r.prompt = random_prompt(20, 7);
+  r.max_tokens = 10;
+  auto rows = std::make_shared<std::vector<float>>(r.prompt.size() * static_cast<size_t>(dec().config().hidden));
+  for (size_t i = 0; i < r.prompt.size(); ++i) dec().embed(r.prompt[i], rows->data() + i * static_cast<size_t>(dec().config().hidden));
+  KVPolicy policy{KVPolicyKind::RSwa, 8};
+  GenerationResult expect = alone(r, policy);
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Scheduler s(dec(), pool, threads, {policy, 2, 6, 4, 16});
+  Collector c;
+  SequenceRequest e = r;
+  e.prompt_embeddings = rows;
+  RequestId a = s.submit(c.wrap(e, 0)).id;
+  RequestId b = s.submit(c.wrap(r, 1)).id;
+  EXPECT_EQ(c.wait(a).tokens, expect.tokens);
+  EXPECT_EQ(c.wait(b).tokens, expect.tokens);
+}
+
+TEST_F(SchedulerTest, StopsAtEosLikeGenerator) {
+  SequenceRequest r;
+  r.prompt = random_prompt(9, 3);
+  r.max_tokens = 12;
+  KVPolicy policy{KVPolicyKind::RSwa, 4};
+  GenerationResult free_run = alone(r, policy);
+  ASSERT_EQ(free_run.stop_reason, "length");
+  // The same weights with EOS = the 5th token greedy decoding produces.
+  ModelConfig cfg = dec().config();
+  cfg.eos_id = free_run.tokens[4];
+  Decoder eos_dec(cfg, *model_->weights, WeightNaming::HuggingFace);
+  GenerationResult expect = alone(r, policy, eos_dec);
+  ASSERT_EQ(expect.stop_reason, "eos");
+  ThreadPool threads(1);
+  KVBlockPool pool(eos_dec.kv_layout(DType::F32), 0);
+  Scheduler s(eos_dec, pool, threads, {policy, 2, 64, 4, 16});
+  Collector c;
+  SequenceResult got = c.wait(s.submit(c.wrap(r, 0)).id);
+  EXPECT_EQ(got.stop_reason, "eos");
+  EXPECT_EQ(got.tokens, expect.tokens);
+  EXPECT_EQ(got.tokens.back(), cfg.eos_id);
+  EXPECT_LE(got.tokens.size(), 5u);
+}
+
+TEST_F(SchedulerTest, KVBudgetLimitsAdmissionAndIsNeverExceeded) {
+  KVPolicy policy{KVPolicyKind::Full, 4};
+  ThreadPool threads(1);
+  // Room for exactly two requests' worst case.
+  KVBlockPool probe(layout(), 0);
+  const int64_t P = 20, N = 15;
+  const size_t one = Scheduler(dec(), probe, threads, {policy, 4, 64, 8, 16}).kv_bytes_needed(P, N);
+  // Full policy, blocks of 16 rows: ceil((20 + 14) / 16) = 3 blocks per layer, K and V.
+  EXPECT_EQ(one, static_cast<size_t>(dec().config().n_layers) * 3 * probe.block_bytes(16));
+  KVBlockPool pool(layout(), 2 * one);
+  Collector c;
+  std::vector<SequenceRequest> reqs;
+  std::vector<RequestId> ids;
+  {
+    Scheduler s(dec(), pool, threads, {policy, 4, 64, 8, 16});
+    for (int i = 0; i < 5; ++i) {
+      SequenceRequest r;
+      r.prompt = random_prompt(P, 40 + static_cast<uint32_t>(i));
+      r.max_tokens = N;
+      reqs.push_back(r);
+      ids.push_back(s.submit(c.wrap(r, i)).id);
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      SequenceResult got = c.wait(ids[i]);
+      EXPECT_EQ(got.tokens, alone(reqs[i], policy).tokens) << i;
+    }
+    EXPECT_EQ(s.stats().max_batch_seen, 2);  // the batch limit (4) allows more; the budget does not
+  }
+  EXPECT_LE(pool.peak_bytes(), 2 * one);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
+TEST_F(SchedulerTest, RequestLargerThanTheBudgetIsRefusedAtOnce) {
+  KVPolicy policy{KVPolicyKind::RSwa, 8};
+  ThreadPool threads(1);
+  KVBlockPool probe(layout(), 0);
+  const size_t need = Scheduler(dec(), probe, threads, {policy, 4, 64, 8, 16}).kv_bytes_needed(10, 5);
+  KVBlockPool pool(layout(), need - 1);
+  Scheduler s(dec(), pool, threads, {policy, 4, 64, 8, 16});
+  SequenceRequest r;
+  r.prompt = random_prompt(10, 1);
+  r.max_tokens = 5;
+  Submission sub = s.submit(r);
+  EXPECT_EQ(sub.rejected, Rejection::ExceedsKVBudget);
+  EXPECT_NE(sub.message.find("KV budget"), std::string::npos) << sub.message;
+}
+
+TEST_F(SchedulerTest, CancelFreesTheSequencesKVAtOnce) {
+  KVPolicy policy{KVPolicyKind::RSwa, 4};
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Scheduler s(dec(), pool, threads, {policy, 4, 64, 8, 16});
+  Collector c;
+  // Two long requests; the first cancels itself from its 3rd token on (callbacks may call cancel).
+  SequenceRequest keep, drop;
+  keep.prompt = random_prompt(10, 5);
+  keep.max_tokens = 1000;
+  drop.prompt = random_prompt(30, 6);
+  drop.max_tokens = 1000;
+  RequestId drop_id = -1;
+  std::mutex m;
+  size_t bytes_before = 0;
+  int seen = 0;
+  SequenceRequest d = c.wrap(drop, 0);
+  auto inner = d.on_token;
+  d.on_token = [&](int32_t t) {
+    inner(t);
+    if (++seen == 3) {
+      bytes_before = s.stats().kv_bytes_in_use;
+      std::lock_guard lk(m);
+      s.cancel(drop_id);
+    }
+  };
+  {
+    std::lock_guard lk(m);  // drop_id is set before the callback can use it
+    s.submit(c.wrap(keep, 1));
+    drop_id = s.submit(d).id;
+  }
+  SequenceResult got = c.wait(drop_id);
+  EXPECT_EQ(got.stop_reason, "cancelled");
+  EXPECT_EQ(got.tokens.size(), 3u);  // freed before the next forward pass
+  // What is left is exactly the other sequence: 1 reference block (10 tokens) + a ring of 4, per layer.
+  const size_t L = static_cast<size_t>(dec().config().n_layers);
+  const size_t keep_bytes = L * (pool.block_bytes(16) + pool.block_bytes(4));
+  const size_t drop_bytes = L * (2 * pool.block_bytes(16) + pool.block_bytes(4));
+  EXPECT_EQ(bytes_before, keep_bytes + drop_bytes);
+  SchedulerStats st = s.stats();
+  EXPECT_EQ(st.kv_bytes_in_use, keep_bytes);
+  EXPECT_EQ(st.running, 1);
+  s.stop();  // the other one ends too
+  EXPECT_EQ(c.done.size(), 2u);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
+TEST_F(SchedulerTest, FullQueueRefusesAndQueuedRequestsRunLater) {
+  KVPolicy policy{KVPolicyKind::RSwa, 4};
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Scheduler s(dec(), pool, threads, {policy, 1, 64, 2, 16});
+  Collector c;
+  std::mutex m;
+  std::condition_variable cv;
+  bool started = false;
+  SequenceRequest a;
+  a.prompt = random_prompt(5, 9);
+  a.max_tokens = 1000;
+  SequenceRequest wa = c.wrap(a, 0);
+  auto inner = wa.on_token;
+  wa.on_token = [&](int32_t t) {
+    inner(t);
+    std::lock_guard lk(m);
+    started = true;
+    cv.notify_all();
+  };
+  RequestId ida = s.submit(wa).id;
+  {
+    std::unique_lock lk(m);
+    ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return started; }));
+  }
+  SequenceRequest small;
+  small.prompt = random_prompt(4, 10);
+  small.max_tokens = 3;
+  Submission b = s.submit(c.wrap(small, 1));
+  Submission c2 = s.submit(c.wrap(small, 2));
+  Submission d = s.submit(c.wrap(small, 3));
+  EXPECT_TRUE(b.accepted());
+  EXPECT_TRUE(c2.accepted());
+  EXPECT_EQ(d.rejected, Rejection::QueueFull);
+  EXPECT_NE(d.message.find("queue is full"), std::string::npos);
+  EXPECT_EQ(s.stats().queued, 2);
+  s.cancel(ida);
+  EXPECT_EQ(c.wait(ida).stop_reason, "cancelled");
+  EXPECT_EQ(c.wait(b.id).stop_reason, "length");
+  EXPECT_EQ(c.wait(c2.id).tokens, alone(small, policy).tokens);
+}
+
+TEST_F(SchedulerTest, DeadlineEndsARequestWithTimeout) {
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Scheduler s(dec(), pool, threads, {KVPolicy{KVPolicyKind::RSwa, 4}, 2, 64, 8, 16});
+  Collector c;
+  SequenceRequest r;
+  r.prompt = random_prompt(5, 2);
+  r.max_tokens = 1000;
+  r.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+  SequenceResult got = c.wait(s.submit(c.wrap(r, 0)).id);
+  EXPECT_EQ(got.stop_reason, "timeout");
+  EXPECT_LT(got.tokens.size(), 1000u);
+  EXPECT_EQ(s.stats().kv_bytes_in_use, 0u);
+}
+
+TEST_F(SchedulerTest, BadRequestsThrowInvalidInput) {
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Scheduler s(dec(), pool, threads, {});
+  auto message = [&](SequenceRequest r) -> std::string {
+    try {
+      s.submit(std::move(r));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidInput);
+      return e.what();
+    }
+    return "";
+  };
+  SequenceRequest r;
+  EXPECT_NE(message(r).find("prompt is empty"), std::string::npos);
+  r.prompt = {0, 600};
+  EXPECT_NE(message(r).find("outside the vocabulary"), std::string::npos);
+  r.prompt = {0, 5};
+  r.max_tokens = -1;
+  EXPECT_NE(message(r).find("max tokens"), std::string::npos);
+  r.max_tokens = 4;
+  r.sampling.temperature = -1;
+  EXPECT_NE(message(r).find("temperature"), std::string::npos);
+  r.sampling.temperature = 0;
+  r.prompt.assign(1024, 5);
+  EXPECT_NE(message(r).find("context"), std::string::npos);
+  EXPECT_EQ(s.stats().queued, 0);
+}
+
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,513 @@
+// folio serve over real HTTP on loopback: the in-process Service on an ephemeral port, spoken to
+// with httplib's client (and a raw socket where a client must vanish mid-stream).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "kernels/cpu/matmul.h"
+#include "runtime/generator.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_factory.h"
+#include "server/service.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path g_dir;
+
+// Value of the Prometheus sample `series` (exact name{labels}), or -1 if absent.
+double metric(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
+// The JSON payloads of an SSE body ("data: ..." events), and whether it ended with [DONE].
+std::vector<json> sse_events(const std::string& body, bool& done) {
+  std::vector<json> out;
+  done = false;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    std::string ev = body.substr(pos, end - pos);
+    pos = end + 2;
+    EXPECT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    std::string data = ev.substr(6);
+    EXPECT_FALSE(done) << "event after [DONE]";
+    if (data == "[DONE]") done = true;
+    else out.push_back(json::parse(data));
+  }
+  EXPECT_EQ(pos, body.size()) << "trailing bytes after the last event";
+  return out;
+}
+
+class Http : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g_dir = fs::temp_directory_path() / ("folio_http_test_" + std::to_string(getpid()));
+    write_random_checkpoint(preset_config("llama", "tiny"), (g_dir / "tiny").string(), 21, DType::F32);
+    // A bigger model whose requests last long enough to be seen running, queued and cut off.
+    ModelConfig slow = preset_config("llama", "tiny");
+    // About 57 MB of f32 weights: several ms per token, so 3000 tokens take far longer than any test.
+    slow.hidden = 384;
+    slow.n_heads = 8;
+    slow.n_kv_heads = 4;
+    slow.head_dim = 48;
+    slow.n_layers = 8;
+    slow.intermediate = 1024;
+    slow.max_positions = 4096;
+    write_random_checkpoint(slow, (g_dir / "slow").string(), 22, DType::F32);
+    reference_ = new LoadedModel(load_model((g_dir / "tiny").string()));
+    saved_rows_ = kernels::matmul_gemm_min_rows();
+    // Every row on the GEMV path: a token's result then does not depend on the batch, which is
+    // what lets batched serving match Generator token for token.
+    kernels::set_matmul_gemm_min_rows(int64_t{1} << 40);
+  }
+  static void TearDownTestSuite() {
+    kernels::set_matmul_gemm_min_rows(saved_rows_);
+    delete reference_;
+    fs::remove_all(g_dir);
+  }
+
+  static ServerConfig config(const std::string& model = "tiny") {
+    ServerConfig c;
+    c.model.path = (g_dir / model).string();
+    c.server.port = 0;
+    c.attention.decode_window_size = 8;
+    c.inference.kv_dtype = "f32";
+    c.inference.threads = 1;
+    return c;
+  }
+  std::unique_ptr<Service> serve(const ServerConfig& c) {
+    auto s = std::make_unique<Service>(c);
+    s->bind();
+    s->start();
+    s->load();
+    return s;
+  }
+  static httplib::Client client(const Service& s) {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  static json chat_body(const std::string& user, int max_tokens, bool stream = false) {
+    return {{"model", "tiny"},
+            {"messages", {{{"role", "user"}, {"content", user}}}},
+            {"max_tokens", max_tokens},
+            {"temperature", 0},
+            {"stream", stream},
+            {"return_token_ids", true}};
+  }
+  // Greedy tokens of Generator for the prompt the chat template must produce, built here by hand.
+  static std::vector<int32_t> expected_prompt(const std::string& user) {
+    std::vector<int32_t> p{reference_->config.bos_id};
+    auto ids = reference_->tokenizer->encode("<|user|>\n" + user + "\n<|assistant|>\n");
+    p.insert(p.end(), ids.begin(), ids.end());
+    return p;
+  }
+  static GenerationResult expected(const std::string& user, int max_tokens) {
+    ThreadPool threads(1);
+    KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
+    Generator gen(*reference_->decoder, pool, threads);
+    GenerationOptions o;
+    o.policy = {KVPolicyKind::RSwa, 8};
+    o.max_tokens = max_tokens;
+    return gen.generate(expected_prompt(user), o);
+  }
+  static std::string text_of(const std::vector<int32_t>& tokens) {
+    std::vector<int32_t> ids;
+    for (int32_t t : tokens)
+      if (t != reference_->config.eos_id) ids.push_back(t);
+    // As the server must send it: JSON text, invalid UTF-8 bytes replaced by U+FFFD.
+    std::string raw = reference_->tokenizer->decode(ids);
+    return json::parse(json(raw).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+  }
+  // Polls /metrics until `series` has `value` (or 5 s pass); returns the last text.
+  static std::string wait_metric(const Service& s, const std::string& series, double value) {
+    auto cli = client(s);
+    std::string text;
+    for (int i = 0; i < 500; ++i) {
+      auto r = cli.Get("/metrics");
+      if (r && r->status == 200) {
+        text = r->body;
+        if (metric(text, series) == value) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return text;
+  }
+
+  static LoadedModel* reference_;
+  static int64_t saved_rows_;
+};
+LoadedModel* Http::reference_ = nullptr;
+int64_t Http::saved_rows_ = 0;
+
+TEST_F(Http, ChatCompletionMatchesGenerator) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  GenerationResult want = expected("hello world", 12);
+  auto r = cli.Post("/v1/chat/completions", chat_body("hello world", 12).dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "tiny");
+  const json& ch = j["choices"][0];
+  EXPECT_EQ(ch["token_ids"].get<std::vector<int32_t>>(), want.tokens);
+  EXPECT_EQ(ch["message"]["role"], "assistant");
+  EXPECT_EQ(ch["message"]["content"], text_of(want.tokens));
+  EXPECT_EQ(ch["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], expected_prompt("hello world").size());
+  EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
+  EXPECT_EQ(j["usage"]["total_tokens"], expected_prompt("hello world").size() + want.tokens.size());
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  auto m = cli.Get("/v1/models");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "tiny");
+}
+
+TEST_F(Http, StreamingMatchesGenerator) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  GenerationResult want = expected("stream me", 20);
+  auto r = cli.Post("/v1/chat/completions", chat_body("stream me", 20, true).dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  bool done = false;
+  auto events = sse_events(r->body, done);
+  EXPECT_TRUE(done) << "no data: [DONE]";
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  std::vector<int32_t> ids;
+  for (const json& e : events) {
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+    if (c.contains("token_ids")) for (int32_t t : c["token_ids"]) ids.push_back(t);
+  }
+  EXPECT_EQ(ids, want.tokens);
+  EXPECT_EQ(text, text_of(want.tokens));
+  const json& last = events.back();
+  EXPECT_EQ(last["choices"][0]["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
+  EXPECT_EQ(last["usage"]["completion_tokens"], want.tokens.size());
+}
+
+TEST_F(Http, ConcurrentRequestsAreBatchedAndExact) {
+  ServerConfig c = config();
+  c.inference.batch_size = 4;
+  auto svc = serve(c);
+  const std::vector<std::string> users = {"first request", "the second one", "three", "and a fourth, longer, prompt"};
+  std::vector<GenerationResult> want;
+  for (size_t i = 0; i < users.size(); ++i) want.push_back(expected(users[i], 800 + 10 * static_cast<int>(i)));
+  std::vector<std::future<std::pair<int, std::string>>> futs;
+  for (size_t i = 0; i < users.size(); ++i)
+    futs.push_back(std::async(std::launch::async, [&, i] {
+      auto cli = client(*svc);
+      auto r = cli.Post("/v1/chat/completions", chat_body(users[i], 800 + 10 * static_cast<int>(i), i % 2 == 1).dump(), "application/json");
+      return r ? std::make_pair(r->status, r->body) : std::make_pair(-1, std::string());
+    }));
+  for (size_t i = 0; i < users.size(); ++i) {
+    auto [status, body] = futs[i].get();
+    ASSERT_EQ(status, 200) << body;
+    std::vector<int32_t> ids;
+    if (i % 2 == 1) {
+      bool done = false;
+      for (const json& e : sse_events(body, done))
+        if (e["choices"][0].contains("token_ids")) for (int32_t t : e["choices"][0]["token_ids"]) ids.push_back(t);
+    } else {
+      ids = json::parse(body)["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+    }
+    EXPECT_EQ(ids, want[i].tokens) << "request " << i;
+  }
+  auto m = client(*svc).Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_GE(metric(m->body, "folio_batch_size_max"), 2) << "the requests never shared a forward pass";
+  EXPECT_LE(metric(m->body, "folio_batch_size_max"), 4);
+}
+
+TEST_F(Http, ApiKeysAreRequiredAndChecked) {
+  ServerConfig c = config();
+  fs::path keys = g_dir / "keys.txt";
+  std::ofstream(keys) << "# keys\nsk-one\n\n  sk-two  \n";
+  c.server.api_keys_file = keys.string();
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  auto r = cli.Get("/v1/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "missing_api_key");
+  EXPECT_EQ(json::parse(r->body)["error"]["type"], "authentication_error");
+  r = cli.Get("/v1/models", {{"Authorization", "Bearer sk-twO"}});
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "invalid_api_key");
+  r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer sk-on"}}, chat_body("x", 2).dump(), "application/json");
+  EXPECT_EQ(r->status, 401);
+  r = cli.Get("/v1/models", {{"Authorization", "Bearer sk-two"}});
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer sk-one"}}, chat_body("x", 2).dump(), "application/json");
+  EXPECT_EQ(r->status, 200) << r->body;
+  // Probes stay open.
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);
+  EXPECT_EQ(cli.Get("/readyz")->status, 200);
+  std::string text = cli.Get("/metrics")->body;
+  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"missing_api_key\"}"), 1);
+  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"invalid_api_key\"}"), 2);
+}
+
+TEST_F(Http, OversizedBodyGets413) {
+  ServerConfig c = config();
+  c.server.max_body_bytes = 2000;
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  auto r = cli.Post("/v1/chat/completions", chat_body(std::string(5000, 'a'), 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["code"], "body_too_large");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("server.max_body_bytes"), std::string::npos);
+  r = cli.Post("/v1/chat/completions", chat_body("small", 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(metric(cli.Get("/metrics")->body, "folio_rejected_requests_total{reason=\"body_too_large\"}"), 1);
+}
+
+TEST_F(Http, RateLimitGives429WithRetryAfter) {
+  ServerConfig c = config();
+  c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  EXPECT_EQ(cli.Get("/v1/models")->status, 200);
+  EXPECT_EQ(cli.Post("/v1/chat/completions", chat_body("a", 2).dump(), "application/json")->status, 200);
+  auto r = cli.Get("/v1/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "30");
+  EXPECT_EQ(json::parse(r->body)["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);  // probes are not limited
+}
+
+TEST_F(Http, MalformedRequestsGet4xxAndTheServerGoesOn) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  struct Case {
+    std::string body;
+    int status;
+    std::string code, message_part;
+  };
+  const std::vector<Case> cases = {
+      {"{not json", 400, "invalid_json", "not valid JSON"},
+      {"[1,2]", 400, "invalid_json", "JSON object"},
+      {R"({"model":"tiny"})", 400, "missing_field", "'messages' is required"},
+      {R"({"messages":"hi"})", 400, "invalid_value", "'messages'"},
+      {R"({"messages":[{"role":"robot","content":"x"}]})", 400, "invalid_value", "messages[0].role"},
+      {R"({"messages":[{"role":"user","content":5}]})", 400, "invalid_type", "messages[0].content"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-3})", 400, "invalid_value", "'max_tokens' must be at least 1"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"many"})", 400, "invalid_type", "'max_tokens' must be an integer"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":100000})", 400, "invalid_value", "inference.max_output_length"},
+      {R"({"messages":[{"role":"user","content":"x"}],"temperature":7})", 400, "invalid_value", "'temperature'"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", 400, "invalid_value", "'top_p'"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":2})", 400, "invalid_value", "'n' must be 1"},
+      {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", 400, "invalid_type", "'stream'"},
+      {R"({"model":"gpt-9","messages":[{"role":"user","content":"x"}]})", 404, "model_not_found", "gpt-9"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]})", 400,
+       "unsupported_content", "image inputs"},
+  };
+  for (const Case& k : cases) {
+    auto r = cli.Post("/v1/chat/completions", k.body, "application/json");
+    ASSERT_TRUE(r) << k.body;
+    EXPECT_EQ(r->status, k.status) << k.body << " -> " << r->body;
+    json e = json::parse(r->body);
+    EXPECT_EQ(e["error"]["code"], k.code) << k.body;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(k.message_part), std::string::npos) << e.dump();
+    // The next good request is served.
+    auto ok = cli.Post("/v1/chat/completions", chat_body("still here", 3).dump(), "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+  }
+  auto r = cli.Get("/v1/nothing");
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "not_found");
+}
+
+TEST_F(Http, MetricsCountWhatHappened) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  int64_t prompt = 0, completion = 0;
+  for (int n : {5, 7}) {
+    auto r = cli.Post("/v1/chat/completions", chat_body("count " + std::to_string(n), n).dump(), "application/json");
+    ASSERT_EQ(r->status, 200);
+    json u = json::parse(r->body)["usage"];
+    prompt += u["prompt_tokens"].get<int64_t>();
+    completion += u["completion_tokens"].get<int64_t>();
+  }
+  EXPECT_EQ(cli.Post("/v1/chat/completions", "{", "application/json")->status, 400);
+  // Requests are counted once their response is written, which can lag the client's read a little.
+  wait_metric(*svc, "folio_http_requests_total{path=\"/v1/chat/completions\",status=\"200\"}", 2);
+  std::string text = wait_metric(*svc, "folio_http_requests_total{path=\"/v1/chat/completions\",status=\"400\"}", 1);
+  EXPECT_EQ(metric(text, "folio_http_requests_total{path=\"/v1/chat/completions\",status=\"200\"}"), 2) << text;
+  EXPECT_EQ(metric(text, "folio_http_requests_total{path=\"/v1/chat/completions\",status=\"400\"}"), 1);
+  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"invalid_json\"}"), 1);
+  EXPECT_EQ(metric(text, "folio_prompt_tokens_total"), prompt);
+  EXPECT_EQ(metric(text, "folio_generation_tokens_total"), completion);
+  EXPECT_EQ(metric(text, "folio_time_to_first_token_seconds_count"), 2);
+  EXPECT_EQ(metric(text, "folio_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), 2);
+  EXPECT_EQ(metric(text, "folio_time_per_output_token_seconds_count"), 2);
+  EXPECT_EQ(metric(text, "folio_running_sequences"), 0);
+  EXPECT_EQ(metric(text, "folio_queued_sequences"), 0);
+  EXPECT_EQ(metric(text, "folio_kv_bytes{tier=\"ram\"}"), 0);
+  EXPECT_GT(metric(text, "folio_kv_peak_bytes"), 0);
+  EXPECT_EQ(metric(text, "folio_kv_capacity_bytes"), static_cast<double>(svc->config().inference.kv_budget_bytes));
+  EXPECT_EQ(metric(text, "folio_ready"), 1);
+  EXPECT_NE(text.find("# TYPE folio_time_to_first_token_seconds histogram"), std::string::npos);
+}
+
+TEST_F(Http, ReadinessFollowsLoading) {
+  auto svc = std::make_unique<Service>(config());
+  svc->bind();
+  svc->start();
+  auto cli = client(*svc);
+  auto r = cli.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("loading"), std::string::npos);
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);
+  r = cli.Post("/v1/chat/completions", chat_body("early", 2).dump(), "application/json");
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_loading");
+  svc->load();
+  EXPECT_EQ(cli.Get("/readyz")->status, 200);
+  EXPECT_EQ(cli.Post("/v1/chat/completions", chat_body("late", 2).dump(), "application/json")->status, 200);
+}
+
+// A streaming request on a raw socket, read until `events` data events arrived; returns the socket.
+int open_stream(int port, const std::string& body, int events, std::string* received = nullptr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) return -1;
+  std::string got;
+  char buf[4096];
+  size_t seen = 0;
+  while (seen < static_cast<size_t>(events)) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return -1;
+    got.append(buf, static_cast<size_t>(n));
+    seen = 0;
+    for (size_t p = got.find("data: "); p != std::string::npos; p = got.find("data: ", p + 1)) ++seen;
+  }
+  if (received) *received = got;
+  return fd;
+}
+
+TEST_F(Http, ClientDisconnectCancelsAndFreesKV) {
+  auto svc = serve(config("slow"));
+  json body = chat_body("a long story", 3000, true);
+  body["model"] = "slow";
+  body["ignore_eos"] = true;
+  int fd = open_stream(svc->port(), body.dump(), 4);
+  ASSERT_GE(fd, 0);
+  auto m = client(*svc).Get("/metrics");
+  EXPECT_EQ(metric(m->body, "folio_running_sequences"), 1);
+  EXPECT_GT(metric(m->body, "folio_kv_bytes{tier=\"ram\"}"), 0);
+  close(fd);
+  std::string text = wait_metric(*svc, "folio_kv_bytes{tier=\"ram\"}", 0);
+  EXPECT_EQ(metric(text, "folio_kv_bytes{tier=\"ram\"}"), 0);
+  EXPECT_EQ(metric(text, "folio_running_sequences"), 0);
+  EXPECT_EQ(metric(text, "folio_client_disconnects_total"), 1);
+  text = wait_metric(*svc, "folio_generations_total{reason=\"cancelled\"}", 1);
+  EXPECT_EQ(metric(text, "folio_generations_total{reason=\"cancelled\"}"), 1);
+  EXPECT_LT(metric(text, "folio_generation_tokens_total"), 3000);
+}
+
+TEST_F(Http, FullQueueGives503WithRetryAfter) {
+  ServerConfig c = config("slow");
+  c.inference.batch_size = 1;
+  c.inference.max_queued_requests = 1;
+  auto svc = serve(c);
+  json long_body = chat_body("hold the batch", 3000, true);
+  long_body["model"] = "slow";
+  long_body["ignore_eos"] = true;
+  std::string first;
+  int fd = open_stream(svc->port(), long_body.dump(), 2, &first);  // running
+  ASSERT_GE(fd, 0);
+  SCOPED_TRACE("the long request began with: " + first);
+  json small = chat_body("wait in line", 2);
+  small["model"] = "slow";
+  auto queued = std::async(std::launch::async, [&] {
+    auto r = client(*svc).Post("/v1/chat/completions", small.dump(), "application/json");
+    return r ? std::to_string(r->status) + " " + r->body : std::string("no response");
+  });
+  ASSERT_EQ(metric(wait_metric(*svc, "folio_queued_sequences", 1), "folio_queued_sequences"), 1);
+  auto cli = client(*svc);
+  json third = small;
+  third["messages"][0]["content"] = "no room for me in the line";
+  auto r = cli.Post("/v1/chat/completions", third.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "queue_full");
+  EXPECT_EQ(cli.Get("/readyz")->status, 503);  // no capacity left
+  EXPECT_EQ(metric(cli.Get("/metrics")->body, "folio_rejected_requests_total{reason=\"queue_full\"}"), 1);
+  close(fd);  // frees the batch: the queued request runs
+  const std::string queued_reply = queued.get();
+  EXPECT_EQ(queued_reply.substr(0, 4), "200 ") << queued_reply;
+  EXPECT_EQ(cli.Get("/readyz")->status, 200);
+}
+
+TEST_F(Http, ShutdownDrainsInFlightRequests) {
+  auto svc = serve(config("slow"));
+  json body = chat_body("finish me", 150);
+  body["model"] = "slow";
+  body["ignore_eos"] = true;  // a fixed length, so the request is surely still running below
+  auto inflight = std::async(std::launch::async, [&] {
+    auto r = client(*svc).Post("/v1/chat/completions", body.dump(), "application/json");
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(-1, std::string());
+  });
+  std::string text = wait_metric(*svc, "folio_running_sequences", 1);
+  ASSERT_EQ(metric(text, "folio_running_sequences"), 1);
+  std::thread stopper([&] { svc->shutdown(std::chrono::seconds(60)); });
+  while (svc->ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Draining: new work is refused, the request in flight goes on.
+  auto r = client(*svc).Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "shutting_down");
+  auto [status, out] = inflight.get();
+  stopper.join();
+  svc->wait();
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_EQ(json::parse(out)["usage"]["completion_tokens"], 150);
+  EXPECT_EQ(json::parse(out)["choices"][0]["finish_reason"], "length");
+}
+
+}  // namespace
+}  // namespace folio
