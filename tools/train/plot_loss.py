@@ -20,6 +20,7 @@ set ylabel "loss"
 plot "{log}" using 1:5 with lines lw 2 title "CTC loss (per char)", \\
      "{log}" using 1:($6 > 0 ? $6 : 1/0) with lines lw 2 title "decoder loss (nats/token)"
 unset logscale y
+set key center right
 set ylabel "rate"
 set yrange [0:1]
 plot "{log}" using 1:7 with lines lw 2 title "row CER (greedy CTC)", \\
