@@ -160,13 +160,31 @@ TEST(Safetensors, RejectsBadJson) {
 
 TEST(Safetensors, RejectsUnknownDtypeNamingTensorAndDtype) {
   TempDir dir;
-  const std::string path = dir.file("i64.safetensors");
-  write_bytes(path, raw_safetensors(R"({"position_ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})",
-                                    std::string(16, '\0')));
+  const std::string path = dir.file("f64.safetensors");
+  write_bytes(path, raw_safetensors(R"({"scale":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", std::string(16, '\0')));
   std::string msg = invalid_input_message([&] { SafetensorsFile::open(path); });
-  EXPECT_CONTAINS(msg, "'position_ids'");
-  EXPECT_CONTAINS(msg, "I64");
+  EXPECT_CONTAINS(msg, "'scale'");
+  EXPECT_CONTAINS(msg, "F64");
   EXPECT_CONTAINS(msg, path);
+}
+
+TEST(Safetensors, SkipsIntegerBuffersButStillChecksThem) {
+  TempDir dir;
+  const std::string path = dir.file("i64.safetensors");
+  // position_ids (I64, 16 bytes) then a 2-element F32 weight.
+  std::string data(16, '\0');
+  const float w[2] = {1.5f, -2.0f};
+  data.append(reinterpret_cast<const char*>(w), sizeof w);
+  write_bytes(path, raw_safetensors(R"({"position_ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},)"
+                                    R"("w":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
+                                    data));
+  auto f = SafetensorsFile::open(path);
+  EXPECT_EQ(f->find("position_ids"), nullptr);
+  ASSERT_NE(f->find("w"), nullptr);
+  EXPECT_EQ(to_f32_vector(*f->find("w")), (std::vector<float>{1.5f, -2.0f}));
+  // A skipped buffer with the wrong size is still an error naming it.
+  write_bytes(path, raw_safetensors(R"({"position_ids":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})", std::string(16, '\0')));
+  EXPECT_CONTAINS(invalid_input_message([&] { SafetensorsFile::open(path); }), "'position_ids'");
 }
 
 TEST(Safetensors, RejectsInconsistentOrOverlappingOffsets) {

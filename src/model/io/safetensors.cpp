@@ -28,6 +28,17 @@ std::optional<DType> safetensors_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+// Bytes per element of the integer and boolean dtypes: buffers some checkpoints carry
+// (position_ids, attention masks) that no folio model reads. They are checked like any tensor and
+// then left out of the tensor map.
+std::optional<uint64_t> skipped_dtype_bytes(const std::string& s) {
+  if (s == "I64" || s == "U64") return 8;
+  if (s == "I32" || s == "U32") return 4;
+  if (s == "I16" || s == "U16") return 2;
+  if (s == "I8" || s == "U8" || s == "BOOL") return 1;
+  return std::nullopt;
+}
+
 const char* safetensors_dtype_name(DType t) {
   switch (t) {
     case DType::F32: return "F32";
@@ -54,6 +65,7 @@ struct Entry {
   DType dtype;
   std::vector<int64_t> shape;
   uint64_t begin, end;
+  bool skipped = false;  // an integer / boolean buffer: checked, not offered as a tensor
 };
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& v) {
@@ -71,8 +83,11 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   e.name = name;
   std::string dtype_str = dt->get<std::string>();
   std::optional<DType> dtype = safetensors_dtype(dtype_str);
-  if (!dtype) bad_tensor(path, name, "has unsupported dtype " + dtype_str + " (supported: F32, F16, BF16)");
-  e.dtype = *dtype;
+  const std::optional<uint64_t> skipped_bytes = skipped_dtype_bytes(dtype_str);
+  if (!dtype && !skipped_bytes)
+    bad_tensor(path, name, "has unsupported dtype " + dtype_str + " (supported: F32, F16, BF16; integer buffers are skipped)");
+  e.dtype = dtype.value_or(DType::F32);
+  e.skipped = !dtype;
 
   uint64_t numel = 1;
   for (const json& d : *sh) {
@@ -83,7 +98,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     e.shape.push_back(static_cast<int64_t>(dim));
   }
   uint64_t nbytes = 0;
-  if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_block_bytes(e.dtype)), &nbytes))
+  const uint64_t elem_bytes = e.skipped ? *skipped_bytes : static_cast<uint64_t>(dtype_block_bytes(e.dtype));
+  if (__builtin_mul_overflow(numel, elem_bytes, &nbytes))
     bad_tensor(path, name, "has a shape whose byte size overflows: " + sh->dump());
 
   e.begin = (*off)[0].get<uint64_t>();
@@ -159,6 +175,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
       throw_invalid("safetensors file '" + path + "': tensors '" + prev->name + "' and '" + e.name +
                     "' overlap in the data section");
     if (e.begin != e.end) prev = &e;
+    if (e.skipped) continue;
     TensorView v;
     v.name = e.name;
     v.dtype = e.dtype;
