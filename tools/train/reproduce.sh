@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trains folio-mini-ocr from scratch and exports it to models/folio-mini-ocr, with the loss plot.
-# About 75 minutes of training on 2 CPU cores (Debian python3-torch); resumable: run it again after
+# About 37 minutes of training on 2 idle CPU cores (Debian python3-torch); resumable: run it again after
 # an interruption and it continues from WORK/state.pt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
