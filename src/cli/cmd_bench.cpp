@@ -17,6 +17,7 @@
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
+#include "kv/kv_dtype.h"
 #include "kv/sequence_kv.h"
 #include "doc/preprocess.h"
 #include "model/vision/image_assembly.h"
@@ -44,9 +45,7 @@ int run_decode(const DecodeArgs& a) {
   if (a.policy == "sparse" || a.policy == "rolling")
     throw Error(Error::Kind::Unsupported, "policy '" + a.policy + "' is not implemented yet (full, rswa)");
   KVPolicy policy = KVPolicy::parse(a.policy, a.window);
-  auto kv_dtype = parse_dtype(a.kv_dtype);
-  if (!kv_dtype || *kv_dtype == DType::Q8_0)
-    throw Error(Error::Kind::Unsupported, "--kv-dtype '" + a.kv_dtype + "' is not supported yet (f32, f16, bf16)");
+  const DType kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
   if (a.json.empty()) throw_invalid("--json FILE is required");
 
@@ -56,7 +55,7 @@ int run_decode(const DecodeArgs& a) {
     throw_invalid("--ref-tokens + --gen-tokens = " + std::to_string(a.ref_tokens + a.gen_tokens) +
                   " exceeds the model's context of " + std::to_string(cfg.max_positions));
   ThreadPool threads(a.threads);
-  KVBlockPool pool(m.decoder->kv_layout(*kv_dtype), 0);
+  KVBlockPool pool(m.decoder->kv_layout(kv_dtype), 0);
   SequenceKV kv(pool, 1, policy);
 
   // The reference: seeded random token ids (the decoder-only stand-in for image tokens).
@@ -113,7 +112,7 @@ int run_decode(const DecodeArgs& a) {
                       {"architecture", cfg.arch_name()},
                       {"policy", policy.name()},
                       {"window", a.window},
-                      {"kv_dtype", dtype_name(*kv_dtype)},
+                      {"kv_dtype", dtype_name(kv_dtype)},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},
                       {"ref_tokens", a.ref_tokens},
@@ -140,7 +139,7 @@ int run_decode(const DecodeArgs& a) {
   double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
   std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
               "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
-              policy.name().c_str(), dtype_name(*kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
+              policy.name().c_str(), dtype_name(kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
               bw, roofline_ms, 100.0 * roofline_ms / ms_per_token, read_bw, read_roofline_ms,
               100.0 * read_roofline_ms / ms_per_token);
   return 0;

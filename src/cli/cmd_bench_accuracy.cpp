@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
+#include "kv/kv_dtype.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_accuracy.h"
 #include "runtime/ocr_model.h"
@@ -35,13 +36,6 @@ struct AccuracyArgs {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-DType kv_dtype_of(const std::string& name) {
-  auto d = parse_dtype(name);
-  if (!d || *d == DType::Q8_0)
-    throw Error(Error::Kind::Unsupported, "--kv-dtype '" + name + "' is not supported yet (f32, f16, bf16)");
-  return *d;
 }
 
 int run_accuracy(const AccuracyArgs& a) {
@@ -76,9 +70,9 @@ int run_accuracy(const AccuracyArgs& a) {
     const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
     OcrOptions run, base;
     run.policy = KVPolicy::parse(a.policy, a.window);
-    run.kv_dtype = kv_dtype_of(a.kv_dtype);
+    run.kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
     base.policy = KVPolicy::parse(a.baseline_policy, a.window);
-    base.kv_dtype = kv_dtype_of(a.baseline_kv_dtype);
+    base.kv_dtype = parse_kv_dtype(a.baseline_kv_dtype, "--baseline-kv-dtype");
     const bool same = run.policy.name() == base.policy.name() && run.kv_dtype == base.kv_dtype;
     for (const HeldoutDoc& d : docs) {
       const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "kv/kv_dtype.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "runtime/generator.h"
@@ -64,8 +65,7 @@ Runner add_generate(CLI::App& app) {
   app.add_flag("--stats", a->show_stats, "Print timing and KV statistics to stderr");
   return [a]() -> int {
     auto policy = KVPolicy::parse(a->policy, a->window);
-    auto kv_dtype = parse_dtype(a->kv_dtype);
-    if (!kv_dtype || *kv_dtype == DType::Q8_0) throw_invalid("--kv-dtype must be f32, f16 or bf16, got '" + a->kv_dtype + "'");
+    const DType kv_dtype = parse_kv_dtype(a->kv_dtype, "--kv-dtype");
     if (a->prompt.empty() && a->prompt_ids.empty()) throw_invalid("the prompt is empty: give --prompt TEXT or --prompt-ids");
     LoadedModel m = load_model(a->model, a->prompt_ids.empty());
     std::vector<int32_t> prompt;
@@ -78,7 +78,7 @@ Runner add_generate(CLI::App& app) {
       prompt.insert(prompt.end(), ids.begin(), ids.end());
     }
     ThreadPool threads(a->threads);
-    KVBlockPool pool(m.decoder->kv_layout(*kv_dtype), static_cast<size_t>(a->kv_budget));
+    KVBlockPool pool(m.decoder->kv_layout(kv_dtype), static_cast<size_t>(a->kv_budget));
     Generator gen(*m.decoder, pool, threads);
     GenerationOptions opt;
     opt.policy = policy;

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kv/kv_dtype.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"
@@ -51,9 +52,7 @@ int run_ocr_command(const OcrArgs& a) {
   OcrOptions opt;
   opt.mode = mode;
   opt.policy = KVPolicy::parse(a.policy, a.window);
-  auto kv_dtype = parse_dtype(a.kv_dtype);
-  if (!kv_dtype || *kv_dtype == DType::Q8_0) throw_invalid("--kv-dtype must be f32, f16 or bf16, got '" + a.kv_dtype + "'");
-  opt.kv_dtype = *kv_dtype;
+  opt.kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "doc/gray_page.h"
 #include "model/io/json_file.h"
+#include "runtime/ocr_accuracy.h"
 
 namespace folio {
 
@@ -42,26 +43,18 @@ OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count,
       on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   // <bos> closes the reference; it carries the position of the first character to write.
-  std::vector<float> code(static_cast<size_t>(d));
   rows.resize(rows.size() + static_cast<size_t>(d));
-  float* bos = rows.data() + rows.size() - d;
-  model_.decoder->embed(kMiniBos, bos);
-  codes_->code(MiniOcrTokenType::Text, {}, code.data());
-  for (int64_t i = 0; i < d; ++i) bos[i] += code[static_cast<size_t>(i)];
+  std::vector<float> scratch(static_cast<size_t>(d));
+  embed_text(kMiniBos, {}, rows.data() + rows.size() - d, scratch.data());
 
   OcrPass pass;
   const auto n = static_cast<int64_t>(rows.size()) / d;
   std::vector<int32_t> ids(static_cast<size_t>(n), kMiniBos);  // no n-gram guard reads them
   pass.reference.push_back(ReferencePart::rows(std::move(ids), std::move(rows)));
-  auto cursor = std::make_shared<MiniOcrCursor>();
-  Decoder* dec = model_.decoder.get();
-  const MiniOcrCodes* codes = codes_.get();
-  pass.generation.embed_token = [cursor, dec, codes, d](int32_t token, float* row) {
-    cursor->advance(token);
-    std::vector<float> c(static_cast<size_t>(d));
-    dec->embed(token, row);
-    codes->code(MiniOcrTokenType::Text, cursor->position(), c.data());
-    for (int64_t i = 0; i < d; ++i) row[i] += c[static_cast<size_t>(i)];
+  // Each generated token goes back in with the position of the character after it.
+  pass.generation.embed_token = [this, cursor = MiniOcrCursor(), scratch = std::move(scratch)](int32_t token, float* row) mutable {
+    cursor.advance(token);
+    embed_text(token, cursor.position(), row, scratch.data());
   };
   pass.generation.no_repeat_ngram = 0;
   pass.generation.stop_at_eos = true;
@@ -70,17 +63,18 @@ OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count,
 
 std::vector<OcrPage> MiniOcrModel::parse(std::string_view text) const {
   std::vector<OcrPage> pages;
-  while (true) {
-    const size_t cut = text.find(kMiniPageMarker);
-    std::string_view page = text.substr(0, cut);
-    while (!page.empty() && (page.back() == '\n' || page.back() == ' ')) page.remove_suffix(1);
+  for (std::string& page : split_text_pages(text, kMiniPageMarker)) {
     OcrPage p;
-    if (!page.empty()) p.blocks.push_back({"text", {}, std::string(page)});
+    if (!page.empty()) p.blocks.push_back({"text", {}, std::move(page)});
     pages.push_back(std::move(p));
-    if (cut == std::string_view::npos) break;
-    text.remove_prefix(cut + kMiniPageMarker.size());
   }
   return pages;
+}
+
+void MiniOcrModel::embed_text(int32_t token, const MiniOcrPosition& pos, float* row, float* scratch) const {
+  model_.decoder->embed(token, row);
+  codes_->code(MiniOcrTokenType::Text, pos, scratch);
+  for (int64_t i = 0; i < cfg_.hidden; ++i) row[i] += scratch[i];
 }
 
 }  // namespace folio

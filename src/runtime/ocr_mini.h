@@ -47,7 +47,7 @@ class MiniOcrModel : public OcrModel {
   // Reads the pass's pages one at a time (their visual tokens are small: hidden floats per glyph).
   OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                   const PageEncodedFn& on_encoded) override;
-  // Splits at "<page>"; each page is one text block (its rows, without the final newline).
+  // Splits at "<page>" (split_text_pages); each page is one text block (its rows, without the final newline).
   std::vector<OcrPage> parse(std::string_view text) const override;
 
   // The rows the front end reads on one page image (any size: it is resized to the model's).
@@ -57,6 +57,8 @@ class MiniOcrModel : public OcrModel {
 
  private:
   MiniOcrModel() = default;
+  // row[hidden] = the embedding of a text token + the code of `pos` (scratch: hidden floats).
+  void embed_text(int32_t token, const MiniOcrPosition& pos, float* row, float* scratch) const;
 
   LoadedModel model_;
   MiniOcrConfig cfg_;

@@ -1,4 +1,5 @@
 #include "server/service.h"
+#include "kv/kv_dtype.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -83,9 +84,7 @@ Service::Service(ServerConfig cfg) : cfg_(std::move(cfg)), limiter_(cfg_.server.
   if (cfg_.inference.dtype != "auto")
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
                                               cfg_.inference.dtype + "'");
-  auto kv = parse_dtype(cfg_.inference.kv_dtype);
-  if (!kv || *kv == DType::Q8_0) throw_invalid("inference.kv_dtype must be f32, f16 or bf16, got '" + cfg_.inference.kv_dtype + "'");
-  kv_dtype_ = *kv;
+  kv_dtype_ = parse_kv_dtype(cfg_.inference.kv_dtype, "inference.kv_dtype");
   if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
   std::string path = cfg_.model.path.empty() ? "folio-mini-ocr" : cfg_.model.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
