@@ -17,7 +17,7 @@
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
-#include "kv/kv_dtype.h"
+#include "cli/kv_options.h"
 #include "kv/sequence_kv.h"
 #include "doc/preprocess.h"
 #include "model/vision/image_assembly.h"
@@ -30,7 +30,8 @@ namespace folio::cli {
 namespace {
 
 struct DecodeArgs {
-  std::string model, policy = "rswa", kv_dtype = "bf16", json;
+  std::string model, policy = "rswa", json;
+  KVOptions kv;
   int64_t window = 128, ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
   int threads = 0;
   bool synthetic_ref = true;
@@ -45,7 +46,7 @@ int run_decode(const DecodeArgs& a) {
   if (a.policy == "sparse" || a.policy == "rolling")
     throw Error(Error::Kind::Unsupported, "policy '" + a.policy + "' is not implemented yet (full, rswa)");
   KVPolicy policy = KVPolicy::parse(a.policy, a.window);
-  const DType kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
+  const KVTypes kv_types = a.kv.types();
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
   if (a.json.empty()) throw_invalid("--json FILE is required");
 
@@ -55,7 +56,7 @@ int run_decode(const DecodeArgs& a) {
     throw_invalid("--ref-tokens + --gen-tokens = " + std::to_string(a.ref_tokens + a.gen_tokens) +
                   " exceeds the model's context of " + std::to_string(cfg.max_positions));
   ThreadPool threads(a.threads);
-  KVBlockPool pool(m.decoder->kv_layout(kv_dtype), 0);
+  KVBlockPool pool(m.decoder->kv_layout(kv_types), 0);
   SequenceKV kv(pool, 1, policy);
 
   // The reference: seeded random token ids (the decoder-only stand-in for image tokens).
@@ -88,7 +89,7 @@ int run_decode(const DecodeArgs& a) {
     in.tokens = std::span<const int32_t>(&next, 1);
     m.decoder->forward({&in, 1}, logits.data(), threads);
     kv_peak = std::max(kv_peak, kv.bytes());
-    kv_read_bytes_sum += static_cast<double>(kv.cached_tokens()) * static_cast<double>(pool.layout().bytes_per_token());
+    kv_read_bytes_sum += static_cast<double>(kv.visible_bytes(kv.length() - 1));
     if (g % a.sample_every == 0) {
       double t = now_ms();
       double ms = (t - window_start) / static_cast<double>(a.sample_every);
@@ -112,7 +113,7 @@ int run_decode(const DecodeArgs& a) {
                       {"architecture", cfg.arch_name()},
                       {"policy", policy.name()},
                       {"window", a.window},
-                      {"kv_dtype", dtype_name(kv_dtype)},
+                      {"kv_dtype", kv_types.name()},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},
                       {"ref_tokens", a.ref_tokens},
@@ -120,7 +121,7 @@ int run_decode(const DecodeArgs& a) {
                       {"prefill_ms", prefill_ms},
                       {"samples", samples},
                       {"kv_bytes_peak", kv_peak},
-                      {"kv_bytes_per_token", pool.layout().bytes_per_token()},
+                      {"kv_bytes_per_token", pool.layout().reference_bytes_per_token()},
                       {"rss_peak_bytes", peak_rss_bytes()},
                       {"decode_tokens_per_s", 1000.0 / ms_per_token},
                       {"ms_per_token", ms_per_token},
@@ -139,7 +140,7 @@ int run_decode(const DecodeArgs& a) {
   double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
   std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
               "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
-              policy.name().c_str(), dtype_name(kv_dtype), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
+              policy.name().c_str(), kv_types.name().c_str(), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
               bw, roofline_ms, 100.0 * roofline_ms / ms_per_token, read_bw, read_roofline_ms,
               100.0 * read_roofline_ms / ms_per_token);
   return 0;
@@ -244,7 +245,7 @@ Runner add_bench(CLI::App& app) {
   d->add_option("--model", a->model, "Checkpoint directory or .gguf file")->required();
   d->add_option("--policy", a->policy, "full or rswa (sparse, rolling: later)")->capture_default_str();
   d->add_option("--window", a->window, "R-SWA window")->capture_default_str();
-  d->add_option("--kv-dtype", a->kv_dtype, "f32, f16 or bf16")->capture_default_str();
+  add_kv_options(*d, a->kv);
   d->add_option("--ref-tokens", a->ref_tokens, "Reference (prefill) tokens P")->capture_default_str();
   d->add_option("--gen-tokens", a->gen_tokens, "Generated tokens N")->capture_default_str();
   d->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
+#include "cli/kv_options.h"
 #include "kv/kv_dtype.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_accuracy.h"
@@ -27,8 +28,9 @@ namespace {
 constexpr const char* kPageMarker = "<page>";
 
 struct AccuracyArgs {
-  std::string model, engine = "folio", policy = "rswa", kv_dtype = "bf16", baseline_policy = "full",
+  std::string model, engine = "folio", policy = "rswa", baseline_policy = "full",
                      baseline_kv_dtype = "f32", sets, json;
+  KVOptions kv;
   int docs = 1, pages = 1, threads = 0;
   int64_t window = 128;
   double dpi = 0;
@@ -70,10 +72,10 @@ int run_accuracy(const AccuracyArgs& a) {
     const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
     OcrOptions run, base;
     run.policy = KVPolicy::parse(a.policy, a.window);
-    run.kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
+    run.kv_types = a.kv.types();
     base.policy = KVPolicy::parse(a.baseline_policy, a.window);
-    base.kv_dtype = parse_kv_dtype(a.baseline_kv_dtype, "--baseline-kv-dtype");
-    const bool same = run.policy.name() == base.policy.name() && run.kv_dtype == base.kv_dtype;
+    base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
+    const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
     for (const HeldoutDoc& d : docs) {
       const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);
       const auto t0 = std::chrono::steady_clock::now();
@@ -91,7 +93,7 @@ int run_accuracy(const AccuracyArgs& a) {
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
                          {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
     }
-    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.window}, {"kv_dtype", a.kv_dtype},
+    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.window}, {"kv_dtype", run.kv_types->name()},
               {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
               {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
               {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
@@ -122,7 +124,7 @@ SubRunner add_bench_accuracy(CLI::App& bench) {
   c->add_option("--pages", a->pages, "Pages per document P (a held-out set data/heldout/pP must exist)")->capture_default_str();
   c->add_option("--policy", a->policy, "KV policy: full or rswa")->capture_default_str();
   c->add_option("--window", a->window, "R-SWA window")->capture_default_str();
-  c->add_option("--kv-dtype", a->kv_dtype, "KV dtype: f32, f16, bf16")->capture_default_str();
+  add_kv_options(*c, a->kv);
   c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy")->capture_default_str();
   c->add_option("--baseline-kv-dtype", a->baseline_kv_dtype, "Baseline KV dtype")->capture_default_str();
   c->add_option("--sets", a->sets, "Directory of the held-out sets (default: the shipped data/heldout)");

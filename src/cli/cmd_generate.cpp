@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "kv/kv_dtype.h"
+#include "cli/kv_options.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "runtime/generator.h"
@@ -16,7 +16,8 @@ namespace folio::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids, policy = "rswa", kv_dtype = "bf16";
+  std::string model, prompt, prompt_ids, policy = "rswa";
+  KVOptions kv;
   int64_t window = 128, max_tokens = 256, kv_budget = 0;
   int threads = 0, no_repeat_ngram = 0, no_repeat_window = 128;
   float temperature = 0.f, top_p = 1.f;
@@ -52,7 +53,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("--policy", a->policy, "KV policy: rswa (reference sliding window) or full")->capture_default_str();
   app.add_option("--window", a->window, "R-SWA decode window W")->capture_default_str();
   app.add_option("--max-tokens", a->max_tokens, "Generated tokens at most")->capture_default_str();
-  app.add_option("--kv-dtype", a->kv_dtype, "KV storage: f32, f16 or bf16")->capture_default_str();
+  add_kv_options(app, a->kv);
   app.add_option("--kv-budget", a->kv_budget, "KV pool capacity in bytes (0 = unlimited)")->capture_default_str();
   app.add_option("--threads", a->threads, "Worker threads (0 = one per core)")->capture_default_str();
   app.add_option("--temperature", a->temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
@@ -65,7 +66,7 @@ Runner add_generate(CLI::App& app) {
   app.add_flag("--stats", a->show_stats, "Print timing and KV statistics to stderr");
   return [a]() -> int {
     auto policy = KVPolicy::parse(a->policy, a->window);
-    const DType kv_dtype = parse_kv_dtype(a->kv_dtype, "--kv-dtype");
+    const KVTypes kv_types = a->kv.types();
     if (a->prompt.empty() && a->prompt_ids.empty()) throw_invalid("the prompt is empty: give --prompt TEXT or --prompt-ids");
     LoadedModel m = load_model(a->model, a->prompt_ids.empty());
     std::vector<int32_t> prompt;
@@ -78,7 +79,7 @@ Runner add_generate(CLI::App& app) {
       prompt.insert(prompt.end(), ids.begin(), ids.end());
     }
     ThreadPool threads(a->threads);
-    KVBlockPool pool(m.decoder->kv_layout(kv_dtype), static_cast<size_t>(a->kv_budget));
+    KVBlockPool pool(m.decoder->kv_layout(kv_types), static_cast<size_t>(a->kv_budget));
     Generator gen(*m.decoder, pool, threads);
     GenerationOptions opt;
     opt.policy = policy;

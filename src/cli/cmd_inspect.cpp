@@ -31,8 +31,9 @@ Runner add_inspect(CLI::App& app) {
     std::printf("parameters: %lld (%.3f B)  weight bytes: %zu\n", (long long)m.decoder->parameter_count(),
                 m.decoder->parameter_count() / 1e9, m.decoder->weight_bytes());
     std::printf("active weight bytes per token: %zu\n", m.decoder->active_weight_bytes_per_token());
-    for (DType d : {DType::F32, DType::BF16, DType::F16})
-      std::printf("kv bytes per token (%s): %zu\n", dtype_name(d), m.decoder->kv_layout(d).bytes_per_token());
+    for (KVDType d : {KVDType::F32, KVDType::BF16, KVDType::F16, KVDType::Q8, KVDType::Q4})
+      std::printf("kv bytes per token (%s): %.1f\n", kernels::kv_dtype_name(d),
+                  m.decoder->kv_layout(KVTypes::uniform(d)).reference_bytes_per_token());
     auto names = m.weights->names();
     std::printf("tensors: %zu\n", names.size());
     if (*tensors)

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kv/kv_dtype.h"
+#include "cli/kv_options.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"
@@ -21,7 +21,8 @@ namespace {
 
 struct OcrArgs {
   std::vector<std::string> inputs;
-  std::string model, mode = "base", pages, out, json, policy = "rswa", kv_dtype = "bf16";
+  std::string model, mode = "base", pages, out, json, policy = "rswa";
+  KVOptions kv;
   int64_t window = 128, max_tokens = 0;
   size_t pages_per_pass = 0;
   int threads = 0;
@@ -52,7 +53,7 @@ int run_ocr_command(const OcrArgs& a) {
   OcrOptions opt;
   opt.mode = mode;
   opt.policy = KVPolicy::parse(a.policy, a.window);
-  opt.kv_dtype = parse_kv_dtype(a.kv_dtype, "--kv-dtype");
+  opt.kv_types = a.kv.types();
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;
@@ -124,7 +125,7 @@ Runner add_ocr(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")
       ->capture_default_str();
-  app.add_option("--kv-dtype", a->kv_dtype, "KV storage: f32, f16 or bf16")->capture_default_str();
+  add_kv_options(app, a->kv);
   app.add_option("--threads", a->threads, "Worker threads (0 = one per core)")->capture_default_str();
   app.add_option("--dpi", a->dpi, "PDF rendering resolution (0 = the model's, 300 for Unlimited-OCR)")->capture_default_str();
   app.add_flag("--stream", a->stream, "Print the decoded text to stdout as it comes (then the markdown goes only to --out)");

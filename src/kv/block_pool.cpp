@@ -10,37 +10,43 @@ namespace folio {
 KVBlockPool::KVBlockPool(KVLayout layout, size_t capacity_bytes) : layout_(layout), capacity_(capacity_bytes) {
   if (layout.n_layers <= 0 || layout.n_kv_heads <= 0 || layout.head_dim <= 0)
     throw_invalid("KV layout needs positive layers, heads and head_dim");
-  if (layout.dtype == DType::Q8_0) throw Error(Error::Kind::Unsupported, "KV dtype q8_0 is not a plain KV storage type");
 }
 
 KVBlockPool::~KVBlockPool() {
   for (auto& e : blocks_) std::free(e.raw);
 }
 
-int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens) {
-  size_t bytes = block_bytes(tokens);
+int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v) {
+  const KVBlockGeometry g = layout_.geometry(k, v, tokens);
+  const size_t bytes = g.bytes;
   if (!can_allocate(bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool full: " + std::to_string(in_use_) + " of " +
                                               std::to_string(capacity_) + " bytes in use, " +
                                               std::to_string(bytes) + " more requested");
   int64_t id;
-  auto& free_list = free_by_size_[tokens];
+  auto& free_list = free_by_size_[bytes];
   if (!free_list.empty()) {
     id = free_list.back();
     free_list.pop_back();
   } else {
     Entry e;
-    size_t half = layout_.row_bytes() * static_cast<size_t>(tokens);
-    size_t half_aligned = (half + 63) / 64 * 64;
-    e.raw = std::aligned_alloc(64, 2 * half_aligned);
+    e.raw = std::aligned_alloc(64, bytes);
     if (!e.raw) throw Error(Error::Kind::OutOfMemory, "KV pool: system allocation of " + std::to_string(bytes) + " bytes failed");
-    e.mem.k = static_cast<uint8_t*>(e.raw);
-    e.mem.v = e.mem.k + half_aligned;
-    e.mem.tokens = tokens;
     blocks_.push_back(e);
     id = static_cast<int64_t>(blocks_.size()) - 1;
   }
   Entry& e = blocks_[static_cast<size_t>(id)];
+  auto* base = static_cast<uint8_t*>(e.raw);
+  e.mem.k = base;
+  e.mem.k_params = reinterpret_cast<uint16_t*>(base + g.k_params);
+  e.mem.v = base + g.v;
+  e.mem.v_params = reinterpret_cast<uint16_t*>(base + g.v_params);
+  e.mem.tokens = tokens;
+  e.mem.k_type = k;
+  e.mem.v_type = v;
+  e.mem.k_head_stride = g.k_head_stride;
+  e.mem.v_head_stride = g.v_head_stride;
+  e.mem.bytes = bytes;
   e.seq = seq;
   e.layer = layer;
   e.live = true;
@@ -55,7 +61,7 @@ int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens) {
 void KVBlockPool::release(int64_t id) {
   Entry& e = blocks_.at(static_cast<size_t>(id));
   if (!e.live) throw Error(Error::Kind::Internal, "KV pool: double release of block " + std::to_string(id));
-  size_t bytes = block_bytes(e.mem.tokens);
+  const size_t bytes = e.mem.bytes;
   in_use_ -= bytes;
   auto it = per_seq_layer_.find(e.seq);
   it->second[static_cast<size_t>(e.layer)] -= bytes;
@@ -63,7 +69,7 @@ void KVBlockPool::release(int64_t id) {
   for (size_t b : it->second) empty = empty && b == 0;
   if (empty) per_seq_layer_.erase(it);
   e.live = false;
-  free_by_size_[e.mem.tokens].push_back(id);
+  free_by_size_[bytes].push_back(id);
 }
 
 size_t KVBlockPool::bytes_for(SeqId seq) const {

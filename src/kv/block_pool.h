@@ -1,8 +1,8 @@
 // KVBlockPool: owns every byte of KV storage and accounts for it.
 //
-// Storage is handed out as blocks of `tokens` token rows of K and V for one layer. Blocks come in
-// two sizes chosen by the caller (reference blocks and window rings), are allocated lazily and
-// recycled through free lists, so resident memory follows use. Each block is tagged with its owner
+// Storage is handed out as blocks of `tokens` token rows of K and V for one layer, each in the
+// storage types the caller names (kv_layout.h gives the byte layout). Blocks are allocated lazily
+// and recycled through free lists by byte size, so resident memory follows use. Each block is tagged with its owner
 // sequence and layer; the pool keeps bytes in use per sequence and per layer, the peak, and refuses
 // (Error::Kind::OutOfMemory) an allocation that would exceed the byte capacity. Benchmarks and
 // metrics read these counters; nothing else estimates KV memory.
@@ -24,9 +24,14 @@ namespace folio {
 using SeqId = int64_t;
 
 struct KVBlock {
-  uint8_t* k = nullptr;  // head-major: n_kv_heads x tokens x head_bytes
+  uint8_t* k = nullptr;  // head-major: n_kv_heads x tokens x row bytes of k_type
   uint8_t* v = nullptr;
-  int64_t tokens = 0;    // capacity in token rows
+  uint16_t* k_params = nullptr;  // quantised keys: per-channel group parameters (kv_layout.h)
+  uint16_t* v_params = nullptr;  // quantised values: per-token group parameters
+  int64_t tokens = 0;            // capacity in token rows
+  KVDType k_type = KVDType::F32, v_type = KVDType::F32;
+  size_t k_head_stride = 0, v_head_stride = 0;
+  size_t bytes = 0;
 };
 
 class KVBlockPool {
@@ -39,12 +44,19 @@ class KVBlockPool {
 
   const KVLayout& layout() const { return layout_; }
 
-  // A block of `tokens` rows for (seq, layer). Throws Error(OutOfMemory) past capacity.
-  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens);
+  // A block of `tokens` rows for (seq, layer) storing keys as k and values as v. Throws
+  // Error(OutOfMemory) past capacity.
+  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v);
+  // ... in the layout's reference types.
+  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens) {
+    return allocate(seq, layer, tokens, layout_.types.ref_k, layout_.types.ref_v);
+  }
   void release(int64_t block_id);
   const KVBlock& block(int64_t block_id) const { return blocks_[static_cast<size_t>(block_id)].mem; }
 
-  size_t block_bytes(int64_t tokens) const { return 2 * layout_.row_bytes() * static_cast<size_t>(tokens); }
+  size_t block_bytes(int64_t tokens, KVDType k, KVDType v) const { return layout_.block_bytes(k, v, tokens); }
+  // ... in the layout's reference types.
+  size_t block_bytes(int64_t tokens) const { return block_bytes(tokens, layout_.types.ref_k, layout_.types.ref_v); }
   size_t capacity_bytes() const { return capacity_; }
   size_t bytes_in_use() const { return in_use_; }
   size_t peak_bytes() const { return peak_; }
@@ -66,7 +78,7 @@ class KVBlockPool {
   size_t in_use_ = 0;
   size_t peak_ = 0;
   std::vector<Entry> blocks_;
-  std::map<int64_t, std::vector<int64_t>> free_by_size_;  // tokens -> free block ids (memory kept)
+  std::map<size_t, std::vector<int64_t>> free_by_size_;   // bytes -> free block ids (memory kept)
   std::map<SeqId, std::vector<size_t>> per_seq_layer_;    // bytes per layer of each sequence
 };
 

@@ -1,26 +1,64 @@
 // KVLayout: the shape of one token's keys and values in one layer, and how they are stored.
+//
+// Storage types are chosen separately for keys and values, and for the reference (the pinned first
+// prefill) and the window (generated tokens): KVTypes. Float types store rows as they are;
+// quantised types (q8, q4: kernels/cpu/kv_quant.h) store integer codes plus f16 group parameters.
+// A block of T token rows is laid out as
+//   K: codes or elements, head-major [n_kv_heads][T][row], then for quantised keys the per-channel
+//      parameters of its one key group [n_kv_heads][nparams][head_dim];
+//   V: the same head-major rows, then for quantised values the per-token parameters
+//      [T][row_elems / value_group][nparams];
+// each part starting 64-byte aligned.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
+#include "kernels/cpu/kv_quant.h"
 
 namespace folio {
+
+using kernels::KVDType;
+
+struct KVTypes {
+  KVDType ref_k = KVDType::F32, ref_v = KVDType::F32;  // the reference (and every token under `full`)
+  KVDType win_k = KVDType::F32, win_v = KVDType::F32;  // the generated tokens of the window
+  static KVTypes uniform(KVDType t) { return {t, t, t, t}; }
+  bool any_quantized() const {
+    return kernels::kv_quantized(ref_k) || kernels::kv_quantized(ref_v) || kernels::kv_quantized(win_k) ||
+           kernels::kv_quantized(win_v);
+  }
+  // "q8" when all four agree, else "k=q8,v=q4,window=f16"-style.
+  std::string name() const;
+};
+
+// Where the parts of one block live, relative to its start.
+struct KVBlockGeometry {
+  size_t k_params = 0, v = 0, v_params = 0, bytes = 0;
+  size_t k_head_stride = 0, v_head_stride = 0;
+};
 
 struct KVLayout {
   int64_t n_layers = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  DType dtype = DType::F32;  // f32, f16 or bf16 (quantised formats arrive with their own spans)
+  KVTypes types;
+
+  KVLayout() = default;
+  KVLayout(int64_t layers, int64_t kv_heads, int64_t hd, DType dtype = DType::F32)
+      : KVLayout(layers, kv_heads, hd, KVTypes::uniform(kernels::kv_from_dtype(dtype))) {}
+  // InvalidInput when a quantised type cannot tile the shape (q4 needs an even head_dim).
+  KVLayout(int64_t layers, int64_t kv_heads, int64_t hd, KVTypes t);
 
   int64_t row_elems() const { return n_kv_heads * head_dim; }
-  // Bytes of one head's K (or V) row.
-  size_t head_bytes() const { return dtype_row_bytes(dtype, head_dim); }
-  // Bytes of K (or V) for one token in one layer.
-  size_t row_bytes() const { return dtype_row_bytes(dtype, row_elems()); }
-  // Bytes of K and V for one token across all layers: what a cached token costs.
-  size_t bytes_per_token() const { return 2 * row_bytes() * static_cast<size_t>(n_layers); }
+  int64_t value_group() const { return kernels::kv_value_group(row_elems(), head_dim); }
+  KVBlockGeometry geometry(KVDType k, KVDType v, int64_t tokens) const;
+  size_t block_bytes(KVDType k, KVDType v, int64_t tokens) const { return geometry(k, v, tokens).bytes; }
+  // Bytes of K and V for `tokens` tokens in all layers stored as reference, in whole key groups:
+  // what a reference token costs on average (exact for float types).
+  double reference_bytes_per_token() const;
 };
 
 }  // namespace folio

@@ -187,14 +187,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
     int64_t row;  // row in the batch's activations
     int64_t pos;  // absolute position
   };
-  auto store = [&](const Task& t) {
-    const DType dt = t.kv->layout().dtype;
-    const SequenceKV::Row r = t.kv->row(layer, t.pos);
-    for (int64_t h = 0; h < cfg_.n_kv_heads; ++h) {
-      convert_from_f32(dt, k + t.row * kv_row + h * hd, r.k + static_cast<size_t>(h) * r.head_stride, hd);
-      convert_from_f32(dt, v + t.row * kv_row + h * hd, r.v + static_cast<size_t>(h) * r.head_stride, hd);
-    }
-  };
+  auto store = [&](const Task& t) { t.kv->store(layer, t.pos, k + t.row * kv_row, v + t.row * kv_row); };
   // Attends every (token, head) of `tasks`, spread over the pool. Consecutive task indices of one
   // thread share a token, so its visible spans are gathered once per token.
   auto attend_all = [&](const std::vector<Task>& tasks) {
@@ -205,7 +198,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
     pool.run_on_all([&](int tid) {
       if (tid >= nthreads) return;
       std::vector<kernels::KVSpan> spans;
-      std::vector<float> scratch(static_cast<size_t>(max_rows));
+      std::vector<float> scratch(static_cast<size_t>(max_rows + hd));
       int64_t cur = -1;
       kernels::AttentionShape shape;
       // Contiguous head ranges per token when there are few tokens, strided tokens otherwise.
@@ -216,8 +209,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
           cur = ti;
           spans.clear();
           t.kv->visible_spans(layer, t.pos, spans);
-          const KVLayout& lay = t.kv->layout();
-          shape = {nh, cfg_.n_kv_heads, hd, lay.dtype, lay.head_bytes(), 1.0f / std::sqrt(static_cast<float>(hd))};
+          shape = {nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
         }
         kernels::attend(q + t.row * nh * hd, spans, shape, out + t.row * nh * hd, h, h + 1, scratch.data());
       }

@@ -41,6 +41,7 @@ class Decoder {
 
   const ModelConfig& config() const { return cfg_; }
   KVLayout kv_layout(DType kv_dtype) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, kv_dtype}; }
+  KVLayout kv_layout(const KVTypes& types) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, types}; }
 
   // One step for a batch. Appends each input's tokens to its KV (at its next positions), runs all
   // layers, and writes the logits of each input's last token to logits[i * vocab ...].

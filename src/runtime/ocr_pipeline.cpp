@@ -19,8 +19,11 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
-// Exactly `count` pages from what the model wrote for a pass of `count` pages.
-std::vector<OcrPage> fit_pages(std::vector<OcrPage> parsed, size_t count, size_t first, std::vector<std::string>& warnings) {
+const char* mode_name(VisionMode m) { return m == VisionMode::Gundam ? "gundam" : "base"; }
+
+}  // namespace
+
+std::vector<OcrPage> fit_ocr_pages(std::vector<OcrPage> parsed, size_t count, size_t first, std::vector<std::string>& warnings) {
   if (parsed.size() != count && !(parsed.empty() && count == 1))
     warnings.push_back("pages " + std::to_string(first + 1) + "-" + std::to_string(first + count) + ": the model wrote " +
                        std::to_string(parsed.size()) + " page(s) for " + std::to_string(count) +
@@ -34,10 +37,6 @@ std::vector<OcrPage> fit_pages(std::vector<OcrPage> parsed, size_t count, size_t
   parsed.resize(count);
   return parsed;
 }
-
-const char* mode_name(VisionMode m) { return m == VisionMode::Gundam ? "gundam" : "base"; }
-
-}  // namespace
 
 std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const OcrPages& pages, const OcrOptions& opt) {
   FOLIO_CHECK_INPUT(pages.size() > 0, "no pages to read");
@@ -77,7 +76,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
   const auto passes = plan_ocr_passes(model, pages, opt);
   Decoder& dec = model.decoder();
   const ModelConfig& cfg = dec.config();
-  KVBlockPool pool(dec.kv_layout(opt.kv_dtype), opt.kv_budget);
+  KVBlockPool pool(opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype), opt.kv_budget);
   Generator gen(dec, pool, threads);
 
   OcrResult out;
@@ -141,7 +140,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     st.prefill_ms += r.prefill_ms;
     st.decode_ms += r.decode_ms;
     st.stop_reasons.push_back(r.stop_reason);
-    for (OcrPage& p : fit_pages(model.parse(std::string_view(out.text).substr(text_start)), count, first, out.warnings))
+    for (OcrPage& p : fit_ocr_pages(model.parse(std::string_view(out.text).substr(text_start)), count, first, out.warnings))
       out.pages.push_back(std::move(p));
   }
   st.tokens_per_s = st.decode_ms > 0 ? 1000.0 * static_cast<double>(st.decode_tokens) / st.decode_ms : 0.0;

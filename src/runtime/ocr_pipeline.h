@@ -31,6 +31,7 @@ struct OcrOptions {
   VisionMode mode = VisionMode::Base;
   KVPolicy policy;                   // rswa, window 128 by default
   DType kv_dtype = DType::BF16;
+  std::optional<KVTypes> kv_types;  // overrides kv_dtype when set (quantised, per-part types)
   size_t kv_budget = 0;              // KV pool capacity in bytes, 0 = unlimited
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
@@ -85,6 +86,11 @@ struct OcrResult {
 // The passes `pages` is split into for `model` and `opt`: [first, count) pairs. InvalidInput when a
 // page alone does not fit the model's context or pages_per_pass is not possible.
 std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const OcrPages& pages, const OcrOptions& opt);
+
+// Exactly `count` pages from what the model wrote for the pass of `count` pages starting at page
+// `first` (0-based): missing pages are empty, extra ones are merged into the last page, and a
+// warning says so.
+std::vector<OcrPage> fit_ocr_pages(std::vector<OcrPage> parsed, size_t count, size_t first, std::vector<std::string>& warnings);
 
 OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads,
                   const OcrCallbacks& callbacks = {});

@@ -60,7 +60,7 @@ TEST_F(Cli, GenerateAndInspectWork) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("architecture: llama"), std::string::npos) << r.out;
   // K and V x 2 layers x 2 KV heads x 16 dims x 2 bytes.
-  EXPECT_NE(r.out.find("kv bytes per token (bf16): 256"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv bytes per token (bf16): 256.0"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, TruncatedSafetensorsIsAClearError) {

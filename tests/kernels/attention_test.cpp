@@ -38,11 +38,19 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
           convert_to_f32(dt, ks.data() + dst, &kr[src], hd);
           convert_to_f32(dt, vs.data() + dst, &vr[src], hd);
         }
-      std::vector<KVSpan> spans = {{ks.data(), vs.data(), 5, head_stride},
-                                   {ks.data() + 5 * hb, vs.data() + 5 * hb, 16, head_stride},
-                                   {ks.data() + 21 * hb, vs.data() + 21 * hb, 16, head_stride}};
-      AttentionShape shape{heads, kv_heads, hd, dt, hb, 1.0f / std::sqrt(static_cast<float>(hd))};
-      std::vector<float> out(q.size()), scratch(rows);
+      const KVDType kt = kv_from_dtype(dt);
+      auto span = [&](int64_t first, int64_t n) {
+        KVSpan sp;
+        sp.k = ks.data() + first * hb;
+        sp.v = vs.data() + first * hb;
+        sp.tokens = n;
+        sp.k_head_stride = sp.v_head_stride = head_stride;
+        sp.k_type = sp.v_type = kt;
+        return sp;
+      };
+      std::vector<KVSpan> spans = {span(0, 5), span(5, 16), span(21, 16)};
+      AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      std::vector<float> out(q.size()), scratch(rows + hd);
       attend(q.data(), spans, shape, out.data(), 0, heads, scratch.data());
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t kh = h / (heads / kv_heads);

@@ -55,12 +55,12 @@ TEST(SequenceKV, RswaKeepsReferenceAndLastWindow) {
 
 TEST(SequenceKV, BytesAreFlatUnderRswaAndGrowUnderFull) {
   KVBlockPool pool(tiny_layout(DType::BF16), 0);
-  const size_t row = pool.layout().row_bytes();
+  const size_t blk = pool.block_bytes(4), ring = pool.block_bytes(8);
   SequenceKV r(pool, 1, KVPolicy::parse("rswa", 8), 4);
   SequenceKV f(pool, 2, KVPolicy::parse("full", 8), 4);
   r.append(16, true);
   f.append(16, true);
-  EXPECT_EQ(r.bytes(), 2 * 2 * 16 * row);  // 2 layers x (K + V) x 16 rows
+  EXPECT_EQ(r.bytes(), 2 * 4 * blk);  // 2 layers x 4 blocks of 4 rows
   size_t flat = 0;
   for (int i = 0; i < 40; ++i) {
     r.append(1, false);
@@ -70,15 +70,15 @@ TEST(SequenceKV, BytesAreFlatUnderRswaAndGrowUnderFull) {
       EXPECT_EQ(r.bytes(), flat);
     }
   }
-  EXPECT_EQ(flat, 2 * 2 * (16 + 8) * row);
-  EXPECT_EQ(f.bytes(), 2 * 2 * 56 * row);  // 16 + 40 rows, all in whole 4-row blocks
+  EXPECT_EQ(flat, 2 * (4 * blk + ring));
+  EXPECT_EQ(f.bytes(), 2 * 14 * blk);  // 16 + 40 rows, all in whole 4-row blocks
   EXPECT_EQ(pool.bytes_in_use(), r.bytes() + f.bytes());
   EXPECT_EQ(pool.bytes_for(1, 0), r.bytes() / 2);  // per-layer accounting
 }
 
 TEST(SequenceKV, ReleasesEverythingAndRefusesPastCapacity) {
   KVLayout lay = tiny_layout();
-  KVBlockPool pool(lay, 2 * 2 * 8 * lay.row_bytes());  // room for 8 tokens in 2 layers
+  KVBlockPool pool(lay, 2 * 2 * lay.block_bytes(KVDType::F32, KVDType::F32, 4));  // room for 8 tokens in 2 layers
   {
     SequenceKV a(pool, 1, KVPolicy::parse("full", 4), 4);
     a.append(8, true);

@@ -12,18 +12,26 @@ namespace folio::kernels {
 
 void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape& s, float* out,
             int64_t head_begin, int64_t head_end, float* scratch) {
-  if (s.kv_dtype == DType::Q8_0) throw_invalid("attention: q8_0 KV spans are not supported");
   const detail::KernelTable& table = detail::table_for(active_isa());
-  const int t = static_cast<int>(s.kv_dtype);  // F32, F16, BF16 index the row kernels
-  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t group = s.n_heads / s.n_kv_heads, hd = s.head_dim;
+  int64_t total = 0;
+  for (const KVSpan& sp : spans) total += sp.tokens;
+  float* qs = scratch + total;  // per-group scaled query of quantised keys
   for (int64_t h = head_begin; h < head_end; ++h) {
-    const float* qh = q + h * s.head_dim;
-    float* oh = out + h * s.head_dim;
-    const size_t kv_head = static_cast<size_t>(h / group);
+    const float* qh = q + h * hd;
+    float* oh = out + h * hd;
+    const auto kv_head = h / group;
     // Pass 1: scaled scores over every row of every span.
     int64_t rows = 0;
     for (const KVSpan& sp : spans) {
-      table.dot_rows[t](qh, sp.k + kv_head * sp.head_stride, s.head_bytes, sp.tokens, s.head_dim, s.scale, scratch + rows);
+      const uint8_t* kh = sp.k + static_cast<size_t>(kv_head) * sp.k_head_stride;
+      const size_t rb = kv_row_bytes(sp.k_type, hd);
+      if (kv_quantized(sp.k_type)) {
+        const uint16_t* params = sp.k_params + kv_head * kv_params_per_group(sp.k_type) * hd;
+        dot_key_rows(sp.k_type, qh, kh, rb, params, sp.tokens, hd, s.scale, qs, scratch + rows);
+      } else {
+        table.dot_rows[static_cast<int>(kv_float_dtype(sp.k_type))](qh, kh, rb, sp.tokens, hd, s.scale, scratch + rows);
+      }
       rows += sp.tokens;
     }
     // Softmax numerators in place; normalised once at the end.
@@ -31,14 +39,21 @@ void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape&
     for (int64_t i = 0; i < rows; ++i) m = std::max(m, scratch[i]);
     const double sum = table.exp_sum(scratch, rows, m);
     // Pass 2: probability-weighted sum of the value rows.
-    std::memset(oh, 0, sizeof(float) * static_cast<size_t>(s.head_dim));
+    std::memset(oh, 0, sizeof(float) * static_cast<size_t>(hd));
     rows = 0;
     for (const KVSpan& sp : spans) {
-      table.axpy_rows[t](scratch + rows, sp.v + kv_head * sp.head_stride, s.head_bytes, sp.tokens, s.head_dim, oh);
+      const uint8_t* vh = sp.v + static_cast<size_t>(kv_head) * sp.v_head_stride;
+      const size_t rb = kv_row_bytes(sp.v_type, hd);
+      if (kv_quantized(sp.v_type)) {
+        axpy_value_rows(sp.v_type, scratch + rows, vh, rb, sp.v_params, sp.v_param_stride, kv_head * hd / sp.v_group,
+                        sp.v_group, sp.tokens, hd, oh);
+      } else {
+        table.axpy_rows[static_cast<int>(kv_float_dtype(sp.v_type))](scratch + rows, vh, rb, sp.tokens, hd, oh);
+      }
       rows += sp.tokens;
     }
     const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.f;
-    for (int64_t i = 0; i < s.head_dim; ++i) oh[i] *= inv;
+    for (int64_t i = 0; i < hd; ++i) oh[i] *= inv;
   }
 }
 

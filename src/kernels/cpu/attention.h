@@ -10,30 +10,42 @@
 #include <span>
 
 #include "core/dtype.h"
+#include "kernels/cpu/kv_quant.h"
 
 namespace folio::kernels {
 
 // `tokens` rows of keys and values stored head-major: KV head h of row t starts at
-// k + h * head_stride + t * head_bytes (V likewise), so one head's rows are contiguous and a
-// query head streams them without striding over the other heads.
+// k + h * k_head_stride + t * kv_row_bytes(k_type, head_dim) (V likewise), so one head's rows are
+// contiguous and a query head streams them without striding over the other heads. Each span has
+// its own storage types, so reference blocks, quantised groups and an f16 window can be mixed.
 struct KVSpan {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   int64_t tokens = 0;
-  size_t head_stride = 0;
+  size_t k_head_stride = 0;
+  size_t v_head_stride = 0;
+  KVDType k_type = KVDType::F32;
+  KVDType v_type = KVDType::F32;
+  // Quantised keys: per KV head h, params at k_params + h * nparams * head_dim (see kv_quant.h);
+  // the same for every row of the span (one key group).
+  const uint16_t* k_params = nullptr;
+  // Quantised values: row t's params at v_params + t * v_param_stride, channel group g at
+  // + g * nparams; head h uses groups from h * head_dim / v_group.
+  const uint16_t* v_params = nullptr;
+  size_t v_param_stride = 0;
+  int64_t v_group = 0;
 };
 
 struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  DType kv_dtype = DType::F32;
-  size_t head_bytes = 0;  // bytes of one head's K (or V) row: head_dim elements of kv_dtype
-  float scale = 1.0f;    // usually 1/sqrt(head_dim)
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
 // For heads [head_begin, head_end): out[h] = softmax(scale * q[h] . K^T) V over every span row.
-// q and out are [n_heads, head_dim] f32. `scratch` holds at least the total span rows (floats).
+// q and out are [n_heads, head_dim] f32. `scratch` holds at least the total span rows + head_dim
+// floats.
 void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape& shape, float* out,
             int64_t head_begin, int64_t head_end, float* scratch);
 
