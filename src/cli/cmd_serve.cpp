@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,10 @@ Runner add_serve(CLI::App& app) {
     ServerConfig cfg = load_server_config(src);
     const std::string model_path = resolved_model_path(cfg);
     if (!std::filesystem::exists(model_path)) throw_invalid("model.path: " + model_path + " does not exist");
+    // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)
+    // lets freed memory scatter over many arenas, so RSS creeps up for thousands of requests
+    // (measured: +10 MiB over 2000 OCR requests by default, +2.5 MiB and flat with one or two).
+    mallopt(M_ARENA_MAX, 2);
     Service svc(cfg);
     // SIGTERM / SIGINT are taken by sigwait below; block them before any thread starts so that
     // every thread inherits the mask and none of them is interrupted instead.

@@ -25,5 +25,6 @@ struct SubRunner {
   Runner run;
 };
 SubRunner add_bench_accuracy(CLI::App& bench);
+SubRunner add_bench_serve(CLI::App& bench);
 
 }  // namespace folio::cli

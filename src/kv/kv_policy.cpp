@@ -10,12 +10,26 @@ KVPolicy KVPolicy::parse(std::string_view name, int64_t window) {
     p.kind = KVPolicyKind::Full;
   } else if (name == "rswa" || name == "reference_sliding_window") {
     p.kind = KVPolicyKind::RSwa;
+  } else if (name == "sparse") {
+    p.kind = KVPolicyKind::Sparse;
+  } else if (name == "rolling") {
+    p.kind = KVPolicyKind::Rolling;
   } else {
-    throw_invalid("unknown KV policy '" + std::string(name) + "' (expected full or rswa)");
+    throw_invalid("unknown KV policy '" + std::string(name) + "' (expected full, rswa, sparse or rolling)");
   }
   if (window < 1) throw_invalid("window must be at least 1, got " + std::to_string(window));
   p.window = window;
   return p;
+}
+
+std::string KVPolicy::name() const {
+  switch (kind) {
+    case KVPolicyKind::Full: return "full";
+    case KVPolicyKind::RSwa: return "rswa";
+    case KVPolicyKind::Sparse: return "sparse";
+    case KVPolicyKind::Rolling: return "rolling";
+  }
+  return "?";
 }
 
 }  // namespace folio

@@ -1,9 +1,18 @@
-// KVPolicy: which past tokens a sequence keeps in its cache.
+// KVPolicy: which past tokens a sequence keeps in its cache, and which of them a query reads.
 //
-//   full  every token stays; the cache grows with the output.
-//   rswa  Reference Sliding Window Attention: the reference (the whole first prefill) stays pinned
-//         and fully visible; of the generated tokens only the last `window` (the current one and
-//         window-1 before it) are kept, in a ring. The cache stops growing once the ring is full.
+//   full     every token stays; the cache grows with the output.
+//   rswa     Reference Sliding Window Attention: the reference (the whole first prefill) stays pinned
+//            and fully visible; of the generated tokens only the last `window` (the current one and
+//            window-1 before it) are kept, in a ring. The cache stops growing once the ring is full.
+//   sparse   rswa's cache, but a generated token reads only part of the reference: the reference is
+//            cut into units of at most `unit_tokens` tokens aligned to its segments (pages); each
+//            unit keeps per-channel key minima and maxima, and each layer and KV head reads the
+//            `top_k` units whose bound on q.k is largest (Quest), plus the first and last unit of
+//            the reference, plus the window. Work per token is flat in the page count.
+//   rolling  rswa's window, but the reference is a queue of segments (pages): new segments may be
+//            appended while generating and old ones dropped, so at most a few pages are resident.
+//            Positions are kept, never re-based: a token keeps the position it was appended at, and
+//            a later segment takes the next free positions (see SequenceKV).
 #pragma once
 
 #include <cstdint>
@@ -12,15 +21,21 @@
 
 namespace folio {
 
-enum class KVPolicyKind { Full, RSwa };
+enum class KVPolicyKind { Full, RSwa, Sparse, Rolling };
 
 struct KVPolicy {
   KVPolicyKind kind = KVPolicyKind::RSwa;
   int64_t window = 128;
+  int64_t top_k = 8;          // sparse: reference units read per layer and KV head
+  int64_t unit_tokens = 64;   // sparse: most tokens of one unit
+  int64_t resident_pages = 4; // rolling: most reference segments kept (the pipeline enforces it)
 
-  // Parses "full" or "rswa" (also "reference_sliding_window"); rejects unknown names and window < 1.
+  // Parses "full", "rswa" (also "reference_sliding_window"), "sparse" or "rolling"; rejects unknown
+  // names and window < 1.
   static KVPolicy parse(std::string_view name, int64_t window);
-  std::string name() const { return kind == KVPolicyKind::Full ? "full" : "rswa"; }
+  std::string name() const;
+  // rswa, sparse and rolling keep a window ring for generated tokens.
+  bool windowed() const { return kind != KVPolicyKind::Full; }
 };
 
 }  // namespace folio

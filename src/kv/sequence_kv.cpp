@@ -1,6 +1,7 @@
 #include "kv/sequence_kv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -21,14 +22,22 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       id_(id),
       policy_(policy),
       block_tokens_(block_tokens),
-      blocks_(static_cast<size_t>(pool.layout().n_layers)),
       ring_(static_cast<size_t>(pool.layout().n_layers)),
-      stage_(static_cast<size_t>(pool.layout().n_layers), -1),
-      block_done_(static_cast<size_t>(pool.layout().n_layers), 0),
-      window_done_(static_cast<size_t>(pool.layout().n_layers), 0) {
+      seg_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
+      win_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
+      seg_done_(static_cast<size_t>(pool.layout().n_layers), 0),
+      win_done_(static_cast<size_t>(pool.layout().n_layers), 0),
+      active_(new std::atomic<size_t>[static_cast<size_t>(pool.layout().n_layers * pool.layout().n_kv_heads)]) {
   if (policy.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(policy.window));
   if (block_tokens < 1) throw_invalid("KV block size must be at least 1 token");
   if (blocks_quantized()) block_tokens_ = kKVKeyGroup;  // one key group per block
+  if (policy.kind == KVPolicyKind::Sparse) {
+    if (policy.top_k < 1) throw_invalid("sparse top-k must be at least 1, got " + std::to_string(policy.top_k));
+    if (policy.unit_tokens < 1 || policy.unit_tokens % block_tokens_ != 0)
+      throw_invalid("sparse unit size must be a positive multiple of the KV block size (" + std::to_string(block_tokens_) +
+                    "), got " + std::to_string(policy.unit_tokens));
+  }
+  for (int64_t i = 0; i < pool.layout().n_layers * pool.layout().n_kv_heads; ++i) active_[static_cast<size_t>(i)] = 0;
 }
 
 SequenceKV::~SequenceKV() { release_all(); }
@@ -40,91 +49,172 @@ bool SequenceKV::blocks_quantized() const {
 
 bool SequenceKV::window_quantized() const {
   const KVTypes& t = pool_.layout().types;
-  return policy_.kind == KVPolicyKind::RSwa && (kv_quantized(t.win_k) || kv_quantized(t.win_v));
+  return policy_.windowed() && (kv_quantized(t.win_k) || kv_quantized(t.win_v));
 }
 
 void SequenceKV::release_all() {
-  for (auto& layer : blocks_) {
-    for (int64_t b : layer) pool_.release(b);
-    layer.clear();
-  }
+  for (auto& s : segments_)
+    for (auto& layer : s.blocks) {
+      for (int64_t b : layer) pool_.release(b);
+      layer.clear();
+    }
   for (auto& r : ring_) {
     for (int64_t b : r) pool_.release(b);
     r.clear();
   }
-  for (auto& s : stage_) {
-    if (s >= 0) pool_.release(s);
-    s = -1;
+  for (auto* stages : {&seg_stage_, &win_stage_})
+    for (auto& s : *stages) {
+      if (s >= 0) pool_.release(s);
+      s = -1;
+    }
+}
+
+SequenceKV::Where SequenceKV::locate(int64_t pos) const {
+  // The last segment starting at or before pos.
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), pos,
+                             [](int64_t p, const Segment& s) { return p < s.first; });
+  Where w;
+  if (it == segments_.begin()) {
+    w.generated = pos;
+    return w;
+  }
+  const auto i = static_cast<int64_t>(it - segments_.begin()) - 1;
+  const Segment& s = segments_[static_cast<size_t>(i)];
+  if (pos < s.first + s.length) {
+    w.segment = i;
+    w.row = pos - s.first;
+    return w;
+  }
+  // Generated: positions past this segment minus the reference tokens before them.
+  int64_t ref_before = 0;
+  for (int64_t k = 0; k <= i; ++k) ref_before += segments_[static_cast<size_t>(k)].length;
+  w.generated = pos - ref_before;
+  return w;
+}
+
+void SequenceKV::close_segment() {
+  if (!open_) return;
+  open_ = false;
+  if (segments_.empty() || seg_stage_[0] < 0) return;
+  Segment& s = segments_.back();
+  for (size_t l = 0; l < seg_stage_.size(); ++l) {
+    // The segment's last, partial group: quantise what it holds, then free the staging.
+    if (seg_done_[l] < s.length)
+      quantize_stage(seg_stage_[l], s.length - seg_done_[l], s.blocks[l][static_cast<size_t>(seg_done_[l] / block_tokens_)]);
+    seg_done_[l] = 0;
+    pool_.release(seg_stage_[l]);
+    seg_stage_[l] = -1;
   }
 }
 
 int64_t SequenceKV::append(int64_t n, bool reference) {
   if (n < 0) throw_invalid("cannot append a negative number of tokens");
-  if (reference && sealed_) throw_invalid("the reference is sealed: generation has already started");
+  if (reference && sealed_ && policy_.kind != KVPolicyKind::Rolling)
+    throw_invalid("the reference is sealed: generation has already started");
+  if (n == 0) return length_;
   const KVTypes& types = pool_.layout().types;
-  const int64_t layers = pool_.layout().n_layers, G = kKVKeyGroup;
+  const int64_t layers = pool_.layout().n_layers, G = kKVKeyGroup, bt = block_tokens_;
   const bool to_blocks = reference || policy_.kind == KVPolicyKind::Full;
-  const bool sealing = !reference && !sealed_ && n > 0;
-  const bool needs_ring = !to_blocks && ring_[0].empty() && n > 0;
-  const bool qwin = window_quantized();
-  // The reference's staging group is quantised and freed when generation starts; a quantised
-  // window needs its own staging then.
-  const bool drop_ref_stage = sealing && policy_.kind == KVPolicyKind::RSwa && stage_[0] >= 0;
-  const bool needs_stage = n > 0 && ((to_blocks && blocks_quantized() && stage_[0] < 0) ||
-                                     (!to_blocks && qwin && (stage_[0] < 0 || drop_ref_stage)));
+  const bool start_segment = to_blocks && (segments_.empty() || (reference && (new_segment_ || !open_)));
+  // A segment ends when the next one starts or generation takes over.
+  if (start_segment || !to_blocks) close_segment();
 
+  const bool qwin = window_quantized();
+  const bool needs_ring = !to_blocks && ring_[0].empty();
+  const bool needs_seg_stage = to_blocks && blocks_quantized() && seg_stage_[0] < 0;
+  const bool needs_win_stage = !to_blocks && qwin && win_stage_[0] < 0;
   // Work out what is missing, check it fits as a whole, then allocate: a refused append leaves the
-  // sequence exactly as it was.
-  int64_t have_rows = static_cast<int64_t>(blocks_[0].size()) * block_tokens_;
+  // sequence as it was.
   int64_t new_blocks = 0;
   if (to_blocks) {
-    int64_t need_rows = length_ + n;
-    new_blocks = std::max<int64_t>(0, (need_rows - have_rows + block_tokens_ - 1) / block_tokens_);
+    const int64_t have_rows = start_segment ? 0 : static_cast<int64_t>(segments_.back().blocks[0].size()) * bt;
+    const int64_t need_rows = (start_segment ? 0 : segments_.back().length) + n;
+    new_blocks = std::max<int64_t>(0, (need_rows - have_rows + bt - 1) / bt);
   }
   const int64_t ring_slots = qwin ? (policy_.window + G - 1) / G : 1;
-  size_t per_layer = static_cast<size_t>(new_blocks) * pool_.block_bytes(block_tokens_);
+  size_t per_layer = static_cast<size_t>(new_blocks) * pool_.block_bytes(bt);
   if (needs_ring)
     per_layer += qwin ? static_cast<size_t>(ring_slots) * pool_.block_bytes(G, types.win_k, types.win_v)
                       : pool_.block_bytes(policy_.window, types.win_k, types.win_v);
-  KVDType sk = to_blocks ? stage_type(types.ref_k) : stage_type(types.win_k);
-  KVDType sv = to_blocks ? stage_type(types.ref_v) : stage_type(types.win_v);
-  if (needs_stage) per_layer += pool_.block_bytes(G, sk, sv);
-  size_t need_bytes = static_cast<size_t>(layers) * per_layer;
-  const size_t freed = drop_ref_stage ? static_cast<size_t>(layers) * pool_.block(stage_[0]).bytes : 0;
-  if (!pool_.can_allocate(need_bytes > freed ? need_bytes - freed : 0))
+  if (needs_seg_stage) per_layer += pool_.block_bytes(G, stage_type(types.ref_k), stage_type(types.ref_v));
+  if (needs_win_stage) per_layer += pool_.block_bytes(G, stage_type(types.win_k), stage_type(types.win_v));
+  const size_t need_bytes = static_cast<size_t>(layers) * per_layer;
+  if (!pool_.can_allocate(need_bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool cannot hold " + std::to_string(n) + " more tokens for sequence " +
                                               std::to_string(id_) + " (" + std::to_string(need_bytes) + " bytes; " +
                                               std::to_string(pool_.bytes_in_use()) + " of " +
                                               std::to_string(pool_.capacity_bytes()) + " in use)");
+  if (start_segment) {
+    Segment s;
+    s.first = length_;
+    s.blocks.resize(static_cast<size_t>(layers));
+    segments_.push_back(std::move(s));
+    new_segment_ = false;
+  }
   for (int64_t l = 0; l < layers; ++l) {
     const auto li = static_cast<size_t>(l);
-    if (drop_ref_stage) {
-      // The reference's last, partial group: quantise what it holds, then free the staging.
-      if (block_done_[li] < reference_len_)
-        quantize_stage(l, reference_len_ - block_done_[li], blocks_[li][static_cast<size_t>(block_done_[li] / G)]);
-      block_done_[li] = reference_len_;
-      pool_.release(stage_[li]);
-      stage_[li] = -1;
-    }
-    for (int64_t b = 0; b < new_blocks; ++b) blocks_[li].push_back(pool_.allocate(id_, l, block_tokens_));
+    for (int64_t b = 0; b < new_blocks; ++b) segments_.back().blocks[li].push_back(pool_.allocate(id_, l, bt));
     if (needs_ring)
       for (int64_t s = 0; s < ring_slots; ++s)
         ring_[li].push_back(pool_.allocate(id_, l, qwin ? G : policy_.window, types.win_k, types.win_v));
-    if (needs_stage) stage_[li] = pool_.allocate(id_, l, G, sk, sv);
+    if (needs_seg_stage) seg_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.ref_k), stage_type(types.ref_v));
+    if (needs_win_stage) win_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.win_k), stage_type(types.win_v));
   }
-  int64_t first = length_;
+  const int64_t first = length_;
   length_ += n;
+  if (to_blocks) {
+    segments_.back().length += n;
+    open_ = true;
+  }
   if (reference) {
-    reference_len_ = length_;
-  } else if (n > 0) {
+    reference_len_ += n;
+  } else {
+    generated_ += n;
     sealed_ = true;
+    if (policy_.kind == KVPolicyKind::Sparse && !summarised_) summarise();
   }
   return first;
 }
 
-void SequenceKV::quantize_stage(int64_t layer, int64_t rows, int64_t dst) {
+SequenceKV::Mark SequenceKV::mark() const {
+  return {length_, generated_, segments_.size(), segments_.empty() ? 0 : segments_.back().length, sealed_, new_segment_};
+}
+
+void SequenceKV::rollback(const Mark& m) {
+  while (segments_.size() > m.segments) {
+    for (auto& layer : segments_.back().blocks)
+      for (int64_t b : layer) pool_.release(b);
+    reference_len_ -= segments_.back().length;
+    segments_.pop_back();
+    open_ = false;
+  }
+  if (!segments_.empty() && segments_.back().length != m.last_segment_length) {
+    if (policy_.kind != KVPolicyKind::Full || m.generated == generated_)
+      reference_len_ -= segments_.back().length - m.last_segment_length;
+    segments_.back().length = m.last_segment_length;
+  }
+  length_ = m.length;
+  generated_ = m.generated;
+  sealed_ = m.sealed;
+  new_segment_ = m.new_segment;
+}
+
+void SequenceKV::drop_segment(size_t index) {
+  if (policy_.kind != KVPolicyKind::Rolling) throw_invalid("only the rolling policy drops reference segments");
+  if (index >= segments_.size()) throw_invalid("no reference segment " + std::to_string(index));
+  Segment& s = segments_[index];
+  if (!s.live) return;
+  if (open_ && index + 1 == segments_.size()) throw_invalid("cannot drop the reference segment being filled");
+  for (auto& layer : s.blocks) {
+    for (int64_t b : layer) pool_.release(b);
+    layer.clear();
+  }
+  s.live = false;
+}
+
+void SequenceKV::quantize_stage(int64_t stage, int64_t rows, int64_t dst) {
   const KVLayout& lay = pool_.layout();
-  const KVBlock& s = pool_.block(stage_[static_cast<size_t>(layer)]);
+  const KVBlock& s = pool_.block(stage);
   const KVBlock& d = pool_.block(dst);
   const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
   std::vector<float> x(static_cast<size_t>(rows * D)), row(static_cast<size_t>(lay.row_elems()));
@@ -176,11 +266,12 @@ void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* 
   const KVLayout& lay = pool_.layout();
   const int64_t G = kKVKeyGroup, D = lay.head_dim;
   const auto li = static_cast<size_t>(layer);
-  const bool blocks = in_blocks(pos);
-  const bool staged = blocks ? blocks_quantized() : window_quantized();
+  const Where w = locate(pos);
+  const bool staged = window_pos(w) ? window_quantized() : blocks_quantized();
   if (!staged) {
     const Row r = row(layer, pos);
-    const KVBlock& b = pool_.block(blocks ? blocks_[li][static_cast<size_t>(pos / block_tokens_)] : ring_[li][0]);
+    const KVBlock& b = pool_.block(window_pos(w) ? ring_[li][0]
+                                                 : segments_[static_cast<size_t>(w.segment)].blocks[li][static_cast<size_t>(w.row / block_tokens_)]);
     const DType kt = kernels::kv_float_dtype(b.k_type), vt = kernels::kv_float_dtype(b.v_type);
     for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
       convert_from_f32(kt, k + h * D, r.k + static_cast<size_t>(h) * b.k_head_stride, D);
@@ -188,8 +279,10 @@ void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* 
     }
     return;
   }
-  const int64_t j = blocks ? pos : pos - reference_len_;  // index within the region
-  const KVBlock& s = pool_.block(stage_[li]);
+  const int64_t j = window_pos(w) ? w.generated : w.row;  // index within the region
+  if (!window_pos(w) && (!open_ || w.segment + 1 != static_cast<int64_t>(segments_.size())))
+    throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a closed quantised segment");
+  const KVBlock& s = pool_.block(window_pos(w) ? win_stage_[li] : seg_stage_[li]);
   const int64_t row = j % G;
   const size_t kb = kv_row_bytes(s.k_type, D), vb = kv_row_bytes(s.v_type, D);
   for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
@@ -200,30 +293,31 @@ void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* 
   }
   if (row != G - 1) return;
   const int64_t group = j / G;
-  if (blocks) {
-    quantize_stage(layer, G, blocks_[li][static_cast<size_t>(group)]);
-    block_done_[li] = j + 1;
+  if (window_pos(w)) {
+    quantize_stage(win_stage_[li], G, ring_[li][static_cast<size_t>(group) % ring_[li].size()]);
+    win_done_[li] = j + 1;
   } else {
-    quantize_stage(layer, G, ring_[li][static_cast<size_t>(group) % ring_[li].size()]);
-    window_done_[li] = j + 1;
+    quantize_stage(seg_stage_[li], G, segments_[static_cast<size_t>(w.segment)].blocks[li][static_cast<size_t>(group)]);
+    seg_done_[li] = j + 1;
   }
 }
 
 SequenceKV::Row SequenceKV::row(int64_t layer, int64_t pos) const {
   if (pos < 0 || pos >= length_) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " not appended");
-  const bool blocks = in_blocks(pos);
-  if (blocks ? blocks_quantized() : window_quantized())
+  const Where w = locate(pos);
+  if (window_pos(w) ? window_quantized() : blocks_quantized())
     throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a quantised region");
   int64_t id, row;
-  if (blocks) {
-    id = blocks_[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_tokens_)];
-    row = pos % block_tokens_;
+  if (!window_pos(w)) {
+    const Segment& s = segments_[static_cast<size_t>(w.segment)];
+    if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
+    id = s.blocks[static_cast<size_t>(layer)][static_cast<size_t>(w.row / block_tokens_)];
+    row = w.row % block_tokens_;
   } else {
     // Ring slot of generated token j. Within a chunk longer than the window, slots are reused in
     // position order (see the class comment), so no eviction check is possible here.
-    int64_t j = pos - reference_len_;
     id = ring_[static_cast<size_t>(layer)][0];
-    row = j % policy_.window;
+    row = w.generated % policy_.window;
   }
   const KVBlock& b = pool_.block(id);
   const size_t kb = kv_row_bytes(b.k_type, pool_.layout().head_dim), vb = kv_row_bytes(b.v_type, pool_.layout().head_dim);
@@ -249,23 +343,22 @@ kernels::KVSpan SequenceKV::span_of(const KVBlock& b, int64_t first_row, int64_t
   return sp;
 }
 
-void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const {
+void SequenceKV::emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out) const {
   const auto li = static_cast<size_t>(layer);
-  const auto& blocks = blocks_[li];
-  // Rows held in blocks that this query may see: causal up to pos, and never past the reference
-  // under rswa (generated tokens live in the ring there).
-  int64_t block_rows = policy_.kind == KVPolicyKind::Full ? pos + 1 : std::min(pos + 1, reference_len_);
-  const bool qb = blocks_quantized();
-  for (size_t i = 0; static_cast<int64_t>(i) * block_tokens_ < block_rows; ++i) {
-    const int64_t start = static_cast<int64_t>(i) * block_tokens_;
-    const int64_t rows = std::min(block_tokens_, block_rows - start);
-    // A group not yet quantised is read from the staging block.
-    const bool staged = qb && start >= block_done_[li];
-    out.push_back(span_of(pool_.block(staged ? stage_[li] : blocks[i]), 0, rows));
+  const int64_t bt = block_tokens_;
+  const bool open_last = open_ && &s == &segments_.back() && blocks_quantized();
+  for (int64_t i = a / bt; i * bt < b; ++i) {
+    const int64_t lo = std::max(a, i * bt), hi = std::min(b, (i + 1) * bt);
+    // A group not yet quantised is read from the staging block (group == block when quantised).
+    const bool staged = open_last && i * bt >= seg_done_[li];
+    out.push_back(span_of(pool_.block(staged ? seg_stage_[li] : s.blocks[li][static_cast<size_t>(i)]), lo - i * bt, hi - lo));
   }
-  if (policy_.kind != KVPolicyKind::RSwa || pos < reference_len_) return;
-  // Generated token j = pos - P sees generated tokens max(0, j-W+1)..j.
-  const int64_t j = pos - reference_len_, W = policy_.window;
+}
+
+void SequenceKV::emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const {
+  // Generated token j sees generated tokens max(0, j-W+1)..j.
+  const auto li = static_cast<size_t>(layer);
+  const int64_t W = policy_.window;
   if (!window_quantized()) {
     // While j < W they are ring rows 0..j; after that the whole ring (the rows of older tokens were
     // overwritten in order).
@@ -276,29 +369,138 @@ void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::
   const auto slots = static_cast<int64_t>(ring_[li].size());
   for (int64_t g = lo / G; g <= j / G; ++g) {
     const int64_t first = std::max(lo, g * G) - g * G, last = std::min(j, g * G + G - 1) - g * G;
-    const bool quantised = g * G < window_done_[li];
-    const int64_t id = quantised ? ring_[li][static_cast<size_t>(g % slots)] : stage_[li];
+    const bool quantised = g * G < win_done_[li];
+    const int64_t id = quantised ? ring_[li][static_cast<size_t>(g % slots)] : win_stage_[li];
     out.push_back(span_of(pool_.block(id), first, last - first + 1));
   }
 }
 
-size_t SequenceKV::visible_bytes(int64_t pos) const {
-  const KVLayout& lay = pool_.layout();
-  const auto H = static_cast<size_t>(lay.n_kv_heads), D = static_cast<size_t>(lay.head_dim);
-  std::vector<kernels::KVSpan> spans;
-  for (int64_t l = 0; l < lay.n_layers; ++l) visible_spans(l, pos, spans);
-  size_t bytes = 0;
-  for (const kernels::KVSpan& s : spans) {
-    const auto T = static_cast<size_t>(s.tokens);
-    bytes += T * H * (kv_row_bytes(s.k_type, lay.head_dim) + kv_row_bytes(s.v_type, lay.head_dim));
-    bytes += H * static_cast<size_t>(kernels::kv_params_per_group(s.k_type)) * D * 2 + T * s.v_param_stride * 2;
+void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const {
+  const Where w = locate(pos);
+  for (const Segment& s : segments_) {
+    if (!s.live || s.first > pos) continue;
+    // Causal inside the reference (and everywhere under `full`); a generated token sees it all.
+    const int64_t rows = window_pos(w) ? s.length : std::min(s.length, pos - s.first + 1);
+    emit_rows(layer, s, 0, rows, out);
   }
+  if (window_pos(w)) emit_window(layer, w.generated, out);
+}
+
+void SequenceKV::summarise() {
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, U = policy_.unit_tokens, bt = block_tokens_;
+  std::vector<float> keys(static_cast<size_t>(bt * D));
+  for (Segment& s : segments_) {
+    const int64_t units = (s.length + U - 1) / U;
+    s.summary.assign(static_cast<size_t>(lay.n_layers), {});
+    for (int64_t l = 0; l < lay.n_layers; ++l) {
+      std::vector<float>& sum = s.summary[static_cast<size_t>(l)];
+      sum.assign(static_cast<size_t>(units * H * 2 * D), 0.f);
+      for (int64_t u = 0; u < units; ++u)
+        for (int64_t h = 0; h < H; ++h) {
+          float* mn = sum.data() + ((u * H + h) * 2) * D;
+          float* mx = mn + D;
+          std::fill(mn, mn + D, INFINITY);
+          std::fill(mx, mx + D, -INFINITY);
+          for (int64_t i = u * U / bt; i * bt < std::min(s.length, (u + 1) * U); ++i) {
+            const KVBlock& b = pool_.block(s.blocks[static_cast<size_t>(l)][static_cast<size_t>(i)]);
+            const int64_t rows = std::min(bt, s.length - i * bt);
+            const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
+            if (kv_quantized(b.k_type))
+              kernels::dequantize_key_rows(b.k_type, kh, b.k_params + h * kernels::kv_params_per_group(b.k_type) * D, rows, D,
+                                           keys.data());
+            else
+              convert_to_f32(kernels::kv_float_dtype(b.k_type), kh, keys.data(), rows * D);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < D; ++c) {
+                mn[c] = std::min(mn[c], keys[static_cast<size_t>(r * D + c)]);
+                mx[c] = std::max(mx[c], keys[static_cast<size_t>(r * D + c)]);
+              }
+          }
+        }
+    }
+  }
+  summarised_ = true;
+}
+
+void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const float* q, int64_t group,
+                             std::vector<kernels::KVSpan>& out) const {
+  if (!per_head_spans(pos)) {
+    visible_spans(layer, pos, out);
+    return;
+  }
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, U = policy_.unit_tokens;
+  // Score every unit by the Quest bound on q.k over its keys; the first and last unit always stay.
+  struct Unit {
+    float score;
+    int64_t segment, unit;
+  };
+  std::vector<Unit> units;
+  for (size_t si = 0; si < segments_.size(); ++si) {
+    const Segment& s = segments_[si];
+    if (!s.live) continue;
+    const std::vector<float>& sum = s.summary[static_cast<size_t>(layer)];
+    const int64_t n = (s.length + U - 1) / U;
+    for (int64_t u = 0; u < n; ++u) {
+      const float* mn = sum.data() + ((u * H + kv_head) * 2) * D;
+      const float* mx = mn + D;
+      float score = 0;
+      for (int64_t g = 0; g < group; ++g)
+        for (int64_t c = 0; c < D; ++c) score += std::max(q[g * D + c] * mn[c], q[g * D + c] * mx[c]);
+      units.push_back({score, static_cast<int64_t>(si), u});
+    }
+  }
+  if (!units.empty()) {
+    units.front().score = INFINITY;
+    units.back().score = INFINITY;
+  }
+  const auto keep = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(units.size()), policy_.top_k + 2));
+  std::nth_element(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(keep), units.end(),
+                   [](const Unit& a, const Unit& b) { return a.score > b.score; });
+  units.resize(keep);
+  // Reference order, so that selecting every unit reads exactly the dense spans in the dense order.
+  std::sort(units.begin(), units.end(),
+            [](const Unit& a, const Unit& b) { return a.segment != b.segment ? a.segment < b.segment : a.unit < b.unit; });
+  const size_t before = out.size();
+  for (const Unit& u : units) {
+    const Segment& s = segments_[static_cast<size_t>(u.segment)];
+    emit_rows(layer, s, u.unit * U, std::min(s.length, (u.unit + 1) * U), out);
+  }
+  emit_window(layer, locate(pos).generated, out);
+  size_t bytes = 0;
+  for (size_t i = before; i < out.size(); ++i) bytes += span_bytes(out[i]);
+  active_[static_cast<size_t>(layer * H + kv_head)] = bytes / static_cast<size_t>(H);
+}
+
+size_t SequenceKV::span_bytes(const kernels::KVSpan& s) const {
+  const KVLayout& lay = pool_.layout();
+  const auto H = static_cast<size_t>(lay.n_kv_heads), D = static_cast<size_t>(lay.head_dim), T = static_cast<size_t>(s.tokens);
+  return T * H * (kv_row_bytes(s.k_type, lay.head_dim) + kv_row_bytes(s.v_type, lay.head_dim)) +
+         H * static_cast<size_t>(kernels::kv_params_per_group(s.k_type)) * D * 2 + T * s.v_param_stride * 2;
+}
+
+size_t SequenceKV::visible_bytes(int64_t pos) const {
+  std::vector<kernels::KVSpan> spans;
+  for (int64_t l = 0; l < pool_.layout().n_layers; ++l) visible_spans(l, pos, spans);
+  size_t bytes = 0;
+  for (const kernels::KVSpan& s : spans) bytes += span_bytes(s);
+  return bytes;
+}
+
+size_t SequenceKV::active_bytes(int64_t pos) const {
+  if (!per_head_spans(pos)) return visible_bytes(pos);
+  size_t bytes = 0;
+  for (int64_t i = 0; i < pool_.layout().n_layers * pool_.layout().n_kv_heads; ++i) bytes += active_[static_cast<size_t>(i)];
   return bytes;
 }
 
 int64_t SequenceKV::cached_tokens() const {
-  if (policy_.kind == KVPolicyKind::Full) return length_;
-  return reference_len_ + std::min(generated_length(), policy_.window);
+  int64_t live = 0;
+  for (const Segment& s : segments_)
+    if (s.live) live += s.length;
+  if (policy_.kind == KVPolicyKind::Full) return live;
+  return live + std::min(generated_, policy_.window);
 }
 
 }  // namespace folio

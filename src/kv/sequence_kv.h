@@ -1,26 +1,34 @@
 // SequenceKV: one sequence's keys and values in every layer, laid out by its KV policy.
 //
 // Positions are absolute and only grow: the token appended n-th sits at position n, whatever was
-// evicted (RoPE is applied before storing, so cached keys are never re-rotated).
-//   - Reference tokens (the first prefill, possibly in several chunks) go into fixed-size blocks that
-//     stay pinned until the sequence ends.
-//   - Generated tokens: under `full` they keep filling blocks; under `rswa` generated token j lands in
-//     slot j % W of a ring of W rows per layer, overwriting the token that left the window.
+// evicted or dropped (RoPE is applied before storing, so cached keys are never re-rotated, and
+// positions are never re-based).
+//   - Reference tokens go into segments (begin_segment starts one, e.g. per page), each stored in
+//     fixed-size blocks from its first position, pinned until the sequence ends (or, under
+//     `rolling`, until drop_segment).
+//   - Generated tokens: under `full` they extend the last segment; otherwise generated token j (the
+//     j-th generated, whatever its position) lands in slot j % W of a ring of W rows per layer,
+//     overwriting the token that left the window.
+//   - Under `rolling`, reference segments may also be appended after generation started (pages
+//     entering ahead of the decoder); they take the next positions, after the generated tokens
+//     before them.
 //
-// Quantised storage (KVTypes in the pool's layout): a quantised region (the reference, or the
+// Quantised storage (KVTypes in the pool's layout): a quantised region (a reference segment, or the
 // window) is cut into groups of kKVKeyGroup tokens. The group being filled lives in an f16 staging
-// block and is quantised into its final block the moment it completes; a reference that ends inside
-// a group has that last group quantised when generation starts. A quantised window keeps
-// ceil(W / G) quantised groups in a ring plus the staging group, and shows exactly the last W tokens
-// like the float ring does. Under `full`, generated tokens are stored like the reference.
+// block and is quantised into its final block the moment it completes; a segment that ends inside a
+// group has that last group quantised when the next segment or generation starts. A quantised
+// window keeps ceil(W / G) quantised groups in a ring plus its staging group, and shows exactly the
+// last W tokens like the float ring does.
 //
-// Model code stores a token's K/V rows (store), then asks for the spans visible to a query at that
-// position and hands them to kernels::attend. Within one layer, tokens must be stored in position
-// order, and under rswa each generated token attended before the next is stored, which is what
-// makes the ring exact even when a chunk is longer than the window.
+// Model code stores a token's K/V rows (store), then asks for the spans a query at that position
+// reads and hands them to kernels::attend. Within one layer, tokens must be stored in position
+// order, and under a window each generated token attended before the next is stored, which is
+// what makes the ring exact even when a chunk is longer than the window.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -37,31 +45,40 @@ class SequenceKV {
   SequenceKV& operator=(const SequenceKV&) = delete;
 
   // Reserves storage in every layer for n more tokens and returns the position of the first.
-  // reference == true extends the reference (an error once generation started); false appends
-  // generated tokens and seals the reference. Throws Error(OutOfMemory) if the pool is full (nothing
-  // is reserved then).
+  // reference == true extends the reference (an error once generation started, except under
+  // `rolling`); false appends generated tokens. Throws Error(OutOfMemory) if the pool is full
+  // (nothing is reserved then).
   int64_t append(int64_t n, bool reference);
+  // The next reference tokens start a new segment (a page). Segments are the units `sparse` selects
+  // within and `rolling` drops.
+  void begin_segment() { new_segment_ = true; }
+  // rolling: frees the KV of reference segment `index` (not the one being filled). Its positions
+  // stay taken; queries no longer see it.
+  void drop_segment(size_t index);
+  struct SegmentInfo {
+    int64_t first, length;
+    bool live;
+  };
+  size_t segment_count() const { return segments_.size(); }
+  SegmentInfo segment(size_t i) const { return {segments_[i].first, segments_[i].length, segments_[i].live}; }
 
   // A point to return to: rollback(mark()) undoes later appends (their storage stays reserved and
   // is reused by the next append). Only valid before anything is stored at the undone positions.
   struct Mark {
-    int64_t length, reference_len;
-    bool sealed;
+    int64_t length, generated;
+    size_t segments;
+    int64_t last_segment_length;
+    bool sealed, new_segment;
   };
-  Mark mark() const { return {length_, reference_len_, sealed_}; }
-  void rollback(const Mark& m) {
-    length_ = m.length;
-    reference_len_ = m.reference_len;
-    sealed_ = m.sealed;
-  }
+  Mark mark() const;
+  void rollback(const Mark& m);
 
   // Stores the keys and values of the token at `pos` in `layer`: k and v are its f32 rows
   // ([n_kv_heads * head_dim], rotated keys), converted or quantised into the storage types.
   void store(int64_t layer, int64_t pos, const float* k, const float* v);
 
   // Where the token at `pos` keeps its K and V in `layer` when they are stored as floats (not in a
-  // quantised region): KV head h at k + h * head_stride (V likewise), head_dim elements each. pos
-  // must be appended; under rswa a generated position shares its ring row with pos +- k*W.
+  // quantised region): KV head h at k + h * head_stride (V likewise), head_dim elements each.
   struct Row {
     uint8_t* k;
     uint8_t* v;
@@ -69,19 +86,31 @@ class SequenceKV {
   };
   Row row(int64_t layer, int64_t pos) const;
 
-  // Spans a query at position `pos` may attend to (cached tokens at positions <= pos), appended to out.
+  // Spans a query at position `pos` may attend to (cached tokens at positions <= pos), appended to
+  // out: every live reference token, and the window. Under `sparse` this is the dense view.
   void visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const;
-  // Bytes of K and V (codes and group parameters) a query at `pos` reads over all layers.
+  // What a query actually reads for KV head `kv_head`: under `sparse`, for a generated token, the
+  // selected units + window, chosen with the `group` query heads q ([group][head_dim]) that share
+  // this KV head; otherwise visible_spans. Records the rows read (see active_bytes).
+  void query_spans(int64_t layer, int64_t pos, int64_t kv_head, const float* q, int64_t group,
+                   std::vector<kernels::KVSpan>& out) const;
+  // Whether query_spans depends on the KV head (the decoder then gathers spans per head).
+  bool per_head_spans(int64_t pos) const { return policy_.kind == KVPolicyKind::Sparse && !in_reference(pos); }
+  // Bytes of K and V (codes and group parameters) a query at `pos` can read over all layers (the
+  // dense view).
   size_t visible_bytes(int64_t pos) const;
+  // Bytes of K and V the last query read over all layers and KV heads: the sparse selection for a
+  // generated token under `sparse`, visible_bytes otherwise.
+  size_t active_bytes(int64_t pos) const;
 
   SeqId id() const { return id_; }
   const KVPolicy& policy() const { return policy_; }
   const KVLayout& layout() const { return pool_.layout(); }
   int64_t length() const { return length_; }                   // next position
-  int64_t reference_length() const { return reference_len_; }  // P
-  int64_t generated_length() const { return length_ - reference_len_; }
+  int64_t reference_length() const { return reference_len_; }  // reference tokens appended (dropped included)
+  int64_t generated_length() const { return generated_; }
   bool reference_sealed() const { return sealed_; }
-  // Tokens currently held per layer (P + min(generated, W) under rswa).
+  // Tokens currently held per layer (live reference + min(generated, W) under a window).
   int64_t cached_tokens() const;
   // Rows per reference block (kKVKeyGroup when the reference is quantised).
   int64_t block_tokens() const { return block_tokens_; }
@@ -89,32 +118,50 @@ class SequenceKV {
   size_t bytes() const { return pool_.bytes_for(id_); }
 
  private:
-  void release_all();
-  bool in_blocks(int64_t pos) const { return pos < reference_len_ || policy_.kind == KVPolicyKind::Full; }
+  struct Segment {
+    int64_t first = 0, length = 0;
+    bool live = true;
+    std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
+    // sparse: [layer] -> per unit, per KV head: min[head_dim] then max[head_dim] of the keys
+    std::vector<std::vector<float>> summary;
+  };
+  // Where a position lives: reference segment + row, or generated index.
+  struct Where {
+    int64_t segment = -1, row = 0, generated = -1;
+  };
+  Where locate(int64_t pos) const;
+  bool in_reference(int64_t pos) const { return locate(pos).segment >= 0; }
   bool blocks_quantized() const;
   bool window_quantized() const;
-  // Quantises the staging group of `layer` (rows [0, rows)) into block `dst`.
-  void quantize_stage(int64_t layer, int64_t rows, int64_t dst);
+  bool window_pos(const Where& w) const { return w.segment < 0; }
+  void release_all();
+  void close_segment();  // quantises the open segment's partial group and frees its staging
+  void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
+  void summarise();      // sparse: unit key bounds of every segment
+  void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out) const;
+  void emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const;
   kernels::KVSpan span_of(const KVBlock& b, int64_t first_row, int64_t rows) const;
+  size_t span_bytes(const kernels::KVSpan& s) const;
 
   KVBlockPool& pool_;
   SeqId id_;
   KVPolicy policy_;
   int64_t block_tokens_;
-  int64_t length_ = 0;
-  int64_t reference_len_ = 0;
-  bool sealed_ = false;
-  // [layer] -> block ids holding positions [i*block_tokens, (i+1)*block_tokens) (reference, and
-  // generated tokens under `full`).
-  std::vector<std::vector<int64_t>> blocks_;
+  int64_t length_ = 0, reference_len_ = 0, generated_ = 0;
+  bool sealed_ = false;       // generation has started
+  bool new_segment_ = true;   // the next reference append starts a segment
+  bool open_ = false;         // the last segment is still being filled (its staging is live)
+  bool summarised_ = false;
+  std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.
   std::vector<std::vector<int64_t>> ring_;
-  // [layer] -> f16 staging block of the group being filled in a quantised region, or -1.
-  std::vector<int64_t> stage_;
-  // [layer] -> positions below this are quantised (blocks) / generated tokens below this are
-  // quantised (window).
-  std::vector<int64_t> block_done_, window_done_;
+  // [layer] -> f16 staging blocks of the group being filled, in the open segment / the window, or -1.
+  std::vector<int64_t> seg_stage_, win_stage_;
+  // [layer] -> rows of the open segment that are quantised / generated tokens that are quantised.
+  std::vector<int64_t> seg_done_, win_done_;
+  // [layer * n_kv_heads + kv_head] -> bytes the last query_spans read (sparse).
+  std::unique_ptr<std::atomic<size_t>[]> active_;
 };
 
 }  // namespace folio

@@ -200,16 +200,22 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
       std::vector<kernels::KVSpan> spans;
       std::vector<float> scratch(static_cast<size_t>(max_rows + hd));
       int64_t cur = -1;
-      kernels::AttentionShape shape;
+      const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      const int64_t group = nh / cfg_.n_kv_heads;
       // Contiguous head ranges per token when there are few tokens, strided tokens otherwise.
       for (int64_t idx = tid; idx < total; idx += nthreads) {
         int64_t ti = idx / nh, h = idx % nh;
         const Task& t = tasks[static_cast<size_t>(ti)];
-        if (ti != cur) {
+        if (t.kv->per_head_spans(t.pos)) {
+          // Sparse selection: each KV head reads its own units, chosen by the query heads it serves.
+          cur = -1;
+          spans.clear();
+          const int64_t kvh = h / group;
+          t.kv->query_spans(layer, t.pos, kvh, q + t.row * nh * hd + kvh * group * hd, group, spans);
+        } else if (ti != cur) {
           cur = ti;
           spans.clear();
           t.kv->visible_spans(layer, t.pos, spans);
-          shape = {nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
         }
         kernels::attend(q + t.row * nh * hd, spans, shape, out + t.row * nh * hd, h, h + 1, scratch.data());
       }
@@ -221,7 +227,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
   for (size_t i = 0; i < batch.size(); ++i) {
     const Input& in = batch[i];
     const int64_t n = in.count();
-    const bool ring = !in.reference && in.kv->policy().kind == KVPolicyKind::RSwa;
+    const bool ring = !in.reference && in.kv->policy().windowed();
     if (ring && n > 1) {
       // Several generated tokens at once into a ring: each must be written and attended before the
       // next one may overwrite a slot it still sees.

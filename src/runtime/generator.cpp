@@ -77,6 +77,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
                                                " values, expected " + std::to_string(n) + " rows of " + std::to_string(H));
     }
     auto t0 = std::chrono::steady_clock::now();
+    kv.begin_segment();  // one segment per part: what sparse selects within and rolling drops
     for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
       const int64_t c = std::min(n - i, opt.prefill_chunk);
       Decoder::Input in;

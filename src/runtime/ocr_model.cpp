@@ -14,6 +14,25 @@ int64_t OcrModel::max_output_tokens(size_t) {
   return decoder().config().max_positions;
 }
 
+namespace {
+bool is_ocr_type(const std::string& type) {
+  return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr";
+}
+}  // namespace
+
+bool is_ocr_model_dir(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path cfg = fs::path(path) / "config.json";
+  if (!fs::is_directory(path, ec) || !fs::exists(cfg, ec)) return false;
+  try {
+    const nlohmann::json j = read_json_file(cfg.string());
+    return j.is_object() && is_ocr_type(j.value("model_type", std::string()));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::exists(dir)) throw_invalid("model directory '" + dir + "' does not exist");

@@ -74,4 +74,8 @@ class OcrModel {
 // directory or file when something is missing, broken or of an unknown type.
 std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir);
 
+// True when `path` is a directory whose config.json names an OCR model type load_ocr_model knows
+// (false for anything else, including a missing or unreadable config).
+bool is_ocr_model_dir(const std::string& path);
+
 }  // namespace folio

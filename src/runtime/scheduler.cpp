@@ -27,6 +27,11 @@ struct Scheduler::Active {
   std::vector<int32_t> history;  // prompt + generated, for the n-gram guard
   std::vector<int32_t> tokens;   // generated
   int64_t prefilled = 0;         // prompt tokens in the KV
+  size_t part = 0;               // the reference part prefill is in
+  int64_t part_offset = 0;       // rows of that part already prefilled
+  std::vector<float> rows;       // the current embedding part's rows, once produced
+  bool rows_ready = false;
+  std::vector<float> fed_row;    // embed_token's output for the next decode input
   size_t need = 0;               // worst-case bytes reserved at admission
   size_t peak = 0;
   Clock::time_point submitted, admitted, first_token, last_token;
@@ -72,17 +77,28 @@ size_t Scheduler::kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) con
 
 Submission Scheduler::submit(SequenceRequest r) {
   const ModelConfig& cfg = dec_.config();
+  if (r.reference.empty()) {
+    if (!r.prompt.empty()) r.reference.push_back(ReferencePart::tokens(r.prompt));
+  } else {
+    if (!r.prompt.empty()) throw_invalid("a request gives its reference either as prompt ids or as parts, not both");
+    for (size_t i = 0; i < r.reference.size(); ++i) {
+      const ReferencePart& part = r.reference[i];
+      if (part.ids.empty()) throw_invalid("reference part " + std::to_string(i + 1) + " is empty");
+      r.prompt.insert(r.prompt.end(), part.ids.begin(), part.ids.end());
+    }
+  }
   const int64_t P = static_cast<int64_t>(r.prompt.size());
   if (P == 0) throw_invalid("the prompt is empty: at least one token is needed");
   if (P >= cfg.max_positions)
     throw_invalid("the prompt has " + std::to_string(P) + " tokens but the model's context is " + std::to_string(cfg.max_positions) +
                   " (room is needed for at least one generated token)");
-  for (int32_t t : r.prompt)
-    if (t < 0 || t >= cfg.vocab) throw_invalid("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(cfg.vocab) + ")");
+  // Ids that are fed must be in the vocabulary; an embedding part's ids are only the guard's history.
+  for (const ReferencePart& part : r.reference)
+    if (!part.is_embedding())
+      for (int32_t t : part.ids)
+        if (t < 0 || t >= cfg.vocab)
+          throw_invalid("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(cfg.vocab) + ")");
   if (r.max_tokens < 0) throw_invalid("max tokens must not be negative, got " + std::to_string(r.max_tokens));
-  if (r.prompt_embeddings && static_cast<int64_t>(r.prompt_embeddings->size()) != P * cfg.hidden)
-    throw_invalid("prompt embeddings hold " + std::to_string(r.prompt_embeddings->size()) + " values, expected " + std::to_string(P) +
-                  " rows of " + std::to_string(cfg.hidden));
   Sampler validate_sampling(r.sampling);  // throws for bad sampling parameters
   if (r.no_repeat_ngram > 0) NoRepeatNGram validate_guard(r.no_repeat_ngram, r.no_repeat_window);
   const size_t need = kv_bytes_needed(P, r.max_tokens);
@@ -212,26 +228,52 @@ void Scheduler::step(std::vector<Done>& done) {
     const int64_t P = static_cast<int64_t>(a.req.prompt.size());
     Decoder::Input in;
     in.kv = a.kv.get();
-    if (a.prefilled < P) {
-      const int64_t n = std::min(P - a.prefilled, budget);
-      if (n == 0) continue;
-      budget -= n;
-      in.reference = true;
-      if (a.req.prompt_embeddings) {
-        in.embeddings = a.req.prompt_embeddings->data() + a.prefilled * cfg.hidden;
-        in.n_embeddings = n;
+    try {
+      if (a.prefilled < P) {
+        if (budget == 0) continue;
+        const ReferencePart& part = a.req.reference[a.part];
+        const int64_t rows = static_cast<int64_t>(part.ids.size());
+        if (part.is_embedding() && !a.rows_ready) {
+          // Produced when prefill reaches the part, as Generator does, so its rows live only while
+          // they are being prefilled.
+          a.rows = part.embeddings();
+          if (static_cast<int64_t>(a.rows.size()) != rows * cfg.hidden)
+            throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.part + 1) + " produced " + std::to_string(a.rows.size()) +
+                                                   " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
+          a.rows_ready = true;
+        }
+        const int64_t n = std::min(rows - a.part_offset, budget);
+        budget -= n;
+        in.reference = true;
+        if (part.is_embedding()) {
+          in.embeddings = a.rows.data() + a.part_offset * cfg.hidden;
+          in.n_embeddings = n;
+        } else {
+          in.tokens = std::span<const int32_t>(part.ids.data() + a.part_offset, static_cast<size_t>(n));
+        }
+        prefill.push_back(n);
+      } else if (a.req.embed_token) {
+        a.fed_row.resize(static_cast<size_t>(cfg.hidden));
+        a.req.embed_token(a.tokens.back(), a.fed_row.data());
+        in.embeddings = a.fed_row.data();
+        in.n_embeddings = 1;
+        prefill.push_back(0);
       } else {
-        in.tokens = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, static_cast<size_t>(n));
+        in.tokens = std::span<const int32_t>(&a.tokens.back(), 1);
+        prefill.push_back(0);
       }
-      prefill.push_back(n);
-    } else {
-      in.tokens = std::span<const int32_t>(&a.tokens.back(), 1);
-      prefill.push_back(0);
+    } catch (const std::exception& e) {
+      // A producer or hook of this request failed: it ends alone, the batch goes on.
+      finish(a, "error", e.what(), done);
+      continue;
     }
     inputs.push_back(in);
     owners.push_back(&a);
   }
-  if (inputs.empty()) return;
+  if (inputs.empty()) {
+    std::erase_if(running_, [](const auto& a) { return a->finished; });
+    return;
+  }
 
   logits_.resize(inputs.size() * static_cast<size_t>(cfg.vocab));
   try {
@@ -253,6 +295,13 @@ void Scheduler::step(std::vector<Done>& done) {
     a.peak = std::max(a.peak, a.kv->bytes());
     if (prefill[i] > 0) {
       a.prefilled += prefill[i];
+      a.part_offset += prefill[i];
+      if (a.part_offset == static_cast<int64_t>(a.req.reference[a.part].ids.size())) {
+        ++a.part;
+        a.part_offset = 0;
+        a.rows = std::vector<float>();  // frees the part's rows
+        a.rows_ready = false;
+      }
       counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
       if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) continue;  // more prompt to go
       if (a.req.max_tokens == 0) {

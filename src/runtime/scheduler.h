@@ -17,8 +17,13 @@
 // refused too (the HTTP layer answers 503 + Retry-After). Because of this reservation the pool is
 // never asked for more than it has.
 //
-// Each request's tokens are exactly those Generator gives for the same prompt and options when the
-// decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
+// Each request's tokens are exactly those Generator gives for the same reference and options when
+// the decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
+// That includes OCR requests: a reference of ReferenceParts (token ids, or embedding rows produced
+// when prefill reaches the part, as Generator does) and an embed_token hook that feeds each
+// generated token back as an embedding row (the mini OCR model's position codes). A lazy part is
+// produced on the scheduler thread, so an expensive producer (a page encoder) delays the step of
+// every running sequence: callers that can should hand in rows already computed.
 //
 // Thread-safe: submit, cancel and stats may be called from any thread. Callbacks run on the
 // scheduler thread and must be quick (push into a queue); they may call cancel().
@@ -41,6 +46,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
 #include "model/decoder.h"
+#include "runtime/generator.h"
 #include "text/sampler.h"
 
 namespace folio {
@@ -69,10 +75,15 @@ struct SequenceResult {
 };
 
 struct SequenceRequest {
-  std::vector<int32_t> prompt;   // the reference, by token id (also the n-gram guard's history)
-  // Optional: the prompt as embedding rows [prompt.size(), hidden] fed instead of the ids (image
-  // features of an OCR prompt; `prompt` then holds placeholder ids for those positions).
-  std::shared_ptr<const std::vector<float>> prompt_embeddings;
+  // The reference, either by token id in `prompt` or as parts in `reference` (then `prompt` must be
+  // empty; submit() fills it with the parts' ids, which are what the n-gram guard sees, as in
+  // Generator). Parts are prefilled in order; a chunk never spans two parts.
+  std::vector<int32_t> prompt;
+  std::vector<ReferencePart> reference;
+  // When set, each generated token is fed back as the row this hook writes (`hidden` floats) instead
+  // of by id (GenerationOptions::embed_token). Called on the scheduler thread, once per fed token,
+  // in order, and never after the sequence ends.
+  std::function<void(int32_t token, float* row)> embed_token;
   int64_t max_tokens = 256;      // generated tokens at most (a stopping EOS included)
   SamplingParams sampling;
   int no_repeat_ngram = 0;       // 0 = off
@@ -119,9 +130,11 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request. Throws InvalidInput for a bad one (empty prompt, prompt that leaves no room
-  // in the context, token id outside the vocabulary, negative max_tokens, bad sampling params,
-  // embeddings of the wrong size); returns a rejection when it cannot be taken.
+  // Queues a request. Throws InvalidInput for a bad one (empty prompt or reference part, both prompt
+  // and reference given, prompt that leaves no room in the context, token id outside the
+  // vocabulary, negative max_tokens, bad sampling params); returns a rejection when it cannot be
+  // taken. An embedding part that produces the wrong number of values ends its request with
+  // "error" when prefill reaches it.
   Submission submit(SequenceRequest request);
 
   // Ends a waiting or running request with "cancelled" and frees its KV at the next step boundary

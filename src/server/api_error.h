@@ -6,6 +6,9 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "runtime/scheduler.h"
 
 namespace folio {
 
@@ -23,6 +26,16 @@ struct ApiError : std::runtime_error {
 // 400 invalid_request_error.
 inline ApiError bad_request(const std::string& code, const std::string& message) {
   return ApiError(400, "invalid_request_error", code, message);
+}
+
+// A generation that did not end normally (timeout 504, cancelled 503, error 500), as an API error.
+inline std::optional<ApiError> generation_error(const SequenceResult& r, double timeout_s) {
+  if (r.stop_reason == "timeout")
+    return ApiError(504, "server_error", "timeout",
+                    "the request did not finish within server.request_timeout_s (" + std::to_string(timeout_s) + " s)");
+  if (r.stop_reason == "cancelled") return ApiError(503, "server_error", "shutting_down", "the request was cancelled: the server is shutting down");
+  if (r.stop_reason == "error") return ApiError(500, "server_error", "generation_failed", "generation failed: " + r.error);
+  return std::nullopt;
 }
 
 }  // namespace folio

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "server/base64.h"
+
 namespace folio {
 
 namespace {
@@ -27,7 +29,7 @@ int64_t integer(const json& v, const char* name) {
   return v.get<int64_t>();
 }
 
-std::string message_content(const json& c, size_t i) {
+std::string message_content(const json& c, size_t i, std::vector<UploadedFile>& images) {
   const std::string where = "messages[" + std::to_string(i) + "].content";
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) throw bad_request("invalid_type", "'" + where + "' must be a string or a list of content parts");
@@ -42,9 +44,18 @@ std::string message_content(const json& c, size_t i) {
       if (!part.contains("text") || !part["text"].is_string()) throw bad_request("invalid_type", "'" + pw + ".text' must be a string");
       text += part["text"].get<std::string>();
     } else if (type == "image_url") {
-      throw bad_request("unsupported_content", "'" + pw + "': image inputs are not supported by this server yet");
+      const json* iu = part.contains("image_url") ? &part["image_url"] : nullptr;
+      const json* url = iu && iu->is_object() && iu->contains("url") ? &(*iu)["url"] : iu;
+      if (!url || !url->is_string())
+        throw bad_request("invalid_type", "'" + pw + ".image_url' must be {\"url\": \"data:image/png;base64,...\"} or a data URI string");
+      DataUri d = parse_data_uri(url->get<std::string>(), pw + ".image_url");
+      UploadedFile f;
+      f.name = "image-" + std::to_string(images.size() + 1);
+      f.type = check_file_type(d.bytes, d.media_type, f.name + " ('" + pw + "')");
+      f.bytes = std::move(d.bytes);
+      images.push_back(std::move(f));
     } else {
-      throw bad_request("invalid_value", "'" + pw + ".type' must be 'text', got '" + type + "'");
+      throw bad_request("invalid_value", "'" + pw + ".type' must be 'text' or 'image_url', got '" + type + "'");
     }
   }
   return text;
@@ -81,7 +92,7 @@ ChatRequest parse_chat_request(std::string_view body) {
       throw bad_request("invalid_value", "'" + where + ".role' must be system, developer, user or assistant, got '" + cm.role + "'");
     const json* content = field(m, "content");
     if (!content) throw bad_request("missing_field", "'" + where + ".content' is required");
-    cm.content = message_content(*content, i);
+    cm.content = message_content(*content, i, r.images);
     r.messages.push_back(std::move(cm));
   }
   const json* mt = field(j, "max_completion_tokens");

@@ -6,8 +6,9 @@
 // stream, stream_options, n (1 only), stop (null only), and two vLLM extensions: return_token_ids
 // (the generated ids are added to each choice) and ignore_eos (generate max_tokens whatever comes,
 // for benchmarks). Other fields are ignored, as OpenAI clients
-// send many optional ones. Image parts (image_url) are refused for now: the OCR pipeline adds them
-// (see Service::add_route).
+// send many optional ones. Image parts ({"type": "image_url", "image_url": {"url": "data:image/png;
+// base64,..."}} or "image_url": "<data URI>") must be base64 data URIs of a PNG, JPEG or PDF (the
+// server fetches nothing); they are collected, in order, as the pages an OCR model reads.
 //
 // Deviation from OpenAI: temperature defaults to 0 (greedy), the decoding OCR models are run with.
 #pragma once
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/ocr_request.h"
 
 namespace folio {
 
@@ -37,6 +39,7 @@ struct ChatRequest {
   bool stream = false;
   bool return_token_ids = false;
   bool ignore_eos = false;
+  std::vector<UploadedFile> images;  // image_url parts of every message, in order
 };
 
 // Throws ApiError (400) naming the field for malformed JSON, a wrong type or an out-of-range value.

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/memory_stats.h"
+
 namespace folio {
 
 namespace {
@@ -74,7 +76,7 @@ void ServerMetrics::record_generation(const SequenceResult& r) {
   if (r.tokens.size() >= 2) tpot_.observe(r.decode_ms / 1000.0 / static_cast<double>(r.tokens.size() - 1));
 }
 
-std::string ServerMetrics::render(const SchedulerStats* s, bool ready) const {
+std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const ReferenceCacheStats* cache) const {
   std::string out;
   std::lock_guard lk(mu_);
   header(out, "folio_http_requests_total", "counter", "HTTP requests answered, by path and status");
@@ -97,6 +99,19 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready) const {
   header(out, "folio_queue_time_seconds", "histogram", "request arrival to admission into the running batch");
   queue_.render("folio_queue_time_seconds", out);
   gauge(out, "folio_ready", "1 when the model is loaded and requests are accepted", ready ? 1 : 0);
+  gauge(out, "folio_process_rss_bytes", "resident set size of the server process now", static_cast<double>(current_rss_bytes()));
+  gauge(out, "folio_process_rss_peak_bytes", "largest resident set size of the server process", static_cast<double>(peak_rss_bytes()));
+  if (cache) {
+    header(out, "folio_reference_cache_hits_total", "counter", "OCR passes whose prepared reference was reused");
+    out += "folio_reference_cache_hits_total " + std::to_string(cache->hits) + "\n";
+    header(out, "folio_reference_cache_misses_total", "counter", "OCR passes prepared (rendered and encoded)");
+    out += "folio_reference_cache_misses_total " + std::to_string(cache->misses) + "\n";
+    header(out, "folio_reference_cache_evictions_total", "counter", "prepared references dropped to stay within the budget");
+    out += "folio_reference_cache_evictions_total " + std::to_string(cache->evictions) + "\n";
+    gauge(out, "folio_reference_cache_bytes", "bytes of prepared references kept", static_cast<double>(cache->bytes));
+    gauge(out, "folio_reference_cache_entries", "prepared references kept", static_cast<double>(cache->entries));
+    gauge(out, "folio_reference_cache_capacity_bytes", "inference.reference_cache_bytes", static_cast<double>(cache->capacity));
+  }
   if (s) {
     gauge(out, "folio_running_sequences", "sequences in the running batch", static_cast<double>(s->running));
     gauge(out, "folio_queued_sequences", "requests waiting for admission", static_cast<double>(s->queued));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/scheduler.h"
+#include "server/reference_cache.h"
 
 namespace folio {
 
@@ -40,8 +41,9 @@ class ServerMetrics {
   // A finished generation: its token counts and latencies.
   void record_generation(const SequenceResult& r);
 
-  // Prometheus text exposition (version 0.0.4). `stats` is null before the model is loaded.
-  std::string render(const SchedulerStats* stats, bool ready) const;
+  // Prometheus text exposition (version 0.0.4). `stats` is null before the model is loaded; `cache`
+  // may be null (no reference cache).
+  std::string render(const SchedulerStats* stats, bool ready, const ReferenceCacheStats* cache = nullptr) const;
 
  private:
   mutable std::mutex mu_;

@@ -122,6 +122,8 @@ const std::vector<Key>& keys() {
                    c.inference.threads = v.i;
                    return in_range(v.i, 0, 1024);
                  }});
+    k.push_back({"inference.reference_cache_bytes", Type::UInt, "bytes of prepared OCR references kept for reuse (0 = none)",
+                 [](ServerConfig& c, const Value& v) { c.inference.reference_cache_bytes = v.u; return std::string(); }});
     k.push_back({"server.host", Type::String, "address to listen on",
                  [](ServerConfig& c, const Value& v) {
                    c.server.host = v.s;
@@ -158,6 +160,11 @@ const std::vector<Key>& keys() {
                    c.server.request_timeout_s = v.f;
                    if (!(v.f > 0) || !std::isfinite(v.f)) return "must be a finite number > 0, got " + std::to_string(v.f);
                    return std::string();
+                 }});
+    k.push_back({"server.max_pages", Type::Int, "pages per OCR request at most (more get 400)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.max_pages = v.i;
+                   return in_range(v.i, 1, 1 << 20);
                  }});
     return k;
   }();

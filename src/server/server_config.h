@@ -36,6 +36,7 @@ struct ServerConfig {
     int64_t max_queued_requests = 64;  // waiting for admission; more get 503
     int64_t prefill_chunk = 256;       // prompt tokens prefilled per scheduler step
     int64_t threads = 0;               // compute threads; 0 = one per core
+    uint64_t reference_cache_bytes = uint64_t{256} << 20;  // prepared OCR references kept; 0 = no reuse
   } inference;
   struct Server {
     std::string host = "127.0.0.1";
@@ -45,6 +46,7 @@ struct ServerConfig {
     double rate_limit = 0;             // requests per minute per API key (or client address); 0 = off
     int64_t max_body_bytes = 16 << 20;
     double request_timeout_s = 600;
+    int64_t max_pages = 100;           // pages per OCR request at most
   } server;
 };
 

@@ -44,16 +44,6 @@ json usage_json(const SequenceResult& r) {
           {"prompt_tokens_details", {{"cached_tokens", r.cached_prompt_tokens}}}};
 }
 
-// A generation that did not end normally, as an API error.
-std::optional<ApiError> generation_error(const SequenceResult& r, double timeout_s) {
-  if (r.stop_reason == "timeout")
-    return ApiError(504, "server_error", "timeout",
-                    "the request did not finish within server.request_timeout_s (" + std::to_string(timeout_s) + " s)");
-  if (r.stop_reason == "cancelled") return ApiError(503, "server_error", "shutting_down", "the request was cancelled: the server is shutting down");
-  if (r.stop_reason == "error") return ApiError(500, "server_error", "generation_failed", "generation failed: " + r.error);
-  return std::nullopt;
-}
-
 // Tokens and the final result of one request, handed from the scheduler thread to the HTTP thread.
 struct Channel {
   std::mutex mu;
@@ -75,7 +65,8 @@ struct InFlight {
 
 }  // namespace
 
-Service::Service(ServerConfig cfg) : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit) {
+Service::Service(ServerConfig cfg)
+    : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
   const std::string& t = cfg_.attention.type;
   if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
   else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
@@ -122,20 +113,30 @@ void Service::start() {
 void Service::load() {
   const std::string path = resolved_model_path(cfg_);
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
-  auto m = std::make_unique<LoadedModel>(load_model(path, true));
-  const ModelConfig& mc = m->config;
+  if (is_ocr_model_dir(path)) {
+    ocr_model_ = load_ocr_model(path);
+    decoder_ = &ocr_model_->decoder();
+    tokenizer_ = &ocr_model_->tokenizer();
+  } else {
+    model_ = std::make_unique<LoadedModel>(load_model(path, true));
+    decoder_ = model_->decoder.get();
+    tokenizer_ = model_->tokenizer.get();
+  }
+  const ModelConfig& mc = decoder_->config();
   if (cfg_.model.max_reference_length >= mc.max_positions)
     throw_invalid("model.max_reference_length: " + std::to_string(cfg_.model.max_reference_length) + " leaves no room to generate in the model's context of " +
                   std::to_string(mc.max_positions) + " tokens");
   threads_ = std::make_unique<ThreadPool>(static_cast<int>(cfg_.inference.threads));
-  pool_ = std::make_unique<KVBlockPool>(m->decoder->kv_layout(kv_dtype_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
+  // Pages are encoded on HTTP threads (one request at a time) with the calling thread alone: more
+  // workers would compete, spinning, with the scheduler's for the same cores.
+  encode_threads_ = std::make_unique<ThreadPool>(1);
+  pool_ = std::make_unique<KVBlockPool>(decoder_->kv_layout(kv_dtype_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
   SchedulerOptions so;
   so.policy = policy_;
   so.max_batch = cfg_.inference.batch_size;
   so.prefill_chunk = cfg_.inference.prefill_chunk;
   so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
-  model_ = std::move(m);
-  scheduler_ = std::make_unique<Scheduler>(*model_->decoder, *pool_, *threads_, so);
+  scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
   loaded_ = true;
 }
 
@@ -163,6 +164,7 @@ Service::Handler Service::guarded(Handler h) {
       h(req, res);
     } catch (const ApiError& e) {
       metrics_.count_rejection(e.code);
+      if (e.status == 503 && !res.has_header("Retry-After")) res.set_header("Retry-After", "1");
       send_error(res, e);
     } catch (const Error& e) {
       ApiError a = e.kind() == Error::Kind::Internal ? ApiError(500, "server_error", "internal_error", e.what())
@@ -251,7 +253,7 @@ void Service::install_routes() {
   });
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     // Known paths only, so a scan of random URLs cannot grow the label set.
-    static const char* known[] = {"/v1/chat/completions", "/v1/models", "/readyz", "/metrics"};
+    static const char* known[] = {"/v1/chat/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
     std::string label = "other";
     for (const char* k : known)
       if (req.path == k) label = k;
@@ -277,7 +279,8 @@ void Service::install_routes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::optional<SchedulerStats> s;
     if (loaded_) s = scheduler_->stats();
-    res.set_content(metrics_.render(s ? &*s : nullptr, ready()), "text/plain; version=0.0.4");
+    const ReferenceCacheStats cache = cache_.stats();
+    res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache), "text/plain; version=0.0.4");
   });
   http_->Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
     json data = json::array();
@@ -285,22 +288,188 @@ void Service::install_routes() {
     res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
   }));
   http_->Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
+  http_->Post("/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
 }
 
-void Service::chat_completions(const httplib::Request& req, httplib::Response& res) {
-  InFlight counted(in_flight_);
+void Service::check_loaded(httplib::Response& res) const {
   if (!loaded_) {
     res.set_header("Retry-After", "1");
     throw ApiError(503, "server_error", "model_loading", "the model is still loading");
   }
+}
+
+std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens) {
+  if (!ocr_model_)
+    throw bad_request("unsupported_content", "model '" + model_id_ + "' is a text model: it does not read documents or images");
+  OcrEngine e;
+  e.model = ocr_model_.get();
+  e.scheduler = scheduler_.get();
+  e.cache = &cache_;
+  e.encode_threads = encode_threads_.get();
+  e.encode_mu = &encode_mu_;
+  e.on_pass_done = [this](const SequenceResult& r) { metrics_.record_generation(r); };
+  e.model_id = model_id_;
+  OcrJobLimits lim;
+  lim.max_pages = static_cast<size_t>(cfg_.server.max_pages);
+  lim.max_output_length = cfg_.inference.max_output_length;
+  lim.max_reference_length = cfg_.model.max_reference_length;
+  lim.timeout_s = cfg_.server.request_timeout_s;
+  return OcrJob::start(e, std::move(files), pages, max_tokens, lim);
+}
+
+namespace {
+
+void send_sse(httplib::DataSink& sink, bool& ok, const json& j) {
+  if (!ok) return;
+  const std::string s = "data: " + dump(j) + "\n\n";
+  ok = sink.write(s.data(), s.size());
+}
+
+bool end_sse(httplib::DataSink& sink, bool ok) {
+  if (!ok) return false;
+  const std::string done = "data: [DONE]\n\n";
+  if (!sink.write(done.data(), done.size())) return false;
+  sink.done();
+  return true;
+}
+
+// An OcrJob answered as SSE: owned by the response, cancelled if the client goes away.
+struct JobStream {
+  std::unique_ptr<OcrJob> job;
+  bool finished = false;
+  bool role_sent = false;
+};
+
+}  // namespace
+
+void Service::ocr(const httplib::Request& req, httplib::Response& res) {
+  InFlight counted(in_flight_);
+  check_loaded(res);
+  OcrRequest orq;
+  if (req.is_multipart_form_data()) {
+    std::vector<FormPart> parts;
+    for (const auto& [name, f] : req.files) parts.push_back({f.name, f.filename, f.content_type, f.content});
+    orq = parse_ocr_form(parts);
+  } else {
+    orq = parse_ocr_json(req.body);
+  }
+  if (!orq.model.empty() && orq.model != model_id_)
+    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + orq.model + "' does not exist; this server serves '" + model_id_ + "'");
+  auto st = std::make_shared<JobStream>();
+  st->job = start_ocr_job(std::move(orq.files), orq.pages, orq.max_tokens);
+  const std::string id = "ocr-" + std::to_string(next_completion_++);
+  const int64_t created = unix_now();
+
+  if (!orq.stream) {
+    st->job->wait();
+    if (auto e = st->job->failure()) throw *e;
+    json body = st->job->result();
+    body["id"] = id;
+    body["created"] = created;
+    res.set_content(dump(body), "application/json");
+    return;
+  }
+  // Streaming: one event per page as it becomes final ({"object": "ocr.page", "index", "page"}),
+  // then the whole result ({"object": "ocr", ...}), then [DONE].
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, id, created](size_t, httplib::DataSink& sink) {
+        OcrJob& job = *st->job;
+        const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
+        bool ok = true;
+        for (size_t i : p.pages) send_sse(sink, ok, json{{"id", id}, {"object", "ocr.page"}, {"index", i}, {"page", job.page_json(i)}});
+        if (!ok) return false;
+        if (!p.done) return true;
+        st->finished = true;
+        if (auto e = job.failure()) {
+          send_sse(sink, ok, e->body());
+        } else {
+          json body = job.result();
+          body["id"] = id;
+          body["created"] = created;
+          send_sse(sink, ok, body);
+        }
+        return end_sse(sink, ok);
+      },
+      [this, st](bool) {
+        if (!st->finished) {
+          st->job->cancel();
+          metrics_.count_cancelled_by_client();
+        }
+        --in_flight_;
+      });
+  counted.release();
+}
+
+void Service::chat_completions(const httplib::Request& req, httplib::Response& res) {
+  InFlight counted(in_flight_);
+  check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
   if (!cr.model.empty() && cr.model != model_id_)
     throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + cr.model + "' does not exist; this server serves '" + model_id_ + "'");
+  const std::string id = "chatcmpl-" + std::to_string(next_completion_++);
+  const int64_t created = unix_now();
 
-  const ModelConfig& mc = model_->config;
+  if (!cr.images.empty()) {
+    // An OCR model reads the images as the pages of one document; the text parts are not used (the
+    // shipped model takes no prompt).
+    auto st = std::make_shared<JobStream>();
+    st->job = start_ocr_job(std::move(cr.images), "", cr.max_tokens);
+    const std::string model_id = model_id_;
+    if (!cr.stream) {
+      st->job->wait();
+      if (auto e = st->job->failure()) throw *e;
+      json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", st->job->markdown()}}}, {"finish_reason", "stop"}};
+      if (cr.return_token_ids) choice["token_ids"] = st->job->tokens();
+      json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
+                   {"usage", st->job->usage()}};
+      res.set_content(dump(body), "application/json");
+      return;
+    }
+    auto chunk = [id, created, model_id](json delta, json finish) {
+      json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
+      return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_id}, {"choices", json::array({c})}};
+    };
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [st, chunk](size_t, httplib::DataSink& sink) {
+          OcrJob& job = *st->job;
+          bool ok = true;
+          if (!st->role_sent) {
+            st->role_sent = true;
+            send_sse(sink, ok, chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
+          }
+          const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
+          for (size_t i : p.pages) send_sse(sink, ok, chunk({{"content", job.markdown_piece(i)}}, nullptr));
+          if (!ok) return false;
+          if (!p.done) return true;
+          st->finished = true;
+          if (auto e = job.failure()) {
+            send_sse(sink, ok, e->body());
+          } else {
+            json last = chunk(json::object(), "stop");
+            last["usage"] = job.usage();
+            send_sse(sink, ok, last);
+          }
+          return end_sse(sink, ok);
+        },
+        [this, st](bool) {
+          if (!st->finished) {
+            st->job->cancel();
+            metrics_.count_cancelled_by_client();
+          }
+          --in_flight_;
+        });
+    counted.release();
+    return;
+  }
+
+  const ModelConfig& mc = decoder_->config();
   std::vector<int32_t> prompt;
   if (mc.bos_id >= 0) prompt.push_back(mc.bos_id);
-  const std::vector<int32_t> ids = model_->tokenizer->encode(chat_prompt_text(cr.messages));
+  const std::vector<int32_t> ids = tokenizer_->encode(chat_prompt_text(cr.messages));
   prompt.insert(prompt.end(), ids.begin(), ids.end());
   const int64_t P = static_cast<int64_t>(prompt.size());
   const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
@@ -342,8 +511,6 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
   }
 
-  const std::string id = "chatcmpl-" + std::to_string(next_completion_++);
-  const int64_t created = unix_now();
   const int32_t eos = mc.eos_id;
   const double timeout_s = cfg_.server.request_timeout_s;
 
@@ -360,7 +527,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     for (int32_t t : r.tokens)
       if (t != eos) text_ids.push_back(t);
     json choice = {{"index", 0},
-                   {"message", {{"role", "assistant"}, {"content", model_->tokenizer->decode(text_ids)}}},
+                   {"message", {{"role", "assistant"}, {"content", tokenizer_->decode(text_ids)}}},
                    {"finish_reason", finish_reason(r.stop_reason)}};
     if (cr.return_token_ids) choice["token_ids"] = r.tokens;
     json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
@@ -381,7 +548,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     RequestId rid;
     explicit StreamState(const Tokenizer& t) : detok(t) {}
   };
-  auto st = std::make_shared<StreamState>(*model_->tokenizer);
+  auto st = std::make_shared<StreamState>(*tokenizer_);
   st->ch = ch;
   st->rid = sub.id;
   const bool with_ids = cr.return_token_ids;

@@ -7,29 +7,41 @@
 //   load()        loads the model, builds the KV pool and the scheduler: /readyz turns 200
 //   shutdown(g)   stops taking /v1 work (503), waits up to g for in-flight requests, closes
 //
-// Endpoints: POST /v1/chat/completions (OpenAI format, SSE with stream: true), GET /v1/models,
+// Endpoints: POST /v1/chat/completions (OpenAI format, SSE with stream: true; image_url data URIs
+// are read as pages by an OCR model), POST /v1/ocr (PDFs / images in, markdown + per-page JSON out,
+// SSE per page with stream: true; see ocr_request.h and ocr_job.h), GET /v1/models,
 // GET <server.health_path> (liveness), GET /readyz (model loaded, not draining, queue not full),
 // GET /metrics (Prometheus). Every /v1/ route goes through the same gate: API key (Bearer, when
 // server.api_keys_file is set), per-key rate limit, and draining; bodies over server.max_body_bytes
 // get 413 before they are read. Errors use OpenAI's shape {"error": {"message", "type", "code"}}.
 //
-// Extension point: add_route() mounts another /v1/ endpoint (e.g. POST /v1/ocr from the OCR
-// pipeline) behind the same gate, counted in /metrics, with the scheduler and model to submit to.
+// The model: an OCR model directory (ocr_model.h: folio-mini-ocr, Unlimited-OCR) is loaded as an
+// OcrModel, whose decoder also answers text-only chat; anything else as a LoadedModel (text only:
+// /v1/ocr and images are then refused with 400). Prepared OCR references are kept in a
+// ReferenceCache of inference.reference_cache_bytes (hits / misses / bytes in /metrics).
+//
+// Extension point: add_route() mounts another /v1/ endpoint behind the same gate, counted in
+// /metrics, with the scheduler and model to submit to.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "runtime/loaded_model.h"
+#include "runtime/ocr_model.h"
 #include "runtime/scheduler.h"
 #include "server/api_keys.h"
 #include "server/metrics.h"
+#include "server/ocr_job.h"
+#include "server/reference_cache.h"
 #include "server/rate_limiter.h"
 #include "server/server_config.h"
 
@@ -65,8 +77,10 @@ class Service {
 
   // The engine, once loaded (null before load()).
   Scheduler* scheduler() { return scheduler_.get(); }
-  const LoadedModel* model() const { return model_.get(); }
+  Decoder* decoder() { return decoder_; }
+  OcrModel* ocr_model() { return ocr_model_.get(); }  // null for a text model
   ServerMetrics& metrics() { return metrics_; }
+  ReferenceCacheStats reference_cache_stats() const { return cache_.stats(); }
 
   // Mounts `handler` for `method` ("GET" or "POST") on `path` (under /v1/) behind the gate; call
   // before start(). A handler reports errors by throwing ApiError or folio::Error (-> 400/500).
@@ -76,6 +90,10 @@ class Service {
  private:
   void install_routes();
   void chat_completions(const httplib::Request& req, httplib::Response& res);
+  void ocr(const httplib::Request& req, httplib::Response& res);
+  // An OcrJob over `files` (ApiError 400 when the model reads no images).
+  std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
+  void check_loaded(httplib::Response& res) const;
   // Wraps a handler: catches ApiError / folio::Error into JSON errors.
   Handler guarded(Handler h);
 
@@ -91,7 +109,13 @@ class Service {
   std::thread http_thread_;
   int port_ = -1;
 
-  std::unique_ptr<LoadedModel> model_;
+  std::unique_ptr<LoadedModel> model_;     // a text model, or
+  std::unique_ptr<OcrModel> ocr_model_;    // an OCR model
+  Decoder* decoder_ = nullptr;             // of whichever was loaded
+  const Tokenizer* tokenizer_ = nullptr;
+  ReferenceCache cache_;
+  std::unique_ptr<ThreadPool> encode_threads_;
+  std::mutex encode_mu_;
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KVBlockPool> pool_;
   std::unique_ptr<Scheduler> scheduler_;

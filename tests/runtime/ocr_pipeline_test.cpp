@@ -201,12 +201,19 @@ TEST(OcrPipeline, RswaEqualsFullUntilTheWindowFillsAndKeepsKvFlat) {
   ASSERT_EQ(rswa.tokens.size(), static_cast<size_t>(N)) << "the random model stopped early; pick another seed";
   // Token j is produced from a KV that holds j generated tokens; while j <= W nothing was evicted.
   for (int64_t j = 0; j <= W; ++j) EXPECT_EQ(rswa.tokens[j], full.tokens[j]) << "token " << j;
-  // Independent of the engine's formula: reference blocks of 16 rows + one ring of W rows, 2 (K, V)
-  // x layers x heads x head_dim x 4 bytes (f32) per row.
+  // Independent of the engine's formula: each reference part (a KV segment) in blocks of 16 rows +
+  // one ring of W rows, 2 (K, V) x layers x heads x head_dim x 4 bytes (f32) per row.
   const ModelConfig& c = fx().model->decoder().config();
   const size_t row = 2 * static_cast<size_t>(c.n_layers * c.n_kv_heads * c.head_dim) * 4;
-  const int64_t P = rswa.stats.reference_tokens;
-  const size_t flat = static_cast<size_t>((P + 15) / 16 * 16 + W) * row;
+  const OcrPass pass = fx().model->prepare(pages, 0, 1, VisionMode::Base, threads, {});  // lazy: nothing encoded
+  int64_t rows = W, P = 0;
+  for (const ReferencePart& part : pass.reference) {
+    const auto n = static_cast<int64_t>(part.ids.size());
+    rows += (n + 15) / 16 * 16;
+    P += n;
+  }
+  ASSERT_EQ(P, rswa.stats.reference_tokens);
+  const size_t flat = static_cast<size_t>(rows) * row;
   ASSERT_EQ(kv_rswa.size(), static_cast<size_t>(N));
   // kv_rswa[j] is read when token j+1 arrives, i.e. with j generated tokens cached... (j fed back)
   for (size_t j = W; j < kv_rswa.size(); ++j) EXPECT_EQ(kv_rswa[j], flat) << "token " << j;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -18,6 +20,9 @@
 #include "runtime/generator.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_factory.h"
+#include "runtime/default_model.h"
+#include "runtime/ocr_mini.h"
+#include "runtime/ocr_pipeline.h"
 
 namespace folio {
 namespace {
@@ -163,11 +168,153 @@ TEST_F(SchedulerTest, EmbeddingPromptEqualsTokenPrompt) {
   Scheduler s(dec(), pool, threads, {policy, 2, 6, 4, 16});
   Collector c;
   SequenceRequest e = r;
-  e.prompt_embeddings = rows;
+  e.prompt.clear();
+  e.reference.push_back(ReferencePart::rows(std::vector<int32_t>(r.prompt.size(), 0), *rows));
   RequestId a = s.submit(c.wrap(e, 0)).id;
   RequestId b = s.submit(c.wrap(r, 1)).id;
   EXPECT_EQ(c.wait(a).tokens, expect.tokens);
   EXPECT_EQ(c.wait(b).tokens, expect.tokens);
+}
+
+// An OCR-shaped request: token parts and lazily produced embedding parts, a feed-back hook whose
+// rows depend on everything generated so far (as the mini model's position codes do), and the
+// n-gram guard, batched with other requests under small prefill chunks: the tokens Generator gives.
+TEST_F(SchedulerTest, ReferencePartsAndEmbedHookMatchGenerator) {
+  const int64_t H = dec().config().hidden;
+  auto rows_of = [&](const std::vector<int32_t>& ids, float scale) {
+    std::vector<float> rows(ids.size() * static_cast<size_t>(H));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      dec().embed(ids[i], rows.data() + i * static_cast<size_t>(H));
+      for (int64_t k = 0; k < H; ++k) rows[i * static_cast<size_t>(H) + static_cast<size_t>(k)] *= scale;
+    }
+    return rows;
+  };
+  const std::vector<int32_t> head = random_prompt(3, 21), image = random_prompt(13, 22), tail = random_prompt(5, 23);
+  std::atomic<int> produced{0};
+  auto make_parts = [&] {
+    std::vector<ReferencePart> parts;
+    parts.push_back(ReferencePart::tokens(head));
+    parts.push_back(ReferencePart::lazy(std::vector<int32_t>(image.size(), 1), [&, image] {
+      ++produced;
+      return rows_of(image, 1.5f);
+    }));
+    parts.push_back(ReferencePart::tokens(tail));
+    return parts;
+  };
+  // The hook: the token's embedding plus a code of how many tokens and what sum came before.
+  auto make_hook = [&] {
+    return [&, count = 0, sum = int64_t{0}](int32_t tok, float* row) mutable {
+      dec().embed(tok, row);
+      ++count;
+      sum += tok;
+      for (int64_t k = 0; k < H; ++k) row[k] += 0.05f * static_cast<float>(std::sin(0.3 * count * (k + 1) + 0.001 * static_cast<double>(sum)));
+    };
+  };
+  KVPolicy policy{KVPolicyKind::RSwa, 4};
+  ThreadPool t1(1);
+  KVBlockPool alone_pool(layout(), 0);
+  Generator gen(dec(), alone_pool, t1);
+  GenerationOptions o;
+  o.policy = policy;
+  o.max_tokens = 24;
+  o.no_repeat_ngram = 3;
+  o.no_repeat_window = 32;
+  o.embed_token = make_hook();
+  const std::vector<ReferencePart> parts = make_parts();
+  GenerationResult expect = gen.generate(parts, o);
+  ASSERT_EQ(expect.tokens.size(), 24u);
+  // The hook matters: without it (ids fed) the tokens differ.
+  GenerationOptions plain = o;
+  plain.embed_token = nullptr;
+  ASSERT_NE(gen.generate(parts, plain).tokens, expect.tokens) << "the test hook does not change decoding";
+  produced = 0;
+
+  ThreadPool threads(2);
+  KVBlockPool pool(layout(), 0);
+  Collector c;
+  std::vector<RequestId> ids;
+  {
+    Scheduler s(dec(), pool, threads, {policy, 4, 5, 16, 16});  // chunks of 5 split the image part
+    SequenceRequest other;
+    other.prompt = random_prompt(17, 24);
+    other.max_tokens = 20;
+    for (int i = 0; i < 3; ++i) {
+      SequenceRequest r;
+      r.reference = make_parts();
+      r.embed_token = make_hook();
+      r.max_tokens = 24;
+      r.no_repeat_ngram = 3;
+      r.no_repeat_window = 32;
+      ids.push_back(s.submit(c.wrap(std::move(r), i)).id);
+    }
+    RequestId oid = s.submit(c.wrap(other, 9)).id;
+    for (RequestId id : ids) {
+      SequenceResult got = c.wait(id);
+      EXPECT_EQ(got.tokens, expect.tokens);
+      EXPECT_EQ(got.prompt_tokens, static_cast<int64_t>(head.size() + image.size() + tail.size()));
+    }
+    EXPECT_EQ(c.wait(oid).tokens, alone(other, policy).tokens);
+    EXPECT_GE(s.stats().max_batch_seen, 2);
+  }
+  EXPECT_EQ(produced.load(), 3);  // each lazy part produced exactly once per request
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
+// The shipped mini OCR model on a real page: the scheduler decodes what run_ocr decodes.
+TEST_F(SchedulerTest, MiniOcrPageMatchesRunOcr) {
+  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  const OcrPages pages = OcrPages::open({std::string(FOLIO_SOURCE_DIR) + "/examples/sample-1page.pdf"}, "", m->pdf_dpi());
+  ThreadPool threads(1);
+  OcrOptions opt;
+  opt.kv_dtype = DType::F32;
+  OcrResult want = run_ocr(*m, pages, opt, threads);
+  ASSERT_GT(want.tokens.size(), 20u);
+
+  KVBlockPool pool(m->decoder().kv_layout(DType::F32), 0);
+  Collector c;
+  std::vector<RequestId> ids;
+  {
+    Scheduler s(m->decoder(), pool, threads, {opt.policy, 4, 256, 8, 16});
+    // Both prepared before either is submitted, so they run side by side.
+    std::vector<OcrPass> passes;
+    for (int i = 0; i < 2; ++i) passes.push_back(m->prepare(pages, 0, 1, VisionMode::Base, threads, {}));
+    for (int i = 0; i < 2; ++i) {
+      OcrPass& pass = passes[static_cast<size_t>(i)];
+      SequenceRequest r;
+      r.reference = std::move(pass.reference);
+      r.embed_token = pass.generation.embed_token;
+      r.no_repeat_ngram = pass.generation.no_repeat_ngram;
+      r.stop_at_eos = pass.generation.stop_at_eos;
+      r.max_tokens = m->max_output_tokens(1);
+      ids.push_back(s.submit(c.wrap(std::move(r), i)).id);
+    }
+    for (RequestId id : ids) {
+      SequenceResult got = c.wait(id);
+      EXPECT_EQ(got.tokens, want.tokens);
+      EXPECT_EQ(got.stop_reason, want.stats.stop_reasons.at(0));
+    }
+    EXPECT_EQ(s.stats().max_batch_seen, 2);
+  }
+}
+
+TEST_F(SchedulerTest, BrokenEmbeddingPartEndsOnlyItsRequest) {
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  KVPolicy policy{KVPolicyKind::RSwa, 4};
+  Scheduler s(dec(), pool, threads, {policy, 4, 64, 8, 16});
+  Collector c;
+  SequenceRequest bad;
+  bad.reference.push_back(ReferencePart::lazy({1, 1, 1}, [] { return std::vector<float>(5, 0.f); }));
+  bad.max_tokens = 4;
+  SequenceRequest good;
+  good.prompt = random_prompt(6, 30);
+  good.max_tokens = 4;
+  RequestId b = s.submit(c.wrap(bad, 0)).id;
+  RequestId g = s.submit(c.wrap(good, 1)).id;
+  SequenceResult rb = c.wait(b);
+  EXPECT_EQ(rb.stop_reason, "error");
+  EXPECT_NE(rb.error.find("produced 5 values"), std::string::npos) << rb.error;
+  EXPECT_EQ(c.wait(g).tokens, alone(good, policy).tokens);
 }
 
 TEST_F(SchedulerTest, StopsAtEosLikeGenerator) {
@@ -371,6 +518,12 @@ TEST_F(SchedulerTest, BadRequestsThrowInvalidInput) {
   r.sampling.temperature = 0;
   r.prompt.assign(1024, 5);
   EXPECT_NE(message(r).find("context"), std::string::npos);
+  r.prompt = {0, 5};
+  r.reference.push_back(ReferencePart::tokens({1}));
+  EXPECT_NE(message(r).find("not both"), std::string::npos);
+  r.prompt.clear();
+  r.reference.push_back(ReferencePart::tokens({}));
+  EXPECT_NE(message(r).find("reference part 2 is empty"), std::string::npos);
   EXPECT_EQ(s.stats().queued, 0);
 }
 

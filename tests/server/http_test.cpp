@@ -333,7 +333,11 @@ TEST_F(Http, MalformedRequestsGet4xxAndTheServerGoesOn) {
       {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", 400, "invalid_type", "'stream'"},
       {R"({"model":"gpt-9","messages":[{"role":"user","content":"x"}]})", 404, "model_not_found", "gpt-9"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]})", 400,
-       "unsupported_content", "image inputs"},
+       "unsupported_file_type", "not a PDF, PNG or JPEG"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,A"}}]}]})", 400,
+       "invalid_base64", "whole number of bytes"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.org/a.png"}}]}]})", 400,
+       "invalid_image_url", "does not fetch URLs"},
   };
   for (const Case& k : cases) {
     auto r = cli.Post("/v1/chat/completions", k.body, "application/json");

@@ -1,0 +1,402 @@
+#include "server/ocr_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <span>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "doc/ocr_json.h"
+#include "doc/ocr_markdown.h"
+#include "runtime/ocr_pipeline.h"
+#include "server/content_hash.h"
+#include "text/tokenizer.h"
+
+namespace folio {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A file name safe to create: the client's base name with anything unusual replaced.
+std::string safe_name(const std::string& name) {
+  std::string base = name.substr(name.find_last_of("/\\") == std::string::npos ? 0 : name.find_last_of("/\\") + 1);
+  std::string out;
+  for (char c : base.substr(0, 100)) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  if (out.empty() || out == "." || out == "..") out = "file";
+  return out;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+}
+
+std::string unique_dir() {
+  static std::atomic<uint64_t> counter{0};
+  return (fs::temp_directory_path() / ("folio-upload-" + std::to_string(getpid()) + "-" + std::to_string(++counter))).string();
+}
+
+}  // namespace
+
+// Filled by the scheduler thread's callbacks, read by the job's HTTP thread.
+struct OcrJob::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  struct Slot {
+    std::vector<int32_t> tokens;
+    size_t taken = 0;
+    std::optional<SequenceResult> result;
+  };
+  std::vector<Slot> slots;  // one per pass; sized before any submission
+};
+
+struct OcrJob::Pass {
+  size_t first = 0, count = 0;
+  RequestId id = -1;
+  bool stop_at_eos = true;
+  int64_t cached_rows = 0;
+  std::optional<StreamingDetokenizer> detok;
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::optional<SequenceResult> result;
+  bool ended = false;
+};
+
+std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
+                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {
+  std::unique_ptr<OcrJob> job(new OcrJob());
+  job->engine_ = engine;
+  job->limits_ = limits;
+  OcrModel& model = *engine.model;
+  const ModelConfig& mc = model.decoder().config();
+  if (files.empty()) throw bad_request("missing_field", "no file to read");
+  if (max_tokens && *max_tokens > limits.max_output_length)
+    throw bad_request("output_limit_exceeded", "'max_tokens' is " + std::to_string(*max_tokens) + " but this server generates at most " +
+                                                   std::to_string(limits.max_output_length) + " tokens per pass (inference.max_output_length)");
+
+  // 1. The files, under names that errors can be mapped back from.
+  job->tmp_dir_ = unique_dir();
+  std::vector<std::string> paths;
+  std::map<std::string, std::string> client_name;  // temporary path -> the client's name
+  std::map<std::string, std::string> digest;       // temporary path -> SHA-256 of its bytes
+  try {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const fs::path dir = fs::path(job->tmp_dir_) / std::to_string(i);
+      fs::create_directories(dir);
+      const std::string path = (dir / safe_name(files[i].name)).string();
+      std::ofstream f(path, std::ios::binary);
+      f.write(files[i].bytes.data(), static_cast<std::streamsize>(files[i].bytes.size()));
+      if (!f) throw Error(Error::Kind::Io, "cannot write the upload to " + path);
+      paths.push_back(path);
+      client_name[path] = files[i].name;
+      digest[path] = sha256_hex(files[i].bytes);
+      files[i].bytes = std::string();  // the copy on disk is the one used now
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw ApiError(500, "server_error", "internal_error", std::string("cannot store the upload: ") + e.what());
+  }
+  try {
+    job->ocr_pages_ = OcrPages::open(paths, page_range, model.pdf_dpi());
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const auto& [path, name] : client_name) replace_all(msg, path, name);
+    throw bad_request("invalid_document", msg);
+  }
+  const OcrPages& pages = job->ocr_pages_;
+  if (pages.size() > limits.max_pages)
+    throw bad_request("too_many_pages", "the request has " + std::to_string(pages.size()) + " pages; this server reads at most " +
+                                            std::to_string(limits.max_pages) + " per request (server.max_pages)");
+  for (size_t i = 0; i < pages.size(); ++i) job->sources_.push_back(client_name[pages.page(i).file]);
+  job->pages_.resize(pages.size());
+  job->final_.assign(pages.size(), false);
+
+  // 2. Passes, as run_ocr plans them.
+  OcrOptions plan_opt;
+  std::vector<std::pair<size_t, size_t>> plan;
+  try {
+    plan = plan_ocr_passes(model, pages, plan_opt);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const auto& [path, name] : client_name) replace_all(msg, path, name);
+    throw bad_request("invalid_document", msg);
+  }
+  job->shared_ = std::make_shared<Shared>();
+  job->shared_->slots.resize(plan.size());
+  const int64_t max_ref = limits.max_reference_length > 0 ? limits.max_reference_length : mc.max_positions - 1;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits.timeout_s));
+
+  for (size_t k = 0; k < plan.size(); ++k) {
+    auto p = std::make_unique<Pass>();
+    p->first = plan[k].first;
+    p->count = plan[k].second;
+    p->detok.emplace(model.tokenizer());
+
+    // 3. The prepared reference: cached, or prepared now (and cached).
+    Sha256 h;
+    h.field(engine.model_id).field(model.name()).field("base").field(std::to_string(model.pdf_dpi()));
+    for (size_t i = p->first; i < p->first + p->count; ++i)
+      h.field(digest[pages.page(i).file]).field(std::to_string(pages.page(i).index));
+    const std::string key = h.hex();
+    std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
+    if (!cached) {
+      std::lock_guard lk(*engine.encode_mu);
+      // Another request may have prepared the same pages while this one waited for the encoder.
+      cached = engine.cache->find(key);
+      if (!cached) {
+        auto fresh = std::make_shared<CachedPass>();
+        try {
+          fresh->pass = model.prepare(pages, p->first, p->count, VisionMode::Base, *engine.encode_threads, {});
+          // Produce every lazy part now, here, rather than on the scheduler thread.
+          for (ReferencePart& part : fresh->pass.reference) {
+            if (!part.is_embedding()) continue;
+            std::vector<float> rows = part.embeddings();
+            if (rows.size() != part.ids.size() * static_cast<size_t>(mc.hidden))
+              throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
+            fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
+            part = ReferencePart::rows(std::move(part.ids), std::move(rows));
+          }
+        } catch (const Error& e) {
+          if (e.kind() == Error::Kind::Internal) throw;
+          std::string msg = e.what();
+          for (const auto& [path, name] : client_name) replace_all(msg, path, name);
+          throw bad_request("invalid_document", msg);
+        }
+        fresh->bytes = reference_bytes(fresh->pass.reference, mc.hidden);
+        engine.cache->insert(key, fresh);
+        cached = fresh;
+      } else {
+        p->cached_rows = cached->embedding_rows;
+      }
+    } else {
+      p->cached_rows = cached->embedding_rows;
+    }
+
+    // 4. One sequence per pass, with a fresh copy of the model's recipe.
+    OcrPass pass = cached->pass;
+    SequenceRequest sr;
+    sr.reference = std::move(pass.reference);
+    int64_t P = 0;
+    for (const ReferencePart& part : sr.reference) P += static_cast<int64_t>(part.ids.size());
+    if (P > max_ref)
+      throw bad_request("context_length_exceeded", "pages " + std::to_string(p->first + 1) + "-" + std::to_string(p->first + p->count) +
+                                                       " take " + std::to_string(P) + " reference tokens; this server takes at most " +
+                                                       std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
+    sr.embed_token = pass.generation.embed_token;
+    sr.no_repeat_ngram = pass.generation.no_repeat_ngram;
+    sr.no_repeat_window = pass.generation.no_repeat_window;
+    sr.stop_at_eos = pass.generation.stop_at_eos;
+    p->stop_at_eos = sr.stop_at_eos;
+    sr.max_tokens = max_tokens.value_or(std::min<int64_t>(model.max_output_tokens(p->count), limits.max_output_length));
+    sr.deadline = deadline;
+    std::shared_ptr<Shared> sh = job->shared_;
+    sr.on_token = [sh, k](int32_t t) {
+      std::lock_guard lk(sh->mu);
+      sh->slots[k].tokens.push_back(t);
+      sh->cv.notify_all();
+    };
+    sr.on_done = [sh, k, done = engine.on_pass_done, cached_rows = p->cached_rows](const SequenceResult& r) {
+      SequenceResult res = r;
+      res.cached_prompt_tokens = cached_rows;
+      if (done) done(res);
+      std::lock_guard lk(sh->mu);
+      sh->slots[k].result = std::move(res);
+      sh->cv.notify_all();
+    };
+    Submission sub;
+    try {
+      sub = engine.scheduler->submit(std::move(sr));
+    } catch (const Error& e) {
+      throw bad_request("invalid_request", e.what());
+    }
+    switch (sub.rejected) {
+      case Rejection::None: break;
+      case Rejection::QueueFull: throw ApiError(503, "server_error", "queue_full", "the server is at capacity: " + sub.message + "; retry later");
+      case Rejection::ExceedsKVBudget: throw bad_request("kv_budget_exceeded", sub.message);
+      case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
+    }
+    p->id = sub.id;
+    job->passes_.push_back(std::move(p));
+  }
+  // Every page is prepared: the uploads are no longer needed on disk.
+  std::error_code ec;
+  fs::remove_all(job->tmp_dir_, ec);
+  return job;
+}
+
+OcrJob::~OcrJob() {
+  cancel();
+  if (!tmp_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(tmp_dir_, ec);
+  }
+}
+
+void OcrJob::cancel() {
+  for (const auto& p : passes_)
+    if (!p->ended && p->id >= 0) engine_.scheduler->cancel(p->id);
+}
+
+void OcrJob::absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optional<SequenceResult>& result) {
+  const int32_t eos = engine_.model->decoder().config().eos_id;
+  bool boundary = false;
+  for (int32_t t : fresh) {
+    p.tokens.push_back(t);
+    if (p.stop_at_eos && t == eos) continue;
+    const std::string piece = p.detok->push(t);
+    // A page boundary can only appear where a marker ends ('>' of "<page>" / "<PAGE>").
+    if (piece.find('>') != std::string::npos) boundary = true;
+    p.text += piece;
+  }
+  OcrModel& model = *engine_.model;
+  if (result) {
+    p.text += p.detok->flush();
+    p.result = result;
+    p.ended = true;
+    std::vector<OcrPage> got = fit_ocr_pages(model.parse(p.text), p.count, p.first, warnings_);
+    for (size_t k = 0; k < p.count; ++k) {
+      pages_[p.first + k] = std::move(got[k]);
+      final_[p.first + k] = true;
+    }
+  } else if (boundary && p.count > 1) {
+    // Pages before the one being written are final: fit_ocr_pages only ever changes the last page.
+    std::vector<OcrPage> got = model.parse(p.text);
+    const size_t complete = std::min(got.empty() ? 0 : got.size() - 1, p.count - 1);
+    for (size_t k = 0; k < complete; ++k)
+      if (!final_[p.first + k]) {
+        pages_[p.first + k] = std::move(got[k]);
+        final_[p.first + k] = true;
+      }
+  }
+}
+
+OcrJob::Progress OcrJob::poll(std::chrono::milliseconds wait) {
+  struct News {
+    std::vector<int32_t> fresh;
+    std::optional<SequenceResult> result;
+  };
+  std::vector<News> news(passes_.size());
+  {
+    std::unique_lock lk(shared_->mu);
+    auto any = [&] {
+      for (size_t k = 0; k < passes_.size(); ++k) {
+        const Shared::Slot& s = shared_->slots[k];
+        if (!passes_[k]->ended && (s.tokens.size() > s.taken || s.result)) return true;
+      }
+      return false;
+    };
+    shared_->cv.wait_for(lk, wait, any);
+    for (size_t k = 0; k < passes_.size(); ++k) {
+      Shared::Slot& s = shared_->slots[k];
+      if (passes_[k]->ended) continue;
+      news[k].fresh.assign(s.tokens.begin() + static_cast<std::ptrdiff_t>(s.taken), s.tokens.end());
+      s.taken = s.tokens.size();
+      news[k].result = s.result;
+    }
+  }
+  Progress out;
+  for (size_t k = 0; k < passes_.size(); ++k)
+    if (!passes_[k]->ended && (!news[k].fresh.empty() || news[k].result)) absorb(*passes_[k], news[k].fresh, news[k].result);
+  while (reported_ < pages_.size() && final_[reported_]) out.pages.push_back(reported_++);
+  out.done = true;
+  for (const auto& p : passes_) out.done = out.done && p->ended;
+  return out;
+}
+
+void OcrJob::wait() {
+  while (!poll(std::chrono::milliseconds(1000)).done) {
+  }
+}
+
+json OcrJob::page_json(size_t i) const {
+  const OcrPageRef& ref = ocr_pages_.page(i);
+  const PageSize size{ref.width, ref.height};
+  json j = ocr_to_json({pages_.at(i)}, std::span<const PageSize>(&size, 1))["pages"][0];
+  j["page"] = i + 1;
+  j["source"] = sources_.at(i);
+  j["source_page"] = ref.index + 1;
+  return j;
+}
+
+std::string OcrJob::page_markdown(size_t i) const { return folio::page_markdown(pages_.at(i)); }
+
+std::string OcrJob::markdown_piece(size_t i) const {
+  // Mirrors document_markdown (doc/ocr_markdown.h); tests check the pieces add up to it.
+  const std::string body = folio::page_markdown(pages_.at(i));
+  if (pages_.size() == 1) return body;
+  std::string md = (i > 0 ? "\n\n" : "") + std::string("<!-- page ") + std::to_string(i + 1) + " -->";
+  if (!body.empty()) md += "\n\n" + body;
+  return md;
+}
+
+std::string OcrJob::markdown() const { return document_markdown(pages_); }
+
+std::optional<ApiError> OcrJob::failure() const {
+  for (const auto& p : passes_)
+    if (p->result)
+      if (auto e = generation_error(*p->result, limits_.timeout_s)) return e;
+  return std::nullopt;
+}
+
+json OcrJob::usage() const {
+  int64_t prompt = 0, completion = 0, cached = 0;
+  for (const auto& p : passes_) {
+    if (p->result) prompt += p->result->prompt_tokens;
+    completion += static_cast<int64_t>(p->tokens.size());
+    cached += p->cached_rows;
+  }
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+std::vector<int32_t> OcrJob::tokens() const {
+  std::vector<int32_t> all;
+  for (const auto& p : passes_) all.insert(all.end(), p->tokens.begin(), p->tokens.end());
+  return all;
+}
+
+json OcrJob::result() const {
+  json pages = json::array();
+  for (size_t i = 0; i < pages_.size(); ++i) pages.push_back(page_json(i));
+  int64_t ref_tokens = 0, decode_tokens = 0;
+  double ttft_ms = 0, decode_ms = 0;
+  json stops = json::array();
+  for (const auto& p : passes_) {
+    if (p->result) {
+      ref_tokens += p->result->prompt_tokens;
+      stops.push_back(p->result->stop_reason);
+      // Passes run side by side: the first token of any, the longest decode of all.
+      if (!p->result->tokens.empty() && (ttft_ms == 0 || p->result->ttft_ms < ttft_ms)) ttft_ms = p->result->ttft_ms;
+      decode_ms = std::max(decode_ms, p->result->decode_ms);
+    }
+    decode_tokens += static_cast<int64_t>(p->tokens.size());
+  }
+  json j = {{"object", "ocr"},
+            {"model", engine_.model_id},
+            {"mode", "base"},
+            {"markdown", markdown()},
+            {"pages", pages},
+            {"usage", usage()},
+            {"stats",
+             {{"pages", pages_.size()},
+              {"passes", passes_.size()},
+              {"reference_tokens", ref_tokens},
+              {"decode_tokens", decode_tokens},
+              {"queue_to_first_token_ms", ttft_ms},
+              {"decode_ms", decode_ms},
+              {"stop_reasons", stops}}}};
+  if (!warnings_.empty()) j["warnings"] = warnings_;
+  return j;
+}
+
+}  // namespace folio
