@@ -30,9 +30,10 @@ namespace folio::cli {
 namespace {
 
 struct DecodeArgs {
-  std::string model, policy = "rswa", json;
+  std::string model, json;
   KVOptions kv;
-  int64_t window = 128, ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
+  PolicyOptions policy;
+  int64_t ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
   int threads = 0;
   bool synthetic_ref = true;
   uint64_t seed = 1;
@@ -43,9 +44,7 @@ double now_ms() {
 }
 
 int run_decode(const DecodeArgs& a) {
-  if (a.policy == "sparse" || a.policy == "rolling")
-    throw Error(Error::Kind::Unsupported, "policy '" + a.policy + "' is not implemented yet (full, rswa)");
-  KVPolicy policy = KVPolicy::parse(a.policy, a.window);
+  KVPolicy policy = a.policy.policy();
   const KVTypes kv_types = a.kv.types();
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
   if (a.json.empty()) throw_invalid("--json FILE is required");
@@ -89,7 +88,7 @@ int run_decode(const DecodeArgs& a) {
     in.tokens = std::span<const int32_t>(&next, 1);
     m.decoder->forward({&in, 1}, logits.data(), threads);
     kv_peak = std::max(kv_peak, kv.bytes());
-    kv_read_bytes_sum += static_cast<double>(kv.visible_bytes(kv.length() - 1));
+    kv_read_bytes_sum += static_cast<double>(kv.active_bytes(kv.length() - 1));
     if (g % a.sample_every == 0) {
       double t = now_ms();
       double ms = (t - window_start) / static_cast<double>(a.sample_every);
@@ -112,7 +111,7 @@ int run_decode(const DecodeArgs& a) {
                       {"model", a.model},
                       {"architecture", cfg.arch_name()},
                       {"policy", policy.name()},
-                      {"window", a.window},
+                      {"window", policy.window},
                       {"kv_dtype", kv_types.name()},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},
@@ -243,8 +242,7 @@ Runner add_bench(CLI::App& app) {
   app.require_subcommand(1);
   CLI::App* d = app.add_subcommand("decode", "KV bytes and ms/token as the output grows");
   d->add_option("--model", a->model, "Checkpoint directory or .gguf file")->required();
-  d->add_option("--policy", a->policy, "full or rswa (sparse, rolling: later)")->capture_default_str();
-  d->add_option("--window", a->window, "R-SWA window")->capture_default_str();
+  add_policy_options(*d, a->policy);
   add_kv_options(*d, a->kv);
   d->add_option("--ref-tokens", a->ref_tokens, "Reference (prefill) tokens P")->capture_default_str();
   d->add_option("--gen-tokens", a->gen_tokens, "Generated tokens N")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,11 +29,11 @@ namespace {
 constexpr const char* kPageMarker = "<page>";
 
 struct AccuracyArgs {
-  std::string model, engine = "folio", policy = "rswa", baseline_policy = "full",
+  std::string model, engine = "folio", baseline_policy = "full",
                      baseline_kv_dtype = "f32", sets, json;
   KVOptions kv;
+  PolicyOptions policy;
   int docs = 1, pages = 1, threads = 0;
-  int64_t window = 128;
   double dpi = 0;
 };
 
@@ -44,7 +45,15 @@ int run_accuracy(const AccuracyArgs& a) {
   if (a.json.empty()) throw_invalid("--json FILE is required");
   if (a.engine != "folio" && a.engine != "tesseract") throw_invalid("--engine must be folio or tesseract, not '" + a.engine + "'");
   const std::string sets = a.sets.empty() ? shipped_path("data/heldout") : a.sets;
-  const std::vector<HeldoutDoc> docs = heldout_docs(sets, a.pages, a.docs);
+  // Page counts without a held-out set of their own (100, 500) read one document composed of the
+  // held-out pages.
+  std::string set_name = "p";
+  set_name += std::to_string(a.pages);
+  const bool composed = !std::filesystem::is_directory(std::filesystem::path(sets) / set_name);
+  if (composed && a.docs != 1)
+    throw_invalid("there is no held-out set of " + std::to_string(a.pages) + "-page documents; --docs must be 1 to read one composed of held-out pages");
+  const std::vector<HeldoutDoc> docs = composed ? std::vector<HeldoutDoc>{composed_heldout_doc(sets, a.pages)}
+                                                : heldout_docs(sets, a.pages, a.docs);
   ThreadPool threads(a.threads);
   nlohmann::json j = {{"suite", "accuracy"}, {"engine", a.engine}, {"docs", a.docs}, {"pages", a.pages},
                       {"sets", sets}, {"page_marker", kPageMarker}};
@@ -56,7 +65,7 @@ int run_accuracy(const AccuracyArgs& a) {
   if (a.engine == "tesseract") {
     const double dpi = a.dpi > 0 ? a.dpi : kDefaultPdfDpi;
     for (const HeldoutDoc& d : docs) {
-      const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);
+      const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
       const auto t0 = std::chrono::steady_clock::now();
       const std::string text = tesseract_read(pages, kPageMarker);
       seconds += seconds_since(t0);
@@ -71,13 +80,13 @@ int run_accuracy(const AccuracyArgs& a) {
     std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
     const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
     OcrOptions run, base;
-    run.policy = KVPolicy::parse(a.policy, a.window);
+    run.policy = a.policy.policy();
     run.kv_types = a.kv.types();
-    base.policy = KVPolicy::parse(a.baseline_policy, a.window);
+    base.policy = KVPolicy::parse(a.baseline_policy, a.policy.window);
     base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
     const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
     for (const HeldoutDoc& d : docs) {
-      const OcrPages pages = OcrPages::open({d.pdf}, "", dpi);
+      const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
       const auto t0 = std::chrono::steady_clock::now();
       const OcrResult r = run_ocr(*model, pages, run, threads);
       seconds += seconds_since(t0);
@@ -93,7 +102,7 @@ int run_accuracy(const AccuracyArgs& a) {
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
                          {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
     }
-    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.window}, {"kv_dtype", run.kv_types->name()},
+    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
               {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
               {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
               {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
@@ -122,8 +131,7 @@ SubRunner add_bench_accuracy(CLI::App& bench) {
   c->add_option("--engine", a->engine, "folio, or tesseract for the baseline")->capture_default_str();
   c->add_option("--docs", a->docs, "Documents D")->capture_default_str();
   c->add_option("--pages", a->pages, "Pages per document P (a held-out set data/heldout/pP must exist)")->capture_default_str();
-  c->add_option("--policy", a->policy, "KV policy: full or rswa")->capture_default_str();
-  c->add_option("--window", a->window, "R-SWA window")->capture_default_str();
+  add_policy_options(*c, a->policy);
   add_kv_options(*c, a->kv);
   c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy")->capture_default_str();
   c->add_option("--baseline-kv-dtype", a->baseline_kv_dtype, "Baseline KV dtype")->capture_default_str();

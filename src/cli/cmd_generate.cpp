@@ -16,9 +16,10 @@ namespace folio::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids, policy = "rswa";
+  std::string model, prompt, prompt_ids;
   KVOptions kv;
-  int64_t window = 128, max_tokens = 256, kv_budget = 0;
+  PolicyOptions policy;
+  int64_t max_tokens = 256, kv_budget = 0;
   int threads = 0, no_repeat_ngram = 0, no_repeat_window = 128;
   float temperature = 0.f, top_p = 1.f;
   int top_k = 0;
@@ -50,8 +51,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("--model", a->model, "Checkpoint directory (config.json + safetensors + tokenizer.json) or .gguf file")->required();
   app.add_option("--prompt", a->prompt, "Prompt text");
   app.add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids (instead of --prompt)");
-  app.add_option("--policy", a->policy, "KV policy: rswa (reference sliding window) or full")->capture_default_str();
-  app.add_option("--window", a->window, "R-SWA decode window W")->capture_default_str();
+  add_policy_options(app, a->policy);
   app.add_option("--max-tokens", a->max_tokens, "Generated tokens at most")->capture_default_str();
   add_kv_options(app, a->kv);
   app.add_option("--kv-budget", a->kv_budget, "KV pool capacity in bytes (0 = unlimited)")->capture_default_str();
@@ -65,7 +65,7 @@ Runner add_generate(CLI::App& app) {
   app.add_flag("--no-bos", a->no_bos, "Do not prepend the BOS token");
   app.add_flag("--stats", a->show_stats, "Print timing and KV statistics to stderr");
   return [a]() -> int {
-    auto policy = KVPolicy::parse(a->policy, a->window);
+    auto policy = a->policy.policy();
     const KVTypes kv_types = a->kv.types();
     if (a->prompt.empty() && a->prompt_ids.empty()) throw_invalid("the prompt is empty: give --prompt TEXT or --prompt-ids");
     LoadedModel m = load_model(a->model, a->prompt_ids.empty());

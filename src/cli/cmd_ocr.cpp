@@ -21,9 +21,10 @@ namespace {
 
 struct OcrArgs {
   std::vector<std::string> inputs;
-  std::string model, mode = "base", pages, out, json, policy = "rswa";
+  std::string model, mode = "base", pages, out, json;
   KVOptions kv;
-  int64_t window = 128, max_tokens = 0;
+  PolicyOptions policy;
+  int64_t max_tokens = 0;
   size_t pages_per_pass = 0;
   int threads = 0;
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
@@ -52,7 +53,7 @@ int run_ocr_command(const OcrArgs& a) {
   else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
   OcrOptions opt;
   opt.mode = mode;
-  opt.policy = KVPolicy::parse(a.policy, a.window);
+  opt.policy = a.policy.policy();
   opt.kv_types = a.kv.types();
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
@@ -119,8 +120,7 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--pages", a->pages, "Pages to read, numbered across all inputs, e.g. 1-20 or 2,5-7 (default all)");
   app.add_option("--out", a->out, "Write the markdown here (default: stdout)");
   app.add_option("--json", a->json, "Write blocks, labels and boxes (page pixels) as JSON here");
-  app.add_option("--policy", a->policy, "KV policy: rswa (reference sliding window) or full")->capture_default_str();
-  app.add_option("--window", a->window, "R-SWA decode window W")->capture_default_str();
+  add_policy_options(app, a->policy);
   app.add_option("--max-tokens", a->max_tokens, "Generated tokens per pass at most (0 = until EOS or the context is full)")
       ->capture_default_str();
   app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/error.h"
 #include "kv/kv_dtype.h"
 
 namespace folio::cli {
@@ -15,6 +16,28 @@ void add_kv_options(CLI::App& app, KVOptions& o) {
   app.add_option("--kv-dtype-v", o.v, "Values only: f32, f16, bf16, q8 or q4 (overrides --kv-dtype)");
   app.add_option("--kv-dtype-window", o.window,
                  "Generated tokens of the window, keys and values (overrides the above for them)");
+}
+
+KVPolicy PolicyOptions::policy() const {
+  KVPolicy p = KVPolicy::parse(name, window);
+  if (top_k < 1) throw_invalid("--sparse-top-k must be at least 1, got " + std::to_string(top_k));
+  if (unit_tokens < 1) throw_invalid("--sparse-unit must be at least 1, got " + std::to_string(unit_tokens));
+  if (resident_pages < 1) throw_invalid("--resident-pages must be at least 1, got " + std::to_string(resident_pages));
+  p.top_k = top_k;
+  p.unit_tokens = unit_tokens;
+  p.resident_pages = resident_pages;
+  return p;
+}
+
+void add_policy_options(CLI::App& app, PolicyOptions& o) {
+  app.add_option("--policy", o.name, "KV policy: rswa (reference sliding window), full, sparse or rolling")
+      ->capture_default_str();
+  app.add_option("--window", o.window, "Decode window W of rswa, sparse and rolling")->capture_default_str();
+  app.add_option("--sparse-top-k", o.top_k, "sparse: reference units each layer and KV head reads")->capture_default_str();
+  app.add_option("--sparse-unit", o.unit_tokens, "sparse: most tokens per reference unit (a multiple of the KV block)")
+      ->capture_default_str();
+  app.add_option("--resident-pages", o.resident_pages, "rolling: pages kept in the reference at once")
+      ->capture_default_str();
 }
 
 }  // namespace folio::cli

@@ -1,9 +1,11 @@
-// The KV storage options every command that decodes shares: --kv-dtype and its per-part overrides.
+// The KV options every command that decodes shares: the policy (--policy, --window, --sparse-top-k,
+// --sparse-unit, --resident-pages) and the storage types (--kv-dtype and its per-part overrides).
 #pragma once
 
 #include <string>
 
 #include "kv/kv_layout.h"
+#include "kv/kv_policy.h"
 
 namespace CLI {
 class App;
@@ -19,5 +21,15 @@ struct KVOptions {
 
 // Registers --kv-dtype, --kv-dtype-k, --kv-dtype-v and --kv-dtype-window on `app`.
 void add_kv_options(CLI::App& app, KVOptions& o);
+
+struct PolicyOptions {
+  std::string name = "rswa";
+  int64_t window = 128, top_k = 8, unit_tokens = 64, resident_pages = 4;
+  // InvalidInput naming the option when a value is out of range.
+  KVPolicy policy() const;
+};
+
+// Registers --policy, --window, --sparse-top-k, --sparse-unit and --resident-pages on `app`.
+void add_policy_options(CLI::App& app, PolicyOptions& o);
 
 }  // namespace folio::cli

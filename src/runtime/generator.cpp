@@ -1,6 +1,7 @@
 #include "runtime/generator.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 
 #include "core/error.h"
@@ -56,6 +57,8 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
                   std::to_string(cfg.max_positions) + " (room is needed for at least one generated token)");
   if (opt.max_tokens < 0) throw_invalid("max tokens must not be negative");
   if (opt.prefill_chunk < 1) throw_invalid("prefill chunk must be at least 1 token");
+  if (opt.rolling && opt.policy.kind != KVPolicyKind::Rolling)
+    throw_invalid("a rolling reference needs the rolling KV policy, not " + opt.policy.name());
   if (opt.policy.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(opt.policy.window));
   std::optional<NoRepeatNGram> guard;
   if (opt.no_repeat_ngram > 0) guard.emplace(opt.no_repeat_ngram, opt.no_repeat_window);
@@ -64,8 +67,8 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   res.reference_tokens = static_cast<int64_t>(history.size());
   SequenceKV kv(pool_, next_id_++, opt.policy);
   std::vector<float> logits(static_cast<size_t>(cfg.vocab));
-  for (size_t pi = 0; pi < reference.size(); ++pi) {
-    const ReferencePart& part = reference[pi];
+  // Prefills one part as a new KV segment (what sparse selects within and rolling drops).
+  auto prefill_part = [&](const ReferencePart& part, size_t pi) {
     const int64_t n = static_cast<int64_t>(part.ids.size());
     std::vector<float> rows;
     if (part.is_embedding()) {
@@ -77,7 +80,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
                                                " values, expected " + std::to_string(n) + " rows of " + std::to_string(H));
     }
     auto t0 = std::chrono::steady_clock::now();
-    kv.begin_segment();  // one segment per part: what sparse selects within and rolling drops
+    kv.begin_segment();
     for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
       const int64_t c = std::min(n - i, opt.prefill_chunk);
       Decoder::Input in;
@@ -92,8 +95,15 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
       dec_.forward({&in, 1}, logits.data(), threads_);
     }
     res.prefill_ms += ms_since(t0);
+    return kv.segment_count() - 1;
+  };
+  std::deque<size_t> resident_pages;  // rolling: KV segments of the pages in the reference, oldest first
+  for (size_t pi = 0; pi < reference.size(); ++pi) {
+    const size_t seg = prefill_part(reference[pi], pi);
+    if (reference[pi].page) resident_pages.push_back(seg);
   }
   res.kv_bytes_peak = kv.bytes();
+  const double before_decode_ms = res.prefill_ms + res.produce_ms;
 
   Sampler sampler(opt.sampling);
   std::vector<float> row(opt.embed_token ? static_cast<size_t>(H) : 0);
@@ -114,6 +124,23 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
       break;
     }
     if (step + 1 == opt.max_tokens) break;
+    if (opt.rolling && tok == opt.rolling->separator) {
+      // The decoder has finished the oldest resident page: it leaves, the next one enters.
+      if (!resident_pages.empty()) {
+        kv.drop_segment(resident_pages.front());
+        resident_pages.pop_front();
+      }
+      std::optional<ReferencePart> page;
+      if (opt.rolling->next_page) {
+        const auto t1 = std::chrono::steady_clock::now();
+        page = opt.rolling->next_page();  // reads (encodes) the page
+        res.produce_ms += ms_since(t1);
+      }
+      if (page) {
+        if (page->ids.empty()) throw Error(Error::Kind::Internal, "rolling reference: an empty page entered");
+        resident_pages.push_back(prefill_part(*page, reference.size() + resident_pages.size()));
+      }
+    }
     if (kv.length() + 1 > cfg.max_positions) {
       res.stop_reason = "context";
       break;
@@ -130,7 +157,9 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     dec_.forward({&in, 1}, logits.data(), threads_);
     res.kv_bytes_peak = std::max(res.kv_bytes_peak, kv.bytes());
   }
-  res.decode_ms = ms_since(t0);
+  // Pages entering a rolling reference count as prefill and produce time, not decode time.
+  res.decode_ms = ms_since(t0) - (res.prefill_ms + res.produce_ms - before_decode_ms);
+  res.reference_tokens = kv.reference_length();
   return res;
 }
 

@@ -24,20 +24,6 @@
 
 namespace folio {
 
-struct GenerationOptions {
-  KVPolicy policy;
-  int64_t max_tokens = 256;      // generated tokens at most (EOS included)
-  SamplingParams sampling;       // temperature 0 = greedy
-  int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
-  int no_repeat_window = 128;    // looking back this many tokens (reference ids + output)
-  bool stop_at_eos = true;
-  int64_t prefill_chunk = 512;   // reference rows per forward pass
-  // When set, each generated token is fed back to the decoder as the embedding row this hook
-  // writes (`hidden` floats) instead of by id (models whose output tokens are embedded by more than
-  // the decoder's own table). Unset: fed by id.
-  std::function<void(int32_t token, float* row)> embed_token;
-};
-
 // One piece of the reference.
 struct ReferencePart {
   // Token ids. For an embedding part, the ids at its positions as the n-gram guard sees them (for
@@ -53,6 +39,31 @@ struct ReferencePart {
   static ReferencePart rows(std::vector<int32_t> ids, std::vector<float> rows);
   static ReferencePart lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce);
   bool is_embedding() const { return static_cast<bool>(embeddings); }
+  // A page of a rolling reference (see GenerationOptions::rolling); other parts stay for good.
+  bool page = false;
+};
+
+struct GenerationOptions {
+  KVPolicy policy;
+  int64_t max_tokens = 256;      // generated tokens at most (EOS included)
+  SamplingParams sampling;       // temperature 0 = greedy
+  int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
+  int no_repeat_window = 128;    // looking back this many tokens (reference ids + output)
+  bool stop_at_eos = true;
+  int64_t prefill_chunk = 512;   // reference rows per forward pass
+  // When set, each generated token is fed back to the decoder as the embedding row this hook
+  // writes (`hidden` floats) instead of by id (models whose output tokens are embedded by more than
+  // the decoder's own table). Unset: fed by id.
+  std::function<void(int32_t token, float* row)> embed_token;
+  // Rolling reference (policy `rolling`): the reference parts marked `page` form a queue. Each time
+  // the model writes `separator`, the oldest resident page leaves the KV and the next page from
+  // `next_page` (nullopt when none is left) enters it ahead of the decoder, before the separator is
+  // fed back. Pages entering later are not seen by the n-gram guard.
+  struct Rolling {
+    int32_t separator = -1;
+    std::function<std::optional<ReferencePart>()> next_page;
+  };
+  std::optional<Rolling> rolling;
 };
 
 struct GenerationResult {

@@ -76,8 +76,44 @@ std::vector<HeldoutDoc> heldout_docs(const std::string& root, int pages, int doc
     FOLIO_CHECK_INPUT(in.good(), "held-out document '" + pdfs[static_cast<size_t>(i)].string() + "' has no " + txt.filename().string());
     std::stringstream ss;
     ss << in.rdbuf();
-    out.push_back({pdfs[static_cast<size_t>(i)].string(), ss.str()});
+    out.push_back({pdfs[static_cast<size_t>(i)].string(), ss.str(), {}, ""});
   }
+  return out;
+}
+
+HeldoutDoc composed_heldout_doc(const std::string& root, int pages) {
+  FOLIO_CHECK_INPUT(pages >= 1, "a composed document needs at least one page, got " + std::to_string(pages));
+  // The cycle: every document of p20 then every document of p1, each with its pages' texts.
+  struct Source {
+    std::string pdf;
+    std::vector<std::string> page_texts;
+  };
+  std::vector<Source> cycle;
+  for (int set : {20, 1}) {
+    std::string name = "p";
+    name += std::to_string(set);
+    const auto dir = std::filesystem::path(root) / name;
+    if (!std::filesystem::is_directory(dir)) continue;
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".pdf";
+    for (HeldoutDoc& d : heldout_docs(root, set, static_cast<int>(n)))
+      cycle.push_back({d.pdf, split_text_pages(d.text, "<page>")});
+  }
+  FOLIO_CHECK_INPUT(!cycle.empty(), "no held-out documents under '" + root + "' (p20/ or p1/) to compose from");
+  HeldoutDoc out;
+  out.pdf = "composed-" + std::to_string(pages) + "-pages";
+  int have = 0;
+  for (size_t i = 0; have < pages; ++i) {
+    const Source& s = cycle[i % cycle.size()];
+    out.files.push_back(s.pdf);
+    for (const std::string& t : s.page_texts) {
+      if (have == pages) break;
+      if (have > 0) out.text += "<page>";
+      out.text += t;
+      ++have;
+    }
+  }
+  out.page_range = "1-" + std::to_string(pages);
   return out;
 }
 

@@ -40,12 +40,20 @@ double token_agreement(std::span<const int32_t> run, std::span<const int32_t> ba
 
 // A held-out document: a PDF and its expected text (NAME.pdf + NAME.txt).
 struct HeldoutDoc {
-  std::string pdf;
-  std::string text;
+  std::string pdf;                 // the document (its name, for a composed one)
+  std::string text;                // expected text, pages separated by "<page>"
+  std::vector<std::string> files;  // composed documents: the PDFs read in order (may repeat) ...
+  std::string page_range;          // ... and the pages of them to read ("" = all)
+  std::vector<std::string> sources() const { return files.empty() ? std::vector<std::string>{pdf} : files; }
 };
 
 // The first `docs` documents (by name) of the held-out set of `pages`-page documents under `root`
 // (root/p<pages>/*.pdf). InvalidInput naming the directory if it has fewer.
 std::vector<HeldoutDoc> heldout_docs(const std::string& root, int pages, int docs);
+
+// A `pages`-page document composed of held-out pages in a fixed cycle (the documents of root/p20,
+// then those of root/p1, again and again), for page counts without a set of their own (100, 500).
+// Pages repeat past the cycle's length (80 pages with the shipped sets).
+HeldoutDoc composed_heldout_doc(const std::string& root, int pages);
 
 }  // namespace folio

@@ -29,28 +29,23 @@ std::vector<MiniOcrRow> MiniOcrModel::read_page(const RgbImage& page, ThreadPool
   return front_->read_page(gray.data(), threads);
 }
 
-OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,
-                              const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
-  const int64_t d = cfg_.hidden;
+ReferencePart MiniOcrModel::page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
+                                      const PageEncodedFn& on_encoded) const {
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> rows;
-  for (size_t k = 0; k < count; ++k) {
-    const auto t0 = std::chrono::steady_clock::now();
-    codes_->append_page(read_page(pages.render(first + k), threads), static_cast<int64_t>(k), k + 1 == count, rows);
-    if (on_encoded)
-      on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  // <bos> closes the reference; it carries the position of the first character to write.
-  rows.resize(rows.size() + static_cast<size_t>(d));
-  std::vector<float> scratch(static_cast<size_t>(d));
-  embed_text(kMiniBos, {}, rows.data() + rows.size() - d, scratch.data());
+  const int64_t n = codes_->append_page(read_page(pages.render(first + k), threads), static_cast<int64_t>(k), k + 1 == count, rows);
+  if (on_encoded) on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n), kMiniBos), std::move(rows));
+  part.page = true;  // no n-gram guard reads the ids
+  return part;
+}
 
-  OcrPass pass;
-  const auto n = static_cast<int64_t>(rows.size()) / d;
-  std::vector<int32_t> ids(static_cast<size_t>(n), kMiniBos);  // no n-gram guard reads them
-  pass.reference.push_back(ReferencePart::rows(std::move(ids), std::move(rows)));
+void MiniOcrModel::finish_pass(OcrPass& pass) const {
+  // <bos> closes the reference; it carries the position of the first character to write.
+  const int64_t d = cfg_.hidden;
+  std::vector<float> bos(static_cast<size_t>(d)), scratch(static_cast<size_t>(d));
+  embed_text(kMiniBos, {}, bos.data(), scratch.data());
+  pass.reference.push_back(ReferencePart::rows({kMiniBos}, std::move(bos)));
   // Each generated token goes back in with the position of the character after it.
   pass.generation.embed_token = [this, cursor = MiniOcrCursor(), scratch = std::move(scratch)](int32_t token, float* row) mutable {
     cursor.advance(token);
@@ -58,6 +53,39 @@ OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count,
   };
   pass.generation.no_repeat_ngram = 0;
   pass.generation.stop_at_eos = true;
+}
+
+OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,
+                              const PageEncodedFn& on_encoded) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+  // One part per page, so the KV cache sees pages as segments (sparse selects within them).
+  OcrPass pass;
+  for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded));
+  finish_pass(pass);
+  return pass;
+}
+
+OcrPass MiniOcrModel::prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode,
+                                      ThreadPool& threads, const PageEncodedFn& on_encoded) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+  FOLIO_CHECK_INPUT(resident >= 1 && static_cast<int64_t>(resident) < cfg_.page_code_period,
+                    "rolling: resident pages must be between 1 and " + std::to_string(cfg_.page_code_period - 1) +
+                        " (pages that share a page code must never be resident together), got " + std::to_string(resident));
+  OcrPass pass;
+  const size_t initial = std::min(resident, count);
+  for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded));
+  finish_pass(pass);
+  GenerationOptions::Rolling rolling;
+  rolling.separator = kMiniPage;
+  rolling.next_page = [this, &pages, &threads, on_encoded, first, count, next = initial]() mutable -> std::optional<ReferencePart> {
+    if (next >= count) return std::nullopt;
+    return page_part(pages, first, next++, count, threads, on_encoded);
+  };
+  pass.generation.rolling = std::move(rolling);
   return pass;
 }
 

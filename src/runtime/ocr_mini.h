@@ -47,6 +47,9 @@ class MiniOcrModel : public OcrModel {
   // Reads the pass's pages one at a time (their visual tokens are small: hidden floats per glyph).
   OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                   const PageEncodedFn& on_encoded) override;
+  // Pages enter and leave at each <page> the decoder writes; page codes wrap (page_code_period).
+  OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
+                          ThreadPool& threads, const PageEncodedFn& on_encoded) override;
   // Splits at "<page>" (split_text_pages); each page is one text block (its rows, without the final newline).
   std::vector<OcrPage> parse(std::string_view text) const override;
 
@@ -57,6 +60,12 @@ class MiniOcrModel : public OcrModel {
 
  private:
   MiniOcrModel() = default;
+  // Page k of [first, first + count) read into a reference part of its visual tokens (the last page
+  // of the pass ends with the document-end token).
+  ReferencePart page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
+                          const PageEncodedFn& on_encoded) const;
+  // Adds the <bos> part that closes the reference and the decoding recipe.
+  void finish_pass(OcrPass& pass) const;
   // row[hidden] = the embedding of a text token + the code of `pos` (scratch: hidden floats).
   void embed_text(int32_t token, const MiniOcrPosition& pos, float* row, float* scratch) const;
 

@@ -14,6 +14,11 @@ int64_t OcrModel::max_output_tokens(size_t) {
   return decoder().config().max_positions;
 }
 
+OcrPass OcrModel::prepare_rolling(const OcrPages&, size_t, size_t, size_t, VisionMode, ThreadPool&, const PageEncodedFn&) {
+  throw Error(Error::Kind::Unsupported, "the rolling policy needs a model that reads each page as its own part of the "
+                                        "reference; " + name() + " does not (use rswa, full or sparse)");
+}
+
 namespace {
 bool is_ocr_type(const std::string& type) {
   return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr";

@@ -65,6 +65,13 @@ class OcrModel {
   virtual OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                           const PageEncodedFn& on_encoded) = 0;
 
+  // A rolling pass over pages [first, first + count) (KV policy `rolling`): the reference starts with
+  // the first `resident` pages, and each page the decoder finishes leaves it while the next enters
+  // (GenerationOptions::rolling), so any number of pages takes the KV of a few. Unsupported (an
+  // Error naming the model) by models that do not read their pages separately.
+  virtual OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
+                                  ThreadPool& threads, const PageEncodedFn& on_encoded);
+
   // The decoded text of one pass -> its pages (parse_ocr_output by default).
   virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }
 };

@@ -45,7 +45,16 @@ std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const Oc
     throw_invalid("--pages-per-pass " + std::to_string(opt.pages_per_pass) + ": " + model.name() + " reads at most " +
                   std::to_string(model_max) + " page(s) per pass in " + mode_name(opt.mode) + " mode");
   const bool automatic = opt.pages_per_pass == 0;
-  const size_t limit = automatic ? std::min(kDefaultPagesPerPass, model_max) : opt.pages_per_pass;
+  // A rolling reference holds a few pages whatever the document's length: one pass reads it all.
+  if (opt.policy.kind == KVPolicyKind::Rolling) {
+    if (!automatic && opt.pages_per_pass < pages.size())
+      throw_invalid("--pages-per-pass does not apply to the rolling policy: it reads the whole document in one pass");
+    return {{0, pages.size()}};
+  }
+  // Sparse attention reads a few units per token however long the reference: as many pages per pass
+  // as the model and its context take.
+  const size_t auto_limit = opt.policy.kind == KVPolicyKind::Sparse ? model_max : std::min(kDefaultPagesPerPass, model_max);
+  const size_t limit = automatic ? auto_limit : opt.pages_per_pass;
   const int64_t context = model.decoder().config().max_positions;
   // Automatic passes leave at least half the context for the output.
   const int64_t budget = automatic ? context / 2 : context - 1;
@@ -101,11 +110,15 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     // Models that read their pages while preparing (the mini model) spend their encoding time here;
     // lazy ones (Unlimited-OCR) spend it during prefill (GenerationResult::produce_ms).
     const auto prepare_start = Clock::now();
-    OcrPass pass = model.prepare(pages, first, count, opt.mode, threads, [&](size_t, double) {
+    auto on_encoded = [&](size_t, double) {
       ++prog.pages_encoded;
       prog.kv_bytes = pool.bytes_in_use();
       report();
-    });
+    };
+    OcrPass pass = opt.policy.kind == KVPolicyKind::Rolling
+                       ? model.prepare_rolling(pages, first, count, static_cast<size_t>(opt.policy.resident_pages), opt.mode,
+                                               threads, on_encoded)
+                       : model.prepare(pages, first, count, opt.mode, threads, on_encoded);
     st.encode_ms += ms_between(prepare_start, Clock::now());
     GenerationOptions g = pass.generation;
     g.policy = opt.policy;

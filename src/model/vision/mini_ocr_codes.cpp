@@ -41,7 +41,7 @@ MiniOcrCodes::MiniOcrCodes(const MiniOcrConfig& cfg, const TensorSource& w) : cf
 void MiniOcrCodes::code(MiniOcrTokenType type, const MiniOcrPosition& pos, float* out) const {
   const int64_t d = cfg_.hidden;
   const float* t = type_.data() + static_cast<int64_t>(type) * d;
-  const float* p = page_.data() + std::clamp<int64_t>(pos.page, 0, cfg_.max_pages - 1) * d;
+  const float* p = page_.data() + (std::max<int64_t>(pos.page, 0) % cfg_.page_code_period) * d;
   const float* r = row_.data() + std::clamp<int64_t>(pos.row, 0, cfg_.max_rows - 1) * d;
   const float* c = char_.data() + std::clamp<int64_t>(pos.ch, 0, cfg_.max_chars - 1) * d;
   // Summed in the trainer's order: ((type + row) + char) + page.

@@ -42,8 +42,8 @@ class MiniOcrCodes {
  public:
   MiniOcrCodes(const MiniOcrConfig& cfg, const TensorSource& weights);
 
-  // out[hidden] = the code of a token of this type at this position (page, row and character
-  // numbers past the tables use their last entry).
+  // out[hidden] = the code of a token of this type at this position (row and character numbers past
+  // the tables use their last entry; page numbers wrap every page_code_period pages).
   void code(MiniOcrTokenType type, const MiniOcrPosition& pos, float* out) const;
   // out[hidden] += visual_proj(frame)
   void add_visual(const float* frame, float* out) const;

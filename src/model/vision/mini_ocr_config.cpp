@@ -1,5 +1,6 @@
 #include "model/vision/mini_ocr_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -34,6 +35,8 @@ void MiniOcrConfig::validate() const {
   pos(max_rows, "max_rows");
   pos(max_chars, "max_chars");
   pos(max_pages, "max_pages");
+  pos(page_code_period, "page_code_period");
+  if (page_code_period > max_pages) throw_invalid("mini OCR config: vision_config.page_code_period exceeds max_pages");
   pos(hidden, "hidden");
   if (pixel_std <= 0) throw_invalid("mini OCR config: vision_config.pixel_std must be positive");
   if (margin_top < 0 || margin_top + rows * line_pitch > image_height)
@@ -79,6 +82,8 @@ MiniOcrConfig MiniOcrConfig::from_hf_json(const json& root) {
   get("max_rows", c.max_rows);
   get("max_chars", c.max_chars);
   get("max_pages", c.max_pages);
+  c.page_code_period = std::min<int64_t>(200, c.max_pages);  // the trained range, unless the config says
+  get("page_code_period", c.page_code_period);
   if (root.contains("text_config") && root["text_config"].contains("hidden_size"))
     c.hidden = root["text_config"]["hidden_size"].get<int64_t>();
   c.validate();

@@ -33,6 +33,10 @@ struct MiniOcrConfig {
   int64_t max_rows = 16;    // position-code table sizes
   int64_t max_chars = 256;
   int64_t max_pages = 256;
+  // Page numbers wrap around every page_code_period pages: the trainer saw page codes 0-203 (random
+  // offsets up to 200), so documents longer than that reuse codes. Pages that share a code are never
+  // in one reference together under the rolling policy (it keeps a few pages resident).
+  int64_t page_code_period = 200;
   int64_t hidden = 128;     // the decoder's width (codes are added to its input embeddings)
 
   // Height and width of the last convolution's output for one band.
