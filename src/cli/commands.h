@@ -26,5 +26,6 @@ struct SubRunner {
 };
 SubRunner add_bench_accuracy(CLI::App& bench);
 SubRunner add_bench_serve(CLI::App& bench);
+SubRunner add_bench_report(CLI::App& bench);
 
 }  // namespace folio::cli

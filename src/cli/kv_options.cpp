@@ -34,7 +34,7 @@ void add_policy_options(CLI::App& app, PolicyOptions& o) {
       ->capture_default_str();
   app.add_option("--window", o.window, "Decode window W of rswa, sparse and rolling")->capture_default_str();
   app.add_option("--sparse-top-k", o.top_k, "sparse: reference units each layer and KV head reads")->capture_default_str();
-  app.add_option("--sparse-unit", o.unit_tokens, "sparse: most tokens per reference unit (a multiple of the KV block)")
+  app.add_option("--sparse-unit", o.unit_tokens, "sparse: most tokens per reference unit")
       ->capture_default_str();
   app.add_option("--resident-pages", o.resident_pages, "rolling: pages kept in the reference at once")
       ->capture_default_str();

@@ -33,9 +33,7 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
   if (blocks_quantized()) block_tokens_ = kKVKeyGroup;  // one key group per block
   if (policy.kind == KVPolicyKind::Sparse) {
     if (policy.top_k < 1) throw_invalid("sparse top-k must be at least 1, got " + std::to_string(policy.top_k));
-    if (policy.unit_tokens < 1 || policy.unit_tokens % block_tokens_ != 0)
-      throw_invalid("sparse unit size must be a positive multiple of the KV block size (" + std::to_string(block_tokens_) +
-                    "), got " + std::to_string(policy.unit_tokens));
+    if (policy.unit_tokens < 1) throw_invalid("sparse unit size must be at least 1, got " + std::to_string(policy.unit_tokens));
   }
   for (int64_t i = 0; i < pool.layout().n_layers * pool.layout().n_kv_heads; ++i) active_[static_cast<size_t>(i)] = 0;
 }
@@ -390,19 +388,29 @@ void SequenceKV::summarise() {
   const KVLayout& lay = pool_.layout();
   const int64_t H = lay.n_kv_heads, D = lay.head_dim, U = policy_.unit_tokens, bt = block_tokens_;
   std::vector<float> keys(static_cast<size_t>(bt * D));
+  std::sort(unit_starts_.begin(), unit_starts_.end());
   for (Segment& s : segments_) {
-    const int64_t units = (s.length + U - 1) / U;
+    // Unit boundaries: the segment start, the given starts inside it, and every U tokens after each.
+    std::vector<int64_t> marks = {0};
+    for (int64_t p : unit_starts_)
+      if (p > s.first && p < s.first + s.length) marks.push_back(p - s.first);
+    marks.push_back(s.length);
+    s.units.clear();
+    for (size_t m = 0; m + 1 < marks.size(); ++m)
+      for (int64_t a = marks[m]; a < marks[m + 1]; a += U) s.units.push_back(a);
+    const size_t units = s.units.size();
     s.summary.assign(static_cast<size_t>(lay.n_layers), {});
     for (int64_t l = 0; l < lay.n_layers; ++l) {
       std::vector<float>& sum = s.summary[static_cast<size_t>(l)];
-      sum.assign(static_cast<size_t>(units * H * 2 * D), 0.f);
-      for (int64_t u = 0; u < units; ++u)
-        for (int64_t h = 0; h < H; ++h) {
-          float* mn = sum.data() + ((u * H + h) * 2) * D;
+      sum.assign(units * static_cast<size_t>(H * 2 * D), 0.f);
+      for (int64_t h = 0; h < H; ++h)
+        for (size_t u = 0; u < units; ++u) {
+          float* mn = sum.data() + ((static_cast<int64_t>(u) * H + h) * 2) * D;
           float* mx = mn + D;
           std::fill(mn, mn + D, INFINITY);
           std::fill(mx, mx + D, -INFINITY);
-          for (int64_t i = u * U / bt; i * bt < std::min(s.length, (u + 1) * U); ++i) {
+          const int64_t lo = s.units[u], hi = s.unit_end(u);
+          for (int64_t i = lo / bt; i * bt < hi; ++i) {
             const KVBlock& b = pool_.block(s.blocks[static_cast<size_t>(l)][static_cast<size_t>(i)]);
             const int64_t rows = std::min(bt, s.length - i * bt);
             const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
@@ -411,7 +419,7 @@ void SequenceKV::summarise() {
                                            keys.data());
             else
               convert_to_f32(kernels::kv_float_dtype(b.k_type), kh, keys.data(), rows * D);
-            for (int64_t r = 0; r < rows; ++r)
+            for (int64_t r = std::max(lo - i * bt, int64_t{0}); r < std::min(rows, hi - i * bt); ++r)
               for (int64_t c = 0; c < D; ++c) {
                 mn[c] = std::min(mn[c], keys[static_cast<size_t>(r * D + c)]);
                 mx[c] = std::max(mx[c], keys[static_cast<size_t>(r * D + c)]);
@@ -430,7 +438,7 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
     return;
   }
   const KVLayout& lay = pool_.layout();
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim, U = policy_.unit_tokens;
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
   // Score every unit by the Quest bound on q.k over its keys; the first and last unit always stay.
   struct Unit {
     float score;
@@ -441,14 +449,13 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
     const Segment& s = segments_[si];
     if (!s.live) continue;
     const std::vector<float>& sum = s.summary[static_cast<size_t>(layer)];
-    const int64_t n = (s.length + U - 1) / U;
-    for (int64_t u = 0; u < n; ++u) {
-      const float* mn = sum.data() + ((u * H + kv_head) * 2) * D;
+    for (size_t u = 0; u < s.units.size(); ++u) {
+      const float* mn = sum.data() + ((static_cast<int64_t>(u) * H + kv_head) * 2) * D;
       const float* mx = mn + D;
       float score = 0;
       for (int64_t g = 0; g < group; ++g)
         for (int64_t c = 0; c < D; ++c) score += std::max(q[g * D + c] * mn[c], q[g * D + c] * mx[c]);
-      units.push_back({score, static_cast<int64_t>(si), u});
+      units.push_back({score, static_cast<int64_t>(si), static_cast<int64_t>(u)});
     }
   }
   if (!units.empty()) {
@@ -459,13 +466,17 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
   std::nth_element(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(keep), units.end(),
                    [](const Unit& a, const Unit& b) { return a.score > b.score; });
   units.resize(keep);
-  // Reference order, so that selecting every unit reads exactly the dense spans in the dense order.
+  // Reference order, with neighbouring units merged, so that selecting every unit reads exactly the
+  // dense spans in the dense order.
   std::sort(units.begin(), units.end(),
             [](const Unit& a, const Unit& b) { return a.segment != b.segment ? a.segment < b.segment : a.unit < b.unit; });
   const size_t before = out.size();
-  for (const Unit& u : units) {
-    const Segment& s = segments_[static_cast<size_t>(u.segment)];
-    emit_rows(layer, s, u.unit * U, std::min(s.length, (u.unit + 1) * U), out);
+  for (size_t i = 0; i < units.size();) {
+    const Segment& s = segments_[static_cast<size_t>(units[i].segment)];
+    size_t j = i;
+    while (j + 1 < units.size() && units[j + 1].segment == units[i].segment && units[j + 1].unit == units[j].unit + 1) ++j;
+    emit_rows(layer, s, s.units[static_cast<size_t>(units[i].unit)], s.unit_end(static_cast<size_t>(units[j].unit)), out);
+    i = j + 1;
   }
   emit_window(layer, locate(pos).generated, out);
   size_t bytes = 0;

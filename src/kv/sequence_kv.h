@@ -52,6 +52,9 @@ class SequenceKV {
   // The next reference tokens start a new segment (a page). Segments are the units `sparse` selects
   // within and `rolling` drops.
   void begin_segment() { new_segment_ = true; }
+  // sparse: a unit starts at reference position `pos` (a later one), inside the current or next
+  // segment; units also start at every segment start and every unit_tokens tokens after a start.
+  void begin_unit(int64_t pos) { unit_starts_.push_back(pos); }
   // rolling: frees the KV of reference segment `index` (not the one being filled). Its positions
   // stay taken; queries no longer see it.
   void drop_segment(size_t index);
@@ -122,8 +125,11 @@ class SequenceKV {
     int64_t first = 0, length = 0;
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
-    // sparse: [layer] -> per unit, per KV head: min[head_dim] then max[head_dim] of the keys
+    // sparse: where its units start (rows from `first`, ascending, the first 0), and
+    // [layer] -> per unit, per KV head: min[head_dim] then max[head_dim] of the keys
+    std::vector<int64_t> units;
     std::vector<std::vector<float>> summary;
+    int64_t unit_end(size_t u) const { return u + 1 < units.size() ? units[u + 1] : length; }
   };
   // Where a position lives: reference segment + row, or generated index.
   struct Where {
@@ -152,6 +158,7 @@ class SequenceKV {
   bool new_segment_ = true;   // the next reference append starts a segment
   bool open_ = false;         // the last segment is still being filled (its staging is live)
   bool summarised_ = false;
+  std::vector<int64_t> unit_starts_;  // positions given by begin_unit
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.

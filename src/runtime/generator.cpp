@@ -81,6 +81,8 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     }
     auto t0 = std::chrono::steady_clock::now();
     kv.begin_segment();
+    for (int64_t off : part.unit_starts)
+      if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
     for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
       const int64_t c = std::min(n - i, opt.prefill_chunk);
       Decoder::Input in;

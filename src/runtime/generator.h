@@ -41,6 +41,9 @@ struct ReferencePart {
   bool is_embedding() const { return static_cast<bool>(embeddings); }
   // A page of a rolling reference (see GenerationOptions::rolling); other parts stay for good.
   bool page = false;
+  // Offsets (within the part) where sparse attention units start besides the part's start, e.g.
+  // the rows of a page: units never straddle them (SequenceKV::begin_unit).
+  std::vector<int64_t> unit_starts;
 };
 
 struct GenerationOptions {

@@ -33,10 +33,15 @@ ReferencePart MiniOcrModel::page_part(const OcrPages& pages, size_t first, size_
                                       const PageEncodedFn& on_encoded) const {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> rows;
-  const int64_t n = codes_->append_page(read_page(pages.render(first + k), threads), static_cast<int64_t>(k), k + 1 == count, rows);
+  std::vector<int64_t> row_starts;
+  const int64_t n = codes_->append_page(read_page(pages.render(first + k), threads), static_cast<int64_t>(k), k + 1 == count,
+                                        rows, &row_starts);
   if (on_encoded) on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n), kMiniBos), std::move(rows));
   part.page = true;  // no n-gram guard reads the ids
+  // Each row is a unit of sparse attention: within a row page and row codes are constant, so a
+  // unit's key bounds are tight where the lookup needs them.
+  part.unit_starts = std::move(row_starts);
   return part;
 }
 

@@ -148,7 +148,7 @@ TEST(SparsePolicy, RejectsBadParameters) {
   KVPolicy p = sparse(0);
   EXPECT_THROW(SequenceKV(pool, 1, p), Error);
   p = sparse(2);
-  p.unit_tokens = 24;  // not a multiple of the 16-row blocks
+  p.unit_tokens = 0;
   EXPECT_THROW(SequenceKV(pool, 1, p), Error);
 }
 

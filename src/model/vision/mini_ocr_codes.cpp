@@ -54,7 +54,8 @@ void MiniOcrCodes::add_visual(const float* frame, float* out) const {
   for (int64_t i = 0; i < cfg_.hidden; ++i) out[i] += v[static_cast<size_t>(i)] + visual_b_[static_cast<size_t>(i)];
 }
 
-int64_t MiniOcrCodes::append_page(const std::vector<MiniOcrRow>& rows, int64_t page, bool last, std::vector<float>& out) const {
+int64_t MiniOcrCodes::append_page(const std::vector<MiniOcrRow>& rows, int64_t page, bool last, std::vector<float>& out,
+                                  std::vector<int64_t>* row_starts) const {
   const int64_t d = cfg_.hidden, fd = cfg_.frame_hidden;
   int64_t kept = 0;
   for (size_t r = 0; r < rows.size(); ++r)
@@ -68,6 +69,7 @@ int64_t MiniOcrCodes::append_page(const std::vector<MiniOcrRow>& rows, int64_t p
   };
   for (int64_t r = 0; r < kept; ++r) {
     const MiniOcrRow& row = rows[static_cast<size_t>(r)];
+    if (row_starts) row_starts->push_back(n);
     for (size_t j = 0; j < row.emit_frame.size(); ++j) {
       float* e = push(MiniOcrTokenType::Char, {page, r, static_cast<int64_t>(j)});
       add_visual(row.frames.data() + row.emit_frame[j] * fd, e);

@@ -51,7 +51,10 @@ class MiniOcrCodes {
   // Appends the visual tokens of one page ([n, hidden] rows) to `out`: the page keeps its rows up to
   // the last one where CTC emits; each kept row gives its characters then a row-end token; the page
   // ends with a page-end token, or a document-end token when `last`. Returns the tokens appended.
-  int64_t append_page(const std::vector<MiniOcrRow>& rows, int64_t page, bool last, std::vector<float>& out) const;
+  // When row_starts is given, the index (within the page's tokens) of each kept row's first token is
+  // appended to it.
+  int64_t append_page(const std::vector<MiniOcrRow>& rows, int64_t page, bool last, std::vector<float>& out,
+                      std::vector<int64_t>* row_starts = nullptr) const;
 
   int64_t hidden() const { return cfg_.hidden; }
 

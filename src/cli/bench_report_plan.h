@@ -1,0 +1,47 @@
+// The standard benchmark set of `folio bench report` (issue 7): which `folio bench` runs (and peer
+// runs) make each section, at full or --quick sizes. Pure: it only lists commands.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace folio::cli {
+
+// Sections in report order.
+inline const std::vector<std::string> kReportSections = {"decode", "pages", "accuracy", "service", "peer"};
+
+struct ReportOptions {
+  std::string out;                     // DIR: JSON files go to DIR/json, plots to DIR, markdown to DIR.md
+  bool quick = false;
+  std::vector<std::string> sections = kReportSections;
+  std::vector<std::string> policies = {"full", "rswa", "sparse", "rolling"};  // decode: all but rolling
+  std::vector<std::string> kv_dtypes = {"f32", "bf16", "q8", "q4"};
+  std::string decoder_model;           // the full-size random-weight Unlimited-OCR decoder
+  bool make_decoder_model = false;     // decoder_model is missing: make it first (folio make-model)
+  std::string mini_model;              // the OCR model ("" = the shipped folio-mini-ocr)
+  std::string mini_model_display;      // how commands name it ("" = omitted where optional)
+  std::string python = "/usr/bin/python3";
+  std::string peer_script;             // tools/reference/bench_decode.py ("" = no PyTorch peer)
+  std::string peer_unavailable;        // why there is no PyTorch peer, when peer_script is ""
+  int threads = 0;                     // passed to every run (0 = one per core)
+};
+
+struct PlannedRun {
+  std::string id;                 // DIR/json/<id>.json
+  std::string section;
+  std::vector<std::string> argv;  // argv[0] "folio" stands for the folio executable
+  nlohmann::json params;          // what the renderer needs to place the result (kind, policy, ...)
+  bool writes_json = true;
+  std::string skip_reason;        // non-empty: not run, reported as "not available: <reason>"
+};
+
+struct ReportPlan {
+  std::vector<PlannedRun> runs;
+  nlohmann::json sizes;  // the sizes used, per section (stated in the report)
+};
+
+// InvalidInput for an unknown section, policy or KV dtype.
+ReportPlan plan_report(const ReportOptions& o);
+
+}  // namespace folio::cli

@@ -1,0 +1,663 @@
+#include "cli/bench_report_render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace folio::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// ---- number formatting --------------------------------------------------------------------------
+
+std::string fixed(double v, int prec) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+// 259522560 -> "259,522,560"
+std::string grouped(double v) {
+  if (!std::isfinite(v)) return "-";
+  const long long n = std::llround(v);
+  std::string d = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+// 4096 -> "4096" (for command lines)
+std::string integer(double v) { return std::isfinite(v) ? std::to_string(std::llround(v)) : "?"; }
+
+std::string mib(double bytes) { return std::isfinite(bytes) ? fixed(bytes / (1 << 20), 1) + " MiB" : "-"; }
+std::string percent(double x) { return std::isfinite(x) ? fixed(100.0 * x, 2) + "%" : "-"; }
+
+double num(const json& j, const char* key) {
+  if (!j.is_object()) return NAN;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : NAN;
+}
+// A member by reference (an empty array or object when absent), so pointers into it stay valid.
+const json& member(const json& j, const char* key, bool array) {
+  static const json empty_array = json::array(), empty_object = json::object();
+  if (j.is_object())
+    if (const auto it = j.find(key); it != j.end() && (array ? it->is_array() : it->is_object())) return *it;
+  return array ? empty_array : empty_object;
+}
+const json& samples_of(const json& j) { return member(j, "samples", true); }
+
+std::string str(const json& j, const char* key, const std::string& def = "") {
+  if (!j.is_object()) return def;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : def;
+}
+
+// "a | b | c" as a table row.
+std::string row(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& c : cells) out += " " + c + " |";
+  return out + "\n";
+}
+std::string header(const std::vector<std::string>& cells) {
+  std::string out = row(cells) + "|";
+  for (size_t i = 0; i < cells.size(); ++i) out += " --- |";
+  return out + "\n";
+}
+// A row for a run that is not available: the reason in the first free cell, the rest empty.
+std::string missing_row(std::vector<std::string> lead, size_t columns, const std::string& why, const std::string& file) {
+  lead.push_back("not available: " + why);
+  while (lead.size() + 1 < columns) lead.push_back("");
+  lead.push_back(file);
+  return row(lead);
+}
+
+std::string param(const RunData& r, const char* key) {
+  const json& p = (*r.run)["params"];
+  if (!p.contains(key)) return "";
+  return p[key].is_string() ? p[key].get<std::string>() : p[key].dump();
+}
+// The run's JSON file as a link, or for a failed run its log (kept next to the JSON files).
+std::string file_cell(const RunData& r, const std::string& json_prefix) {
+  const std::string f = r.error.empty() ? str(*r.run, "json") : str(*r.run, "log");
+  return f.empty() ? "" : "[" + f + "](" + json_prefix + f + ")";
+}
+
+std::vector<const RunData*> of_kind(const std::vector<RunData>& runs, const std::string& section, const std::string& kind) {
+  std::vector<const RunData*> out;
+  for (const RunData& r : runs)
+    if (str(*r.run, "section") == section && param(r, "kind") == kind) out.push_back(&r);
+  return out;
+}
+
+// The commands of a section's runs, as one code block.
+std::string commands(const std::vector<const RunData*>& runs) {
+  if (runs.empty()) return "";
+  std::string out = "Commands (each writes the JSON file named by `--json`):\n\n```\n";
+  for (const RunData* r : runs) out += str(*r->run, "command") + "\n";
+  return out + "```\n\n";
+}
+
+std::string image(const std::map<std::string, std::string>& plots, const std::string& name, const std::string& alt,
+                  const std::string& image_prefix) {
+  const auto it = plots.find(name);
+  if (it == plots.end()) return "";
+  if (!it->second.empty()) return "_(plot " + name + " not drawn: " + it->second + ")_\n\n";
+  return "![" + alt + "](" + image_prefix + name + ")\n\n";
+}
+
+// ---- decode -------------------------------------------------------------------------------------
+
+const std::vector<std::string> kDecodeColumns = {"policy", "KV dtype", "P", "N", "KV bytes: first -> last sample", "ms/token: first -> last (last/first)",
+                                                 "tokens/s", "KV peak", "RSS peak", "roofline: copy / read", "JSON"};
+
+std::string decode_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
+  const json& s = samples_of(j);
+  std::string kv = "-", ms = "-";
+  if (!s.empty()) {
+    const json &a = s.front(), &b = s.back();
+    kv = grouped(num(a, "kv_bytes")) + " -> " + grouped(num(b, "kv_bytes"));
+    ms = fixed(num(a, "ms_per_token"), 2) + " -> " + fixed(num(b, "ms_per_token"), 2) + " (" +
+         fixed(num(b, "ms_per_token") / num(a, "ms_per_token"), 3) + ")";
+  }
+  const json& rf = member(j, "roofline", false);
+  const std::string roof = rf.empty() ? "-" : percent(num(rf, "efficiency")) + " / " + percent(num(rf, "read_efficiency"));
+  return row({policy, dtype, grouped(num(j, "ref_tokens")), grouped(num(j, "gen_tokens")), kv, ms, fixed(num(j, "decode_tokens_per_s"), 2),
+              grouped(num(j, "kv_bytes_peak")), mib(num(j, "rss_peak_bytes")), roof, file});
+}
+
+// What a run's samples show, computed: constant or growing KV bytes, the ms/token trend.
+std::string decode_finding(const std::string& label, const json& j) {
+  const json& s = samples_of(j);
+  if (s.size() < 2) return "";
+  const double window = num(j, "window"), per_token = num(j, "kv_bytes_per_token");
+  std::vector<const json*> late;  // samples once the window is full
+  for (const json& x : s)
+    if (!(num(x, "pos") < window)) late.push_back(&x);
+  const json &a = s.front(), &b = s.back();
+  const double ratio = num(b, "ms_per_token") / num(a, "ms_per_token");
+  std::string out = "- **" + label + "**: ";
+  bool flat = late.size() >= 2;
+  for (const json* x : late) flat = flat && num(*x, "kv_bytes") == num(*late.front(), "kv_bytes");
+  if (flat) {
+    const double kv = num(*late.front(), "kv_bytes");
+    out += "KV bytes identical at every sample from position " + grouped(num(*late.front(), "pos")) + " on: " + grouped(kv) + " bytes";
+    if (per_token > 0) out += " = " + grouped(kv / per_token) + " tokens x " + grouped(per_token) + " bytes per token (P = " +
+                              grouped(num(j, "ref_tokens")) + ", W = " + grouped(window) + ", reference rounded up to whole blocks)";
+  } else {
+    const double dpos = num(b, "pos") - num(a, "pos");
+    out += "KV bytes grow from " + grouped(num(a, "kv_bytes")) + " to " + grouped(num(b, "kv_bytes")) + " (" +
+           grouped((num(b, "kv_bytes") - num(a, "kv_bytes")) / dpos * 1024) + " bytes per 1024 generated tokens)";
+  }
+  return out + "; ms/token " + fixed(num(a, "ms_per_token"), 2) + " at position " + grouped(num(a, "pos")) + ", " +
+         fixed(num(b, "ms_per_token"), 2) + " at " + grouped(num(b, "pos")) + " (last/first " + fixed(ratio, 3) + ").\n";
+}
+
+std::string model_title(const std::string& key) {
+  if (key == "uocr-full") return "Full-size random-weight Unlimited-OCR decoder";
+  if (key == "mini") return "folio-mini-ocr's decoder";
+  return key;
+}
+
+std::string decode_section(const std::vector<RunData>& runs, const std::map<std::string, std::string>& plots, const std::string& image_prefix,
+                           const std::string& json_prefix) {
+  std::string out = R"(## Decode: KV bytes and ms/token as the output grows
+
+A reference of P random token ids (the decoder-only stand-in for image tokens) is prefilled, then N
+tokens are decoded one at a time (greedy, EOS ignored). Every K tokens a sample records the KV bytes
+the pool holds for the sequence (its own counters) and the mean ms/token over those K tokens.
+Policies: `full` keeps every token; `rswa` keeps the reference and the last W = 128 generated tokens
+(bytes = (reference rounded up to whole blocks + W) x bytes per token, constant once W tokens were
+generated); `sparse` keeps what rswa keeps but reads only the top reference units per layer and KV
+head. KV dtypes: f32, bf16, q8 and q4 (KIVI-style groups).
+
+Roofline (per run, in its JSON): a decode step must at least stream the active weights once and read
+the visible KV once: roofline ms/token = (active weight bytes per token + mean KV bytes read per
+token) / bandwidth, with two bandwidths measured in the same run (2 x 512 MiB, best of 5): copy
+(STREAM convention, bytes read + written per second of memcpy) and read (a pure streaming read, the
+real limit of a weight GEMV). Efficiency = roofline / measured ms/token.
+
+)";
+  for (const std::string key : {"uocr-full", "mini"}) {
+    std::vector<const RunData*> mine;
+    for (const RunData* r : of_kind(runs, "decode", "decode"))
+      if (param(*r, "model_key") == key) mine.push_back(r);
+    if (mine.empty()) continue;
+    out += "### " + model_title(key) + "\n\n";
+    for (const RunData* r : mine)
+      if (!r->data.is_null()) {
+        out += "Model `" + str(r->data, "model") + "` (" + str(r->data, "architecture", "?") + ", " + grouped(num(r->data, "kv_bytes_per_token")) +
+               " KV bytes per token in " + str(r->data, "kv_dtype") + "), " + grouped(num(r->data, "threads")) + " threads, ISA " +
+               str(r->data, "isa", "?") + ".\n\n";
+        break;
+      }
+    out += image(plots, "decode_" + key + ".png", model_title(key) + ": KV bytes and ms/token vs generated tokens", image_prefix);
+    out += header(kDecodeColumns);
+    for (const RunData* r : mine) {
+      const std::string pol = param(*r, "policy"), dt = param(*r, "kv_dtype");
+      out += r->data.is_null() ? missing_row({pol, dt}, kDecodeColumns.size(), r->error, file_cell(*r, json_prefix))
+                               : decode_row(pol, dt, r->data, file_cell(*r, json_prefix));
+    }
+    out += "\nWhat the samples show:\n";
+    for (const RunData* r : mine)
+      if (!r->data.is_null()) out += decode_finding(param(*r, "policy") + ", " + param(*r, "kv_dtype") + " KV", r->data);
+    // Samples side by side for one KV dtype (bf16 when it ran), every policy.
+    std::string dt;
+    for (const std::string want : {"bf16", "f32", "q8", "q4", "f16"}) {
+      for (const RunData* r : mine)
+        if (!r->data.is_null() && param(*r, "kv_dtype") == want) dt = want;
+      if (!dt.empty()) break;
+    }
+    std::vector<const RunData*> cols;
+    for (const RunData* r : mine)
+      if (!r->data.is_null() && param(*r, "kv_dtype") == dt) cols.push_back(r);
+    if (!cols.empty()) {
+      std::vector<std::string> h = {"generated tokens"};
+      for (const RunData* r : cols) {
+        h.push_back(param(*r, "policy") + " KV bytes");
+        h.push_back(param(*r, "policy") + " ms/token");
+      }
+      out += "\nSamples, " + dt + " KV:\n\n" + header(h);
+      std::set<double> positions;
+      for (const RunData* r : cols)
+        for (const json& s : samples_of(r->data)) positions.insert(num(s, "pos"));
+      for (double pos : positions) {
+        std::vector<std::string> cells = {grouped(pos)};
+        for (const RunData* r : cols) {
+          const json* hit = nullptr;
+          for (const json& s : samples_of(r->data))
+            if (num(s, "pos") == pos) hit = &s;
+          cells.push_back(hit ? grouped(num(*hit, "kv_bytes")) : "");
+          cells.push_back(hit ? fixed(num(*hit, "ms_per_token"), 2) : "");
+        }
+        out += row(cells);
+      }
+    }
+    out += "\n";
+    out += commands(mine);
+  }
+  return out;
+}
+
+// ---- pages --------------------------------------------------------------------------------------
+
+std::string pages_section(const std::vector<RunData>& runs, const std::map<std::string, std::string>& plots, const std::string& image_prefix,
+                          const std::string& json_prefix) {
+  const auto mine = of_kind(runs, "pages", "pages");
+  if (mine.empty()) return "";
+  std::string out = R"(## Page scaling: memory and time vs pages
+
+One held-out document of P pages read by the OCR model in one pass (`folio bench accuracy --pages P`,
+rswa W = 128, bf16 KV, no separate baseline run). Peak RSS is the whole process's (getrusage), KV
+peak the pool's own counter; encoder time is rendering, preprocessing and vision encoding of all
+pages (the JSON's `encode_ms`, when `folio bench accuracy` records it).
+
+)";
+  out += image(plots, "pages.png", "Peak RSS and KV bytes vs pages", image_prefix);
+  const std::vector<std::string> cols = {"pages", "docs", "peak RSS", "KV peak", "encoder ms (all pages)", "encoder ms / page", "pages/s", "CER", "JSON"};
+  out += header(cols);
+  for (const RunData* r : mine) {
+    if (r->data.is_null()) {
+      out += missing_row({param(*r, "pages")}, cols.size(), r->error, file_cell(*r, json_prefix));
+      continue;
+    }
+    const json& j = r->data;
+    const double enc = num(j, "encode_ms"), pages = num(j, "pages") * num(j, "docs");
+    out += row({grouped(num(j, "pages")), grouped(num(j, "docs")), mib(num(j, "rss_peak_bytes")), grouped(num(j, "kv_bytes_peak")),
+                std::isfinite(enc) ? fixed(enc, 1) : "not recorded by this build's bench accuracy",
+                std::isfinite(enc) ? fixed(enc / pages, 1) : "-", fixed(num(j, "pages_per_s"), 2), percent(num(j, "cer")), file_cell(*r, json_prefix)});
+  }
+  out += "\n";
+  return out + commands(mine);
+}
+
+// ---- accuracy -----------------------------------------------------------------------------------
+
+const std::vector<std::string> kAccColumns = {"policy", "KV dtype", "CER (errors / chars)", "baseline CER (full, f32)", "token agreement",
+                                              "KV peak", "baseline KV peak", "KV / baseline", "pages/s", "JSON"};
+
+std::string accuracy_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
+  return row({policy, dtype, "**" + percent(num(j, "cer")) + "** (" + grouped(num(j, "errors")) + " / " + grouped(num(j, "chars")) + ")",
+              percent(num(j, "baseline_cer")), fixed(num(j, "token_agreement_with_baseline"), 4), grouped(num(j, "kv_bytes_peak")),
+              grouped(num(j, "baseline_kv_bytes_peak")), fixed(num(j, "kv_bytes_peak") / num(j, "baseline_kv_bytes_peak"), 3),
+              fixed(num(j, "pages_per_s"), 2), file});
+}
+
+std::string accuracy_section(const std::vector<RunData>& runs, const std::string& json_prefix) {
+  auto mine = of_kind(runs, "accuracy", "accuracy");
+  if (mine.empty()) return "";
+  std::string out = R"(## Accuracy: what a policy or KV format costs
+
+The OCR model reads D held-out documents of P pages (generated deterministically, never seen in
+training; `data/heldout/pP`) under each KV policy and dtype, and each run is compared with the
+ground truth and with the baseline (policy full, f32 KV) on the same documents.
+
+**Definitions** (src/runtime/ocr_accuracy.h). CER: the expected text and the output are cut into
+pages at `<page>`; each page loses its trailing newlines and spaces; CER = sum over pages of the
+character edit distance (Levenshtein, unit costs) / sum of expected page lengths. Newlines inside a
+page are characters (a lost row break is an error); a missing page counts all its characters.
+Token agreement: ids equal at equal positions / the longer run's length (a single early insertion
+shifts every later token, so it is a strict measure). KV bytes: the pool's peak bytes in use (its
+own counters). Pages/s: reading the PDF, the front end, prefill and decoding of the measured run
+(not the baseline run).
+
+)";
+  std::set<int> sets;
+  for (const RunData* r : mine) sets.insert(std::stoi(param(*r, "pages")));
+  for (int p : sets) {
+    std::vector<const RunData*> set;
+    for (const RunData* r : mine)
+      if (param(*r, "pages") == std::to_string(p)) set.push_back(r);
+    out += "### " + param(*set.front(), "docs") + " x " + std::to_string(p) + "-page documents\n\n" + header(kAccColumns);
+    for (const RunData* r : set) {
+      const std::string pol = param(*r, "policy"), dt = param(*r, "kv_dtype");
+      out += r->data.is_null() ? missing_row({pol, dt}, kAccColumns.size(), r->error, file_cell(*r, json_prefix))
+                               : accuracy_row(pol, dt, r->data, file_cell(*r, json_prefix));
+    }
+    out += "\n";
+    out += commands(set);
+  }
+  return out;
+}
+
+// ---- service ------------------------------------------------------------------------------------
+
+const std::vector<std::string> kServeColumns = {"concurrency", "requests", "ok / errors / lost", "output tokens/s", "TTFT p50 / p99 ms",
+                                                "TPOT p50 / p99 ms", "server RSS after 50 / at end", "JSON"};
+
+std::string serve_row(const json& j, const std::string& file) {
+  return row({grouped(num(j, "concurrency")), grouped(num(j, "requests")),
+              grouped(num(j, "ok")) + " / " + grouped(num(j, "errors")) + " / " + grouped(num(j, "lost")), fixed(num(j, "output_tokens_per_s"), 0),
+              fixed(num(j, "ttft_ms_p50"), 0) + " / " + fixed(num(j, "ttft_ms_p99"), 0),
+              fixed(num(j, "tpot_ms_p50"), 2) + " / " + fixed(num(j, "tpot_ms_p99"), 2),
+              mib(num(j, "server_rss_after_first50_bytes")) + " / " + mib(num(j, "server_rss_at_end_bytes")), file});
+}
+
+std::string service_section(const std::vector<RunData>& runs, const std::string& json_prefix) {
+  const auto mine = of_kind(runs, "service", "serve");
+  if (mine.empty()) return "";
+  std::string out = R"(## Service: `folio serve` under load
+
+`folio bench serve` starts the server in-process on a loopback port with the OCR model (rswa W=128,
+bf16 KV, batch size 16, threads as given); every request posts examples/sample-1page.pdf as JSON
+base64 to `/v1/ocr` (after the first request the page's prepared reference comes from the cache).
+TTFT is the client's latency minus the server's decode time (first to last token, the answer's
+`stats.decode_ms`), so it includes the upload, page preparation and queueing as a client sees them;
+TPOT is that decode time over tokens - 1. Percentiles are nearest-rank. Server RSS comes from its
+`/metrics` (`folio_process_rss_bytes`) after the 50th answer (or the last, with fewer requests) and at
+the end. On a shared machine absolute figures are noisy; the ratios between concurrencies are the point.
+
+)";
+  out += header(kServeColumns);
+  double c1 = NAN;
+  std::string ratios;
+  for (const RunData* r : mine) {
+    if (r->data.is_null()) {
+      out += missing_row({param(*r, "concurrency")}, kServeColumns.size(), r->error, file_cell(*r, json_prefix));
+      continue;
+    }
+    out += serve_row(r->data, file_cell(*r, json_prefix));
+    const double tps = num(r->data, "output_tokens_per_s");
+    if (num(r->data, "concurrency") == 1) c1 = tps;
+    else if (std::isfinite(c1) && c1 > 0)
+      ratios += "concurrency " + grouped(num(r->data, "concurrency")) + " gives " + fixed(tps / c1, 1) + "x the output tokens/s of concurrency 1. ";
+  }
+  if (!ratios.empty()) out += "\nBatching: " + ratios + "\n";
+  out += "\n";
+  return out + commands(mine);
+}
+
+// ---- peer ---------------------------------------------------------------------------------------
+
+std::string peer_section(const nlohmann::json& manifest, const std::vector<RunData>& runs, const std::string& json_prefix) {
+  const auto peers = of_kind(runs, "peer", "peer");
+  const auto tess = of_kind(runs, "peer", "tesseract");
+  if (peers.empty() && tess.empty()) return "";
+  std::string out = "## Peers, same machine, same run\n\n";
+  if (!peers.empty()) {
+    const json& sz = member(member(manifest, "sizes", false), "peer", false);
+    out += R"(### folio vs PyTorch eager decode
+
+The same checkpoint (the full-size random-weight Unlimited-OCR decoder, bf16 weights) decoded by
+folio and by our independent PyTorch reference (`tools/reference/bench_decode.py`: eager mode, one
+token per step, a preallocated KV cache per layer, experts run on their own tokens; the way the
+Hugging Face code runs on a CPU). PyTorch computes in float32 (bf16 weights widened on load, f32 KV),
+so folio runs with f32 KV too. Both decode N tokens after a P-token random reference under `full`
+(every token cached) and `rswa` (reference + ring of W = 128 generated tokens: the golden generator's
+mask). Ratios are folio / PyTorch: speed above 1 means folio is faster, RSS below 1 means folio needs
+less memory (peak RSS of the whole process, getrusage, weights included: folio maps the bf16 file,
+PyTorch holds f32 copies; `folio bench decode`'s own bandwidth measurement after decoding, 2 x 512
+MiB buffers, can count too). Speeds on a shared machine are noisy; both engines ran back to back.
+
+)";
+    const std::vector<std::string> cols = {"policy", "P + N", "folio tokens/s", "PyTorch tokens/s", "speed ratio", "folio peak RSS",
+                                           "PyTorch peak RSS", "RSS ratio", "JSON"};
+    out += header(cols);
+    for (const std::string pol : {"full", "rswa"}) {
+      const RunData *f = nullptr, *t = nullptr;
+      for (const RunData* r : peers)
+        if (param(*r, "policy") == pol) (param(*r, "engine") == "folio" ? f : t) = r;
+      if (!f && !t) continue;
+      const json fj = f ? f->data : json(), tj = t ? t->data : json();
+      const json& any = !fj.is_null() ? fj : tj;
+      const std::string size = any.is_null() ? "" : grouped(num(any, "ref_tokens")) + " + " + grouped(num(any, "gen_tokens"));
+      auto cell = [](const RunData* r, const json& j, const std::string& v) {
+        return !r ? std::string("-") : j.is_null() ? "not available: " + r->error : v;
+      };
+      out += row({pol, size, cell(f, fj, fixed(num(fj, "decode_tokens_per_s"), 2)), cell(t, tj, fixed(num(tj, "decode_tokens_per_s"), 2)),
+                  fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "decode_tokens_per_s") / num(tj, "decode_tokens_per_s"), 2) + "**",
+                  cell(f, fj, mib(num(fj, "rss_peak_bytes"))), cell(t, tj, mib(num(tj, "rss_peak_bytes"))),
+                  fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "rss_peak_bytes") / num(tj, "rss_peak_bytes"), 2) + "**",
+                  (f ? file_cell(*f, json_prefix) : "") + (f && t ? ", " : "") + (t ? file_cell(*t, json_prefix) : "")});
+    }
+    out += "\n";
+    out += commands(peers);
+    if (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") || num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens"))
+      out += "The issue's size (4096-token reference + 8192 generated tokens, hours on 2 cores) is what a full "
+             "`folio bench report` runs; this report ran P = " + grouped(num(sz, "ref_tokens")) + ", N = " + grouped(num(sz, "gen_tokens")) +
+             ". The same commands with `--ref-tokens 4096 --gen-tokens 8192 --sample-every 1024` give the full-size figures.\n\n";
+  }
+  if (!tess.empty()) {
+    out += R"(### folio-mini-ocr vs tesseract
+
+Debian's tesseract-ocr (English, `--psm 6`, pages rendered at 300 dpi) reads the same held-out
+documents, scored by the same CER code; folio runs rswa W = 128 with bf16 KV. These pages come from
+the generator our model was trained on (its fonts, its grid), which tesseract never saw: this is our
+model's home ground. On real documents tesseract wins, since our model cannot read them at all.
+
+)";
+    const std::vector<std::string> cols = {"set", "folio-mini-ocr CER", "tesseract CER", "folio pages/s", "tesseract pages/s", "speed ratio", "JSON"};
+    out += header(cols);
+    std::vector<const RunData*> shown;
+    for (const RunData* t : tess) {
+      const RunData* f = nullptr;
+      for (const RunData& r : runs)
+        if (param(r, "kind") == "accuracy" && param(r, "policy") == "rswa" && param(r, "kv_dtype") == "bf16" &&
+            param(r, "pages") == param(*t, "pages") && param(r, "docs") == param(*t, "docs"))
+          f = &r;
+      const std::string set = param(*t, "docs") + " x " + param(*t, "pages") + "-page";
+      const json fj = f ? f->data : json(), &tj = t->data;
+      auto cell = [](const RunData* r, const json& j, const std::string& v) {
+        return !r ? std::string("not run") : j.is_null() ? "not available: " + r->error : v;
+      };
+      out += row({set, cell(f, fj, percent(num(fj, "cer"))), cell(t, tj, percent(num(tj, "cer"))), cell(f, fj, fixed(num(fj, "pages_per_s"), 2)),
+                  cell(t, tj, fixed(num(tj, "pages_per_s"), 2)),
+                  fj.is_null() || tj.is_null() ? "-" : fixed(num(fj, "pages_per_s") / num(tj, "pages_per_s"), 1) + "x",
+                  (f ? file_cell(*f, json_prefix) + ", " : "") + file_cell(*t, json_prefix)});
+      shown.push_back(t);
+    }
+    out += "\n";
+    out += commands(shown);
+  }
+  return out;
+}
+
+// ---- earlier runs -------------------------------------------------------------------------------
+
+// The command that wrote an archived JSON, rebuilt from its fields.
+std::string archived_command(const json& j) {
+  const std::string suite = str(j, "suite");
+  if (suite == "decode")
+    return "folio bench decode --model " + str(j, "model") + " --policy " + str(j, "policy") + " --window " + integer(num(j, "window")) +
+           " --kv-dtype " + str(j, "kv_dtype") + " --ref-tokens " + integer(num(j, "ref_tokens")) + " --gen-tokens " + integer(num(j, "gen_tokens")) +
+           " --threads " + integer(num(j, "threads"));
+  if (suite == "accuracy")
+    return str(j, "engine") == "tesseract"
+               ? "folio bench accuracy --engine tesseract --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages"))
+               : "folio bench accuracy --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages")) + " --policy " +
+                     str(j, "policy") + " --kv-dtype " + str(j, "kv_dtype");
+  if (suite == "serve")
+    return "folio bench serve --concurrency " + integer(num(j, "concurrency")) + " --requests " + integer(num(j, "requests"));
+  return "";
+}
+
+std::string archive_section(const std::vector<std::pair<std::string, json>>& archive, const std::map<std::string, std::string>& plots,
+                            const std::string& image_prefix) {
+  if (archive.empty()) return "";
+  const std::string dir = image_prefix + "archive/";
+  std::string out = R"(## Earlier runs kept for reference
+
+JSON files of earlier, longer runs of the same suites, kept in `archive/` next to this report's JSON
+files (written by the commands below, at the commit and on the machine each file's run used; the
+figures are read from the files like every other figure here).
+
+)";
+  out += image(plots, "decode_archive.png", "Earlier decode runs: KV bytes and ms/token vs generated tokens", image_prefix);
+  std::string dec, acc, srv, cmds;
+  for (const auto& [name, j] : archive) {
+    const std::string file = "[" + name + "](" + dir + name + ")", suite = str(j, "suite");
+    if (suite == "decode") dec += decode_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
+    else if (suite == "accuracy" && str(j, "engine") == "tesseract")
+      acc += row({"tesseract", "-", percent(num(j, "cer")) + " (" + grouped(num(j, "errors")) + " / " + grouped(num(j, "chars")) + ")", "-", "-", "-",
+                  "-", "-", fixed(num(j, "pages_per_s"), 2), file});
+    else if (suite == "accuracy") acc += accuracy_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
+    else if (suite == "serve") srv += serve_row(j, file);
+    cmds += archived_command(j) + "\n";
+  }
+  if (!dec.empty()) out += header(kDecodeColumns) + dec + "\n";
+  for (const auto& [name, j] : archive)
+    if (str(j, "suite") == "decode") out += decode_finding(name, j);
+  if (!acc.empty()) out += "\n" + header(kAccColumns) + acc + "\n";
+  if (!srv.empty()) out += header(kServeColumns) + srv + "\n";
+  return out + "Commands:\n\n```\n" + cmds + "```\n";
+}
+
+PlotSeries decode_series(const std::string& title, const json& j, bool kv) {
+  PlotSeries s{title, {}};
+  for (const json& x : samples_of(j))
+    s.points.emplace_back(num(x, "pos"), kv ? num(x, "kv_bytes") / (1 << 20) : num(x, "ms_per_token"));
+  return s;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<RunData> load_runs(const json& manifest, const fs::path& json_dir) {
+  std::vector<RunData> out;
+  if (!manifest.contains("runs") || !manifest["runs"].is_array()) return out;
+  for (const json& r : manifest["runs"]) {  // by reference: RunData points at the manifest's entries
+    RunData d;
+    d.run = &r;
+    const std::string file = str(r, "json");
+    if (file.empty()) {
+      d.error = str(r, "error");
+    } else if (str(r, "status") != "ok") {
+      d.error = str(r, "error", "not run");
+    } else {
+      std::ifstream in(json_dir / file);
+      d.data = in ? json::parse(in, nullptr, false) : json();
+      if (!in) d.error = (json_dir / file).string() + " is missing", d.data = json();
+      else if (d.data.is_discarded() || !d.data.is_object()) d.error = (json_dir / file).string() + " is not a JSON object", d.data = json();
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, json>> load_archive(const fs::path& archive_dir) {
+  std::vector<std::pair<std::string, json>> out;
+  std::error_code ec;
+  if (!fs::is_directory(archive_dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(archive_dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    json j = json::parse(in, nullptr, false);
+    if (j.is_object() && (str(j, "suite") == "decode" || str(j, "suite") == "accuracy" || str(j, "suite") == "serve"))
+      out.emplace_back(e.path().filename().string(), std::move(j));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+std::vector<PlotSpec> plan_plots(const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive) {
+  std::vector<PlotSpec> out;
+  auto keep = [&](PlotSpec spec) {
+    for (const PlotPanel& p : spec.panels)
+      for (const PlotSeries& s : p.series)
+        if (s.points.size() >= 2) return out.push_back(std::move(spec));
+  };
+  for (const std::string key : {"uocr-full", "mini"}) {
+    PlotSpec spec{"decode_" + key + ".png", "", "generated tokens", {{"KV bytes in the pool (MiB)", {}}, {"ms per token (mean over the interval)", {}}}};
+    for (const RunData& r : runs) {
+      if (r.data.is_null() || param(r, "kind") != "decode" || param(r, "model_key") != key) continue;
+      const std::string t = param(r, "policy") + " (" + param(r, "kv_dtype") + " KV)";
+      spec.panels[0].series.push_back(decode_series(t, r.data, true));
+      spec.panels[1].series.push_back(decode_series(t, r.data, false));
+      spec.title = model_title(key) + ": P = " + grouped(num(r.data, "ref_tokens")) + " reference tokens, W = " + grouped(num(r.data, "window")) +
+                   ", " + grouped(num(r.data, "threads")) + " threads";
+    }
+    keep(spec);
+  }
+  PlotSpec pages{"pages.png", "One document of P pages, rswa W = 128, bf16 KV", "pages", {{"MiB", {{"peak RSS", {}}, {"KV peak", {}}}}}};
+  for (const RunData& r : runs)
+    if (!r.data.is_null() && param(r, "kind") == "pages") {
+      pages.panels[0].series[0].points.emplace_back(num(r.data, "pages"), num(r.data, "rss_peak_bytes") / (1 << 20));
+      pages.panels[0].series[1].points.emplace_back(num(r.data, "pages"), num(r.data, "kv_bytes_peak") / (1 << 20));
+    }
+  keep(pages);
+  PlotSpec arch{"decode_archive.png", "Earlier runs", "generated tokens", {{"KV bytes in the pool (MiB)", {}}, {"ms per token (mean over the interval)", {}}}};
+  for (const auto& [name, j] : archive)
+    if (str(j, "suite") == "decode") {
+      const std::string t = str(j, "policy") + " (" + str(j, "kv_dtype") + " KV, P = " + grouped(num(j, "ref_tokens")) + ")";
+      arch.panels[0].series.push_back(decode_series(t, j, true));
+      arch.panels[1].series.push_back(decode_series(t, j, false));
+    }
+  keep(arch);
+  return out;
+}
+
+std::string gnuplot_script(const PlotSpec& spec, const std::string& png_path) {
+  std::ostringstream g;
+  int block = 0;
+  std::vector<std::vector<std::string>> names(spec.panels.size());
+  for (size_t p = 0; p < spec.panels.size(); ++p)
+    for (const PlotSeries& s : spec.panels[p].series) {
+      const std::string name = "$d" + std::to_string(block++);
+      names[p].push_back(name);
+      g << name << " << EOD\n";
+      for (auto [x, y] : s.points)
+        if (std::isfinite(x) && std::isfinite(y)) g << x << " " << y << "\n";
+      g << "EOD\n";
+    }
+  g << "set terminal pngcairo size " << 600 * spec.panels.size() << ",480 font 'DejaVu Sans,10'\n"
+    << "set output " << quoted(png_path) << "\n"
+    << "set multiplot layout 1," << spec.panels.size() << " title " << quoted(spec.title) << "\n"
+    << "set xlabel " << quoted(spec.xlabel) << "\nset grid\nset key top left\nset yrange [0:*]\n";
+  for (size_t p = 0; p < spec.panels.size(); ++p) {
+    g << "set ylabel " << quoted(spec.panels[p].ylabel) << "\nplot ";
+    for (size_t i = 0; i < names[p].size(); ++i)
+      g << (i ? ", " : "") << names[p][i] << " using 1:2 with linespoints lw 2 title " << quoted(spec.panels[p].series[i].title);
+    g << "\n";
+  }
+  g << "unset multiplot\n";
+  return g.str();
+}
+
+std::string render_report(const json& manifest, const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive,
+                          const std::map<std::string, std::string>& plots, const std::string& image_prefix, const std::string& json_prefix) {
+  const json& m = member(manifest, "machine", false);
+  const bool quick = manifest.value("quick", false);
+  std::string out = "# folio benchmarks\n\n";
+  out += "Generated by `" + str(manifest, "command") + "` from the JSON files in `" + str(manifest, "json_dir", json_prefix) +
+         "` (one per run; each table names its file and the command that wrote it). Do not edit by hand: rerun the command, or add "
+         "`--render-only` to rewrite this page and the plots from the JSON files.\n\n";
+  out += "- Machine: " + str(m, "cpu", "unknown CPU") + ", " + grouped(num(m, "cores")) + " cores, ISA " + str(m, "isa", "?") + ", " +
+         fixed(num(m, "memory_bytes") / (1 << 30), 1) + " GiB memory\n";
+  out += "- Threads per run: " + grouped(num(manifest, "threads")) + "\n";
+  out += "- Commit: " + str(m, "commit", "unknown") + "; date (UTC): " + str(m, "date", "unknown") + "\n";
+  out += std::string("- Sizes: ") + (quick ? "**--quick** (small sizes; a full run uses the issue's sizes)" : "full") + ": `" +
+         manifest.value("sizes", json::object()).dump() + "`\n";
+  double wall = 0;
+  size_t failed = 0;
+  for (const RunData& r : runs) {
+    wall += num(*r.run, "wall_s") > 0 ? num(*r.run, "wall_s") : 0;
+    failed += !r.error.empty();
+  }
+  out += "- Runs: " + std::to_string(runs.size()) + " (" + std::to_string(failed) + " not available), " + fixed(wall / 60, 1) + " minutes in all\n\n";
+  for (const RunData& r : runs)
+    if (param(r, "kind") == "make-model")
+      out += "The full-size decoder was made for this report: `" + str(*r.run, "command") + "`" +
+             (r.error.empty() ? "" : " (failed: " + r.error + ")") + ".\n\n";
+  out += decode_section(runs, plots, image_prefix, json_prefix);
+  out += pages_section(runs, plots, image_prefix, json_prefix);
+  out += accuracy_section(runs, json_prefix);
+  out += service_section(runs, json_prefix);
+  out += peer_section(manifest, runs, json_prefix);
+  out += archive_section(archive, plots, image_prefix);
+  return out;
+}
+
+}  // namespace folio::cli

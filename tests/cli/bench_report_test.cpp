@@ -1,0 +1,231 @@
+// folio bench report: the markdown is rendered from fabricated JSON files (--render-only) and every
+// figure checked against values computed here from those files; bad input gives exit code 2; one
+// end-to-end --quick run of the decode section on tiny random-weight models.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run_folio.h"
+
+namespace fs = std::filesystem;
+using folio::test::run_folio;
+using nlohmann::json;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("folio_report_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string slurp(const fs::path& p) {
+  std::stringstream s;
+  s << std::ifstream(p).rdbuf();
+  return s.str();
+}
+
+void write_json(const fs::path& p, const json& j) { std::ofstream(p) << j.dump(2); }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+json decode_run(const std::string& policy, bool flat) {
+  // kv bytes per token 1000; P = 300, W = 128: rswa holds 300 + 128 tokens once W were generated.
+  json samples = json::array();
+  const double ms[] = {10.0, 11.0, 12.5, 14.0};
+  for (int i = 0; i < 4; ++i) {
+    const int pos = 128 * (i + 1);
+    samples.push_back({{"pos", pos}, {"kv_bytes", flat ? 428000 : (300 + pos) * 1000}, {"cached_tokens", 0}, {"ms_per_token", flat ? 10.0 : ms[i]}});
+  }
+  return {{"suite", "decode"}, {"model", "M"}, {"architecture", "deepseek_v2"}, {"policy", policy}, {"window", 128}, {"kv_dtype", "bf16"},
+          {"threads", 2}, {"isa", "avx2"}, {"ref_tokens", 300}, {"gen_tokens", 512}, {"prefill_ms", 5.0}, {"samples", samples},
+          {"kv_bytes_peak", flat ? 428000 : 812000}, {"kv_bytes_per_token", 1000}, {"rss_peak_bytes", 64 << 20},
+          {"decode_tokens_per_s", flat ? 100.0 : 80.0}, {"ms_per_token", flat ? 10.0 : 12.5},
+          {"roofline", {{"efficiency", 0.5}, {"read_efficiency", 0.75}}}};
+}
+
+json run_entry(const std::string& id, const std::string& section, const json& params, const std::string& status, const std::string& error = "") {
+  json r = {{"id", id}, {"section", section}, {"command", "folio bench x --json DIR/json/" + id + ".json"}, {"params", params},
+            {"json", id + ".json"}, {"status", status}, {"wall_s", 1.5}};
+  if (!error.empty()) r["error"] = error;
+  return r;
+}
+
+// A report directory with fabricated runs of every section (one of them failed).
+fs::path fabricate(const std::string& name) {
+  const fs::path dir = scratch(name) / "bench";
+  fs::create_directories(dir / "json");
+  write_json(dir / "json/decode_uocr-full_rswa_bf16.json", decode_run("rswa", true));
+  write_json(dir / "json/decode_uocr-full_full_bf16.json", decode_run("full", false));
+  write_json(dir / "json/accuracy_p1_rswa_bf16.json",
+             {{"suite", "accuracy"}, {"engine", "folio"}, {"docs", 5}, {"pages", 1}, {"policy", "rswa"}, {"kv_dtype", "bf16"}, {"cer", 0.0183},
+              {"errors", 98}, {"chars", 5357}, {"baseline_cer", 0.0179}, {"token_agreement_with_baseline", 0.99912}, {"kv_bytes_peak", 786432},
+              {"baseline_kv_bytes_peak", 2359296}, {"pages_per_s", 8.5}, {"rss_peak_bytes", 30 << 20}});
+  write_json(dir / "json/tesseract_p1.json", {{"suite", "accuracy"}, {"engine", "tesseract"}, {"docs", 5}, {"pages", 1}, {"cer", 0.0235},
+                                               {"errors", 126}, {"chars", 5357}, {"pages_per_s", 0.30}});
+  write_json(dir / "json/serve_c1.json", {{"suite", "serve"}, {"concurrency", 1}, {"requests", 8}, {"ok", 8}, {"errors", 0}, {"lost", 0},
+                                           {"output_tokens_per_s", 1000.0}, {"ttft_ms_p50", 60.0}, {"ttft_ms_p99", 90.0}, {"tpot_ms_p50", 0.5},
+                                           {"tpot_ms_p99", 9.0}, {"server_rss_after_first50_bytes", 35 << 20}, {"server_rss_at_end_bytes", 36 << 20}});
+  write_json(dir / "json/serve_c4.json", {{"suite", "serve"}, {"concurrency", 4}, {"requests", 16}, {"ok", 16}, {"errors", 0}, {"lost", 0},
+                                           {"output_tokens_per_s", 3000.0}, {"ttft_ms_p50", 70.0}, {"ttft_ms_p99", 120.0}, {"tpot_ms_p50", 1.0},
+                                           {"tpot_ms_p99", 9.0}, {"server_rss_after_first50_bytes", 40 << 20}, {"server_rss_at_end_bytes", 40 << 20}});
+  write_json(dir / "json/peer_folio_rswa.json", {{"suite", "decode"}, {"policy", "rswa"}, {"ref_tokens", 64}, {"gen_tokens", 16},
+                                                  {"decode_tokens_per_s", 12.0}, {"rss_peak_bytes", 6.0 * (1 << 30)}});
+  write_json(dir / "json/peer_pytorch_rswa.json", {{"suite", "decode"}, {"engine", "pytorch-eager"}, {"policy", "rswa"}, {"ref_tokens", 64},
+                                                    {"gen_tokens", 16}, {"decode_tokens_per_s", 0.8}, {"rss_peak_bytes", 12.0 * (1 << 30)}});
+  json runs = json::array();
+  runs.push_back(run_entry("decode_uocr-full_full_bf16", "decode", {{"kind", "decode"}, {"model_key", "uocr-full"}, {"policy", "full"}, {"kv_dtype", "bf16"}}, "ok"));
+  runs.push_back(run_entry("decode_uocr-full_rswa_bf16", "decode", {{"kind", "decode"}, {"model_key", "uocr-full"}, {"policy", "rswa"}, {"kv_dtype", "bf16"}}, "ok"));
+  runs.push_back(run_entry("decode_uocr-full_sparse_bf16", "decode", {{"kind", "decode"}, {"model_key", "uocr-full"}, {"policy", "sparse"}, {"kv_dtype", "bf16"}},
+                           "failed", "policy 'sparse' is not implemented yet (full, rswa)"));
+  runs.push_back(run_entry("pages_p40", "pages", {{"kind", "pages"}, {"pages", 40}}, "failed", "data/heldout/p40: no such held-out set"));
+  runs.push_back(run_entry("accuracy_p1_rswa_bf16", "accuracy", {{"kind", "accuracy"}, {"pages", 1}, {"docs", 5}, {"policy", "rswa"}, {"kv_dtype", "bf16"}}, "ok"));
+  runs.push_back(run_entry("serve_c1", "service", {{"kind", "serve"}, {"concurrency", 1}}, "ok"));
+  runs.push_back(run_entry("serve_c4", "service", {{"kind", "serve"}, {"concurrency", 4}}, "ok"));
+  runs.push_back(run_entry("peer_folio_rswa", "peer", {{"kind", "peer"}, {"engine", "folio"}, {"policy", "rswa"}}, "ok"));
+  runs.push_back(run_entry("peer_pytorch_rswa", "peer", {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", "rswa"}}, "ok"));
+  runs.push_back(run_entry("peer_folio_full", "peer", {{"kind", "peer"}, {"engine", "folio"}, {"policy", "full"}}, "ok"));  // its file is missing
+  runs.push_back(run_entry("tesseract_p1", "peer", {{"kind", "tesseract"}, {"pages", 1}, {"docs", 5}}, "ok"));
+  write_json(dir / "json/report.json",
+             {{"folio_report", 1}, {"command", "folio bench report --out bench --quick"}, {"quick", true}, {"threads", 2},
+              {"machine", {{"cpu", "Test CPU 9000"}, {"cores", 2}, {"isa", "avx2"}, {"memory_bytes", 8.0 * (1 << 30)}, {"commit", "abc1234"},
+                           {"date", "2026-01-02T03:04:05Z"}}},
+              {"sizes", {{"peer", {{"ref_tokens", 64}, {"gen_tokens", 16}, {"full_size_command_ref_tokens", 4096}, {"full_size_command_gen_tokens", 8192}}}}},
+              {"runs", runs}});
+  return dir;
+}
+
+}  // namespace
+
+TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
+  const fs::path dir = fabricate("render");
+  // No gnuplot in PATH: the report says so instead of failing.
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path(), "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string md = slurp(dir.parent_path() / "bench.md");
+  ASSERT_FALSE(md.empty());
+  // Header: machine, threads, commit, date, the generating command.
+  EXPECT_NE(md.find("Test CPU 9000, 2 cores, ISA avx2, 8.0 GiB"), std::string::npos) << md;
+  EXPECT_NE(md.find("Commit: abc1234; date (UTC): 2026-01-02T03:04:05Z"), std::string::npos);
+  EXPECT_NE(md.find("`folio bench report --out bench --quick`"), std::string::npos);
+  EXPECT_NE(md.find("Runs: 11 (3 not available)"), std::string::npos);
+  // Decode: rswa constant, (300 + 128) tokens x 1000 bytes; full grows by 1000 bytes per token.
+  EXPECT_NE(md.find("| rswa | bf16 | 300 | 512 | 428,000 -> 428,000 | 10.00 -> 10.00 (1.000) | 100.00 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("identical at every sample from position 128 on: 428,000 bytes = 428 tokens x 1,000 bytes per token"), std::string::npos);
+  const double full_ratio = 14.0 / 10.0;
+  EXPECT_NE(md.find("| full | bf16 | 300 | 512 | 428,000 -> 812,000 | 10.00 -> 14.00 (" + fmt("%.3f", full_ratio) + ")"), std::string::npos) << md;
+  EXPECT_NE(md.find("(1,024,000 bytes per 1024 generated tokens)"), std::string::npos);
+  EXPECT_NE(md.find("| 50.00% / 75.00% |"), std::string::npos);
+  // A failed run: its error in place of the figures, and its command still listed.
+  EXPECT_NE(md.find("| sparse | bf16 | not available: policy 'sparse' is not implemented yet (full, rswa) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 40 | not available: data/heldout/p40: no such held-out set |"), std::string::npos);
+  EXPECT_NE(md.find("folio bench x --json DIR/json/pages_p40.json"), std::string::npos);
+  // Samples table, side by side.
+  EXPECT_NE(md.find("| 256 | 556,000 | 11.00 | 428,000 | 10.00 |"), std::string::npos) << md;
+  // Accuracy with the definitions written out.
+  EXPECT_NE(md.find("| rswa | bf16 | **1.83%** (98 / 5,357) | 1.79% | 0.9991 | 786,432 | 2,359,296 | " + fmt("%.3f", 786432.0 / 2359296.0)),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("**Definitions**"), std::string::npos);
+  EXPECT_NE(md.find("[accuracy_p1_rswa_bf16.json](bench/json/accuracy_p1_rswa_bf16.json)"), std::string::npos);
+  // Service: the row and the batching ratio computed from the two files.
+  EXPECT_NE(md.find("| 4 | 16 | 16 / 0 / 0 | 3000 | 70 / 120 | 1.00 / 9.00 | 40.0 MiB / 40.0 MiB |"), std::string::npos) << md;
+  EXPECT_NE(md.find("concurrency 4 gives " + fmt("%.1f", 3000.0 / 1000.0) + "x"), std::string::npos);
+  // Peers: ratios folio / PyTorch; a listed file that is missing makes its cell not available.
+  EXPECT_NE(md.find("| rswa | 64 + 16 | 12.00 | 0.80 | **" + fmt("%.2f", 12.0 / 0.8) + "** | 6144.0 MiB | 12288.0 MiB | **" + fmt("%.2f", 0.5) + "** |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("peer_folio_full.json is missing"), std::string::npos);
+  EXPECT_NE(md.find("--ref-tokens 4096 --gen-tokens 8192"), std::string::npos);
+  EXPECT_NE(md.find("| 5 x 1-page | 1.83% | 2.35% | 8.50 | 0.30 | " + fmt("%.1f", 8.5 / 0.3) + "x |"), std::string::npos) << md;
+  // Plots: not drawn, with the reason, and nothing pretends otherwise.
+  EXPECT_NE(md.find("plot decode_uocr-full.png not drawn: gnuplot not found"), std::string::npos);
+  EXPECT_EQ(md.find("![Full-size"), std::string::npos);
+  EXPECT_NE(r.out.find("gnuplot not found"), std::string::npos);
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
+TEST(BenchReport, DrawsPngPlotsWithGnuplot) {
+  if (access("/usr/bin/gnuplot", X_OK) != 0) GTEST_SKIP() << "gnuplot not installed (optional)";
+  const fs::path dir = fabricate("plot");
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path());
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string png = slurp(dir / "decode_uocr-full.png");
+  ASSERT_GT(png.size(), 1000u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_NE(slurp(dir.parent_path() / "bench.md").find("![Full-size random-weight Unlimited-OCR decoder: KV bytes and ms/token vs generated tokens](bench/decode_uocr-full.png)"),
+            std::string::npos);
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
+TEST(BenchReport, BadInputExitsTwoWithAClearMessage) {
+  const fs::path s = scratch("bad");
+  auto r = run_folio("bench report --out " + (s / "b").string() + " --sections decode,speed", s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sections: unknown 'speed' (known: decode, pages, accuracy, service, peer)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(s / "b"));  // nothing created before the options were checked
+  r = run_folio("bench report --out " + (s / "b").string() + " --kv-dtypes bf16,f8", s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--kv-dtypes: unknown 'f8'"), std::string::npos) << r.err;
+  // Unwritable --out: below a regular file.
+  std::ofstream(s / "file") << "x";
+  r = run_folio("bench report --out " + (s / "file" / "b").string() + " --sections decode", s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--out: cannot create"), std::string::npos) << r.err;
+  r = run_folio("bench report --out " + (s / "none").string() + " --render-only", s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("report.json not found"), std::string::npos) << r.err;
+  fs::remove_all(s);
+}
+
+TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
+  const fs::path s = scratch("e2e");
+  const fs::path model = s / "tiny";
+  auto r = run_folio("make-model --arch unlimited-ocr-decoder --preset tiny --out " + model.string(), s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path dir = s / "out" / "bench";
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 1 --decoder-model " +
+                    model.string() + " --mini-model " + model.string(),
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const json manifest = json::parse(slurp(dir / "json/report.json"));
+  ASSERT_EQ(manifest["runs"].size(), 4u);
+  const std::string md = slurp(s / "out" / "bench.md");
+  for (const json& run : manifest["runs"]) {
+    ASSERT_EQ(run["status"], "ok") << run.dump();
+    EXPECT_NE(md.find(run["command"].get<std::string>()), std::string::npos) << run["command"];
+    const json j = json::parse(slurp(dir / "json" / run["json"].get<std::string>()));
+    EXPECT_EQ(j["threads"], 1);
+    const json& samples = j["samples"];
+    ASSERT_FALSE(samples.empty());
+    // The table row carries the file's first and last KV bytes.
+    auto grouped = [](long long v) {
+      std::string d = std::to_string(v), out;
+      for (size_t i = 0; i < d.size(); ++i) {
+        if (i && (d.size() - i) % 3 == 0) out += ',';
+        out += d[i];
+      }
+      return out;
+    };
+    const std::string kv = grouped(samples.front()["kv_bytes"].get<long long>()) + " -> " + grouped(samples.back()["kv_bytes"].get<long long>());
+    EXPECT_NE(md.find("| " + j["policy"].get<std::string>() + " | bf16 | " + grouped(j["ref_tokens"].get<long long>()) + " | " +
+                      grouped(j["gen_tokens"].get<long long>()) + " | " + kv + " |"),
+              std::string::npos) << md;
+    if (j["policy"] == "rswa") EXPECT_EQ(samples.front()["kv_bytes"], samples.back()["kv_bytes"]);
+    else EXPECT_LT(samples.front()["kv_bytes"].get<double>(), samples.back()["kv_bytes"].get<double>());
+  }
+  EXPECT_NE(md.find("### Full-size random-weight Unlimited-OCR decoder"), std::string::npos);
+  EXPECT_NE(md.find("### folio-mini-ocr's decoder"), std::string::npos);
+  EXPECT_NE(md.find("Commit: unknown"), std::string::npos);  // no git in PATH
+  EXPECT_NE(r.out.find("--quick sizes"), std::string::npos);
+  if (!HasFailure()) fs::remove_all(s);
+}
