@@ -24,7 +24,8 @@ struct OcrArgs {
   std::string model, mode = "base", pages, out, json;
   KVOptions kv;
   PolicyOptions policy;
-  int64_t max_tokens = 0;
+  int64_t max_tokens = 0, kv_budget = 0;
+  bool policy_given = false;
   size_t pages_per_pass = 0;
   int threads = 0;
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
@@ -58,6 +59,8 @@ int run_ocr_command(const OcrArgs& a) {
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;
+  if (a.kv_budget < 0) throw_invalid("--kv-budget must not be negative, got " + std::to_string(a.kv_budget));
+  opt.kv_budget = static_cast<size_t>(a.kv_budget);
   // No --model: the shipped model ($FOLIO_MODEL, or found next to the executable / source tree).
   const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
 
@@ -66,6 +69,14 @@ int run_ocr_command(const OcrArgs& a) {
   std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
   OcrPages pages = OcrPages::open(a.inputs, a.pages, a.dpi > 0 ? a.dpi : model->pdf_dpi());
   ThreadPool threads(a.threads);
+  if (opt.kv_budget > 0 && !a.policy_given) {
+    // The budget chooses: rswa while the whole document fits, rolling when it would not.
+    std::string why;
+    opt.policy = policy_for_budget(*model, pages, opt, why);
+    if (opt.policy.kind == KVPolicyKind::RSwa && opt.pages_per_pass == 0)
+      opt.pages_per_pass = std::min(pages.size(), model->max_pages_per_pass(opt.mode));
+    if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
+  }
 
   // The progress line is for a person watching a terminal; streamed text on that same terminal is
   // its own progress (redrawing a line there would overwrite the text).
@@ -126,11 +137,18 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")
       ->capture_default_str();
   add_kv_options(app, a->kv);
+  app.add_option("--kv-budget", a->kv_budget,
+                 "KV cache bytes at most (0 = unlimited); without --policy, chooses rswa while the whole document fits "
+                 "and rolling when it would not")
+      ->capture_default_str();
   app.add_option("--threads", a->threads, "Worker threads (0 = one per core)")->capture_default_str();
   app.add_option("--dpi", a->dpi, "PDF rendering resolution (0 = the model's, 300 for Unlimited-OCR)")->capture_default_str();
   app.add_flag("--stream", a->stream, "Print the decoded text to stdout as it comes (then the markdown goes only to --out)");
   app.add_flag("--quiet", a->quiet, "No progress line or summary on stderr");
-  return [a]() -> int { return run_ocr_command(*a); };
+  return [a, &app]() -> int {
+    a->policy_given = app.count("--policy") > 0;
+    return run_ocr_command(*a);
+  };
 }
 
 }  // namespace folio::cli

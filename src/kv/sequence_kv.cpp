@@ -96,9 +96,16 @@ void SequenceKV::close_segment() {
   if (segments_.empty() || seg_stage_[0] < 0) return;
   Segment& s = segments_.back();
   for (size_t l = 0; l < seg_stage_.size(); ++l) {
-    // The segment's last, partial group: quantise what it holds, then free the staging.
-    if (seg_done_[l] < s.length)
-      quantize_stage(seg_stage_[l], s.length - seg_done_[l], s.blocks[l][static_cast<size_t>(seg_done_[l] / block_tokens_)]);
+    // The segment's last, partial group: quantise what it holds into a block of just its rows (a
+    // page rarely ends on a group boundary; a whole group would waste half a group per page), then
+    // free the staging.
+    if (seg_done_[l] < s.length) {
+      const int64_t rows = s.length - seg_done_[l];
+      int64_t& block = s.blocks[l][static_cast<size_t>(seg_done_[l] / block_tokens_)];
+      pool_.release(block);  // nothing was written to it: the group's rows are in the staging
+      block = pool_.allocate(id_, static_cast<int64_t>(l), rows);
+      quantize_stage(seg_stage_[l], rows, block);
+    }
     seg_done_[l] = 0;
     pool_.release(seg_stage_[l]);
     seg_stage_[l] = -1;

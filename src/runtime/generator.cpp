@@ -114,6 +114,10 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   for (int64_t step = 0; step < opt.max_tokens; ++step) {
     if (guard) guard->apply(history, logits);
     int32_t tok = sampler.sample(logits);
+    if (!opt.teacher.empty()) {
+      res.predicted.push_back(tok);
+      tok = opt.teacher[static_cast<size_t>(step)];
+    }
     res.tokens.push_back(tok);
     history.push_back(tok);
     bool go_on = !on_token || on_token(tok);
@@ -126,6 +130,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
       break;
     }
     if (step + 1 == opt.max_tokens) break;
+    if (!opt.teacher.empty() && static_cast<size_t>(step + 1) == opt.teacher.size()) break;
     if (opt.rolling && tok == opt.rolling->separator) {
       // The decoder has finished the oldest resident page: it leaves, the next one enters.
       if (!resident_pages.empty()) {

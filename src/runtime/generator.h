@@ -67,10 +67,15 @@ struct GenerationOptions {
     std::function<std::optional<ReferencePart>()> next_page;
   };
   std::optional<Rolling> rolling;
+  // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
+  // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
+  // they run out. Measures per-step agreement without one early difference shifting the rest.
+  std::span<const int32_t> teacher;
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;   // generated ids (the EOS that stopped generation included)
+  std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
   std::string stop_reason;       // "eos", "length", "context", "stopped"
   int64_t reference_tokens = 0;  // P
   double produce_ms = 0;         // time spent producing embedding parts (e.g. encoding pages)

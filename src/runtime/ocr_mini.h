@@ -48,6 +48,7 @@ class MiniOcrModel : public OcrModel {
   OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                   const PageEncodedFn& on_encoded) override;
   // Pages enter and leave at each <page> the decoder writes; page codes wrap (page_code_period).
+  bool can_roll() const override { return true; }
   OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
                           ThreadPool& threads, const PageEncodedFn& on_encoded) override;
   // Splits at "<page>" (split_text_pages); each page is one text block (its rows, without the final newline).

@@ -69,6 +69,7 @@ class OcrModel {
   // the first `resident` pages, and each page the decoder finishes leaves it while the next enters
   // (GenerationOptions::rolling), so any number of pages takes the KV of a few. Unsupported (an
   // Error naming the model) by models that do not read their pages separately.
+  virtual bool can_roll() const { return false; }
   virtual OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
                                   ThreadPool& threads, const PageEncodedFn& on_encoded);
 

@@ -80,6 +80,42 @@ std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const Oc
   return passes;
 }
 
+KVPolicy policy_for_budget(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, std::string& why) {
+  FOLIO_CHECK_INPUT(opt.kv_budget > 0, "a KV budget is needed to choose the policy by it");
+  Decoder& dec = model.decoder();
+  const KVLayout lay = opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype);
+  const double per_token = lay.reference_bytes_per_token();
+  // Upper bounds: the model's image tokens per page (the mini model's bound assumes every frame
+  // reads a glyph), plus text tokens, plus the window's ring.
+  std::vector<double> page_bytes;
+  double total = static_cast<double>(opt.policy.window + 64) * per_token;
+  const double window_bytes = total;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    page_bytes.push_back(static_cast<double>(model.image_tokens(pages, i, opt.mode)) * per_token);
+    total += page_bytes.back();
+  }
+  const double budget = static_cast<double>(opt.kv_budget);
+  auto mib = [](double b) { return std::to_string(static_cast<long long>(b / (1 << 20) + 0.5)) + " MiB"; };
+  KVPolicy p = opt.policy;
+  if (total <= budget) {
+    p.kind = KVPolicyKind::RSwa;
+    why = "KV budget " + mib(budget) + ": the whole reference fits (at most " + mib(total) + "), using rswa";
+    return p;
+  }
+  FOLIO_CHECK_INPUT(model.can_roll(), "KV budget " + mib(budget) + " is too small for the " + std::to_string(pages.size()) +
+                                          "-page reference (up to " + mib(total) + ") and " + model.name() +
+                                          " cannot roll its reference; raise --kv-budget or read fewer pages");
+  const double largest = *std::max_element(page_bytes.begin(), page_bytes.end());
+  const auto resident = static_cast<int64_t>((budget - window_bytes) / std::max(largest, 1.0));
+  FOLIO_CHECK_INPUT(resident >= 1, "KV budget " + mib(budget) + " cannot hold even one page (up to " + mib(largest) +
+                                       ") and the window; raise --kv-budget");
+  p.kind = KVPolicyKind::Rolling;
+  p.resident_pages = std::min<int64_t>(resident, 8);
+  why = "KV budget " + mib(budget) + ": the " + std::to_string(pages.size()) + "-page reference (up to " + mib(total) +
+        ") does not fit, switching to rolling with " + std::to_string(p.resident_pages) + " resident page(s)";
+  return p;
+}
+
 OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
   if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
   const auto passes = plan_ocr_passes(model, pages, opt);
@@ -145,7 +181,18 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
       report();
       return true;
     };
+    if (opt.teacher) {
+      FOLIO_CHECK_INPUT(opt.teacher->stats.pass_tokens.size() == passes.size(),
+                        "teacher forcing: the teacher run has " + std::to_string(opt.teacher->stats.pass_tokens.size()) +
+                            " passes, this one " + std::to_string(passes.size()));
+      size_t at = 0;
+      for (size_t k = 0; k < pi; ++k) at += static_cast<size_t>(opt.teacher->stats.pass_tokens[k]);
+      g.teacher = std::span<const int32_t>(opt.teacher->tokens).subspan(at, static_cast<size_t>(opt.teacher->stats.pass_tokens[pi]));
+      g.max_tokens = std::max<int64_t>(g.max_tokens, static_cast<int64_t>(g.teacher.size()));
+    }
     GenerationResult r = gen.generate(pass.reference, g, on_token);
+    out.predicted.insert(out.predicted.end(), r.predicted.begin(), r.predicted.end());
+    st.pass_tokens.push_back(static_cast<int64_t>(r.tokens.size()));
     emit(detok.flush());
     st.reference_tokens += r.reference_tokens;
     st.decode_tokens += static_cast<int64_t>(r.tokens.size());

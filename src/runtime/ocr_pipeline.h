@@ -27,6 +27,8 @@
 
 namespace folio {
 
+struct OcrResult;
+
 struct OcrOptions {
   VisionMode mode = VisionMode::Base;
   KVPolicy policy;                   // rswa, window 128 by default
@@ -38,6 +40,9 @@ struct OcrOptions {
   int64_t prefill_chunk = 512;
   std::optional<int> no_repeat_ngram;   // overrides of the model's recipe (0 turns the guard off)
   std::optional<int> no_repeat_window;
+  // Teacher forcing: feed these tokens (another run's OcrResult) instead of the model's own, pass by
+  // pass, recording its choices in OcrResult::predicted (see GenerationOptions::teacher).
+  const OcrResult* teacher = nullptr;
 };
 
 inline constexpr size_t kDefaultPagesPerPass = 20;
@@ -70,11 +75,13 @@ struct OcrStats {
   size_t kv_bytes_peak = 0;        // the pool's peak
   size_t rss_peak_bytes = 0;
   std::vector<std::string> stop_reasons;  // per pass
+  std::vector<int64_t> pass_tokens;       // generated tokens per pass
 };
 
 struct OcrResult {
   std::string text;                       // decoded text of all passes, joined by "\n\n"
   std::vector<int32_t> tokens;            // generated ids of all passes, in order
+  std::vector<int32_t> predicted;         // teacher forcing (OcrOptions::teacher): the model's choices
   std::vector<OcrPage> pages;             // exactly one per input page
   std::vector<std::string> page_markdown; // page_markdown() of each page
   std::string markdown;                   // document_markdown()
@@ -82,6 +89,12 @@ struct OcrResult {
   OcrStats stats;
   std::vector<std::string> warnings;
 };
+
+// The policy for reading all of `pages` under the KV byte budget opt.kv_budget (> 0): rswa over the
+// whole document in one pass while its reference (at most the model's image tokens per page) and
+// window fit; otherwise rolling, when the model can roll, keeping as many pages resident as fit.
+// `why` says what was chosen and why, for the user. InvalidInput when not even that fits.
+KVPolicy policy_for_budget(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, std::string& why);
 
 // The passes `pages` is split into for `model` and `opt`: [first, count) pairs. InvalidInput when a
 // page alone does not fit the model's context or pages_per_pass is not possible.

@@ -73,6 +73,26 @@ TEST_F(MiniOcrCli, RswaAndFullReadTheSameAndRswaKeepsLessKv) {
   EXPECT_LT(ja["stats"]["kv_bytes_peak"].get<size_t>(), jb["stats"]["kv_bytes_peak"].get<size_t>());
 }
 
+// A KV budget chooses the policy: rswa while the document fits, rolling when it does not, and the
+// pool never holds more than the budget; a budget too small for one page is refused.
+TEST_F(MiniOcrCli, KvBudgetSwitchesToRolling) {
+  const fs::path a = scratch / "budget.json";
+  const std::string pdf = kSrc + "/examples/sample-3page.pdf";
+  auto r = run_folio("ocr " + pdf + " --kv-budget 4000000 --json " + a.string(), scratch);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("does not fit, switching to rolling with 1 resident page(s)"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(read_file(a));
+  EXPECT_EQ(j["pages"].size(), 3u);
+  EXPECT_LE(j["stats"]["kv_bytes_peak"].get<size_t>(), 4000000u);
+  EXPECT_LT(text_cer(json_text(j), read_file(kSrc + "/examples/sample-3page.txt"), "<page>").cer(), 0.03);
+  r = run_folio("ocr " + pdf + " --kv-budget 64000000 --out " + (scratch / "b.md").string(), scratch);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("the whole reference fits"), std::string::npos) << r.err;
+  r = run_folio("ocr " + pdf + " --kv-budget 1000", scratch);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot hold even one page"), std::string::npos) << r.err;
+}
+
 TEST_F(MiniOcrCli, BenchAccuracyWritesTheContractFields) {
   const fs::path json = scratch / "acc.json";
   auto r = run_folio("bench accuracy --docs 2 --pages 1 --policy rswa --kv-dtype bf16 --json " + json.string(), scratch);

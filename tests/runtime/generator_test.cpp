@@ -242,3 +242,32 @@ TEST(Generator, RejectsEmptyAndOversizedReferences) {
 
 }  // namespace
 }  // namespace folio
+
+namespace folio {
+namespace {
+
+// Teacher forcing: fed its own greedy output, the model predicts exactly it; fed another sequence,
+// that sequence is what goes in (and comes out), and the predictions follow it.
+TEST(Generator, TeacherForcingFeedsTheTeacherAndRecordsPredictions) {
+  Decoder& dec = *model().m.decoder;
+  const std::vector<int32_t> prompt = {0, 5, 77, 123, 400, 401, 9, 10, 11};
+  ThreadPool threads(1);
+  KVBlockPool pool(dec.kv_layout(DType::F32), 0);
+  Generator gen(dec, pool, threads);
+  const GenerationResult free = gen.generate(prompt, greedy_opts(20));
+  GenerationOptions o = greedy_opts(20);
+  o.teacher = free.tokens;
+  const GenerationResult self = gen.generate(prompt, o);
+  EXPECT_EQ(self.tokens, free.tokens);
+  EXPECT_EQ(self.predicted, free.tokens);
+  std::vector<int32_t> other(free.tokens.size(), 42);
+  o.teacher = other;
+  const GenerationResult forced = gen.generate(prompt, o);
+  EXPECT_EQ(forced.tokens, other);
+  ASSERT_EQ(forced.predicted.size(), other.size());
+  EXPECT_EQ(forced.predicted[0], free.tokens[0]);  // before anything was forced, the same choice
+  EXPECT_NE(forced.predicted, free.tokens);        // after, the predictions follow what was fed
+}
+
+}  // namespace
+}  // namespace folio
