@@ -281,14 +281,19 @@ pages (the JSON's `encode_ms`, when `folio bench accuracy` records it).
 
 // ---- accuracy -----------------------------------------------------------------------------------
 
-const std::vector<std::string> kAccColumns = {"policy", "KV dtype", "CER (errors / chars)", "baseline CER (full, f32)", "token agreement",
-                                              "KV peak", "baseline KV peak", "KV / baseline", "pages/s", "JSON"};
+const std::vector<std::string> kAccColumns = {"policy", "KV dtype", "CER (errors / chars)", "baseline CER (baseline)", "token agreement",
+                                              "teacher-forced agreement", "KV peak", "baseline KV peak", "KV / baseline", "peak RSS",
+                                              "pages/s", "JSON"};
 
 std::string accuracy_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
+  const std::string base = j.contains("baseline_policy") ? " (" + str(j, "baseline_policy") + ", " + str(j, "baseline_kv_dtype") + ")" : "";
+  const std::string forced = j.contains("teacher_forced_agreement_with_baseline")
+                                 ? fixed(num(j, "teacher_forced_agreement_with_baseline"), 4) : std::string("-");
+  const std::string rss = j.contains("rss_peak_bytes") ? fixed(num(j, "rss_peak_bytes") / (1 << 20), 1) + " MiB" : std::string("-");
   return row({policy, dtype, "**" + percent(num(j, "cer")) + "** (" + grouped(num(j, "errors")) + " / " + grouped(num(j, "chars")) + ")",
-              percent(num(j, "baseline_cer")), fixed(num(j, "token_agreement_with_baseline"), 4), grouped(num(j, "kv_bytes_peak")),
-              grouped(num(j, "baseline_kv_bytes_peak")), fixed(num(j, "kv_bytes_peak") / num(j, "baseline_kv_bytes_peak"), 3),
-              fixed(num(j, "pages_per_s"), 2), file});
+              percent(num(j, "baseline_cer")) + base, fixed(num(j, "token_agreement_with_baseline"), 4), forced,
+              grouped(num(j, "kv_bytes_peak")), grouped(num(j, "baseline_kv_bytes_peak")),
+              fixed(num(j, "kv_bytes_peak") / num(j, "baseline_kv_bytes_peak"), 3), rss, fixed(num(j, "pages_per_s"), 2), file});
 }
 
 std::string accuracy_section(const std::vector<RunData>& runs, const std::string& json_prefix) {
@@ -473,7 +478,12 @@ std::string archived_command(const json& j) {
     return str(j, "engine") == "tesseract"
                ? "folio bench accuracy --engine tesseract --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages"))
                : "folio bench accuracy --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages")) + " --policy " +
-                     str(j, "policy") + " --kv-dtype " + str(j, "kv_dtype");
+                     str(j, "policy") + (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) : "") +
+                     (str(j, "policy") == "rolling" ? " --resident-pages " + integer(num(j, "resident_pages")) : "") +
+                     " --kv-dtype " + str(j, "kv_dtype") +
+                     (j.contains("baseline_policy") ? " --baseline-policy " + str(j, "baseline_policy") + " --baseline-kv-dtype " +
+                                                          str(j, "baseline_kv_dtype")
+                                                    : "");
   if (suite == "serve")
     return "folio bench serve --concurrency " + integer(num(j, "concurrency")) + " --requests " + integer(num(j, "requests"));
   return "";

@@ -114,6 +114,7 @@ int run_accuracy(const AccuracyArgs& a) {
                          {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
     }
     j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
+              {"sparse_top_k", run.policy.top_k}, {"resident_pages", run.policy.resident_pages},
               {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
               {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
               {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},

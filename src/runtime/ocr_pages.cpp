@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 
 #include "core/error.h"
 #include "doc/page_range.h"
@@ -33,10 +34,13 @@ OcrPages OcrPages::open(const std::vector<std::string>& inputs, std::string_view
   if (inputs.empty()) throw_invalid("no input files: give at least one PDF, image or directory of images");
   std::vector<OcrPageRef> all;
   std::vector<std::shared_ptr<PdfDocument>> all_docs;
+  // A file named several times is opened once (its pages repeat, its document does not).
+  std::map<std::string, std::shared_ptr<PdfDocument>> opened;
   for (const std::string& input : inputs) {
     for (const std::string& file : expand_ocr_input(input)) {
       if (looks_like_pdf(file)) {
-        auto doc = std::make_shared<PdfDocument>(PdfDocument::open(file));
+        std::shared_ptr<PdfDocument>& doc = opened[file];
+        if (!doc) doc = std::make_shared<PdfDocument>(PdfDocument::open(file));
         for (int p = 0; p < doc->page_count(); ++p) {
           // Sized (and checked against the image limits) without rendering.
           auto [w, h] = doc->page_pixel_size(p, pdf_dpi);

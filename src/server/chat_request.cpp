@@ -3,17 +3,13 @@
 #include <cmath>
 
 #include "server/base64.h"
+#include "server/json_body.h"
 
 namespace folio {
 
 namespace {
 
 using nlohmann::json;
-
-const json* field(const json& j, const char* name) {
-  auto it = j.find(name);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
 
 double number(const json& v, const char* name) {
   if (!v.is_number()) throw bad_request("invalid_type", std::string("'") + name + "' must be a number");
@@ -64,68 +60,59 @@ std::string message_content(const json& c, size_t i, std::vector<UploadedFile>& 
 }  // namespace
 
 ChatRequest parse_chat_request(std::string_view body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw bad_request("invalid_json", std::string("the body is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw bad_request("invalid_json", "the body must be a JSON object");
+  const json j = parse_json_object(body);
   ChatRequest r;
-  if (const json* m = field(j, "model")) {
-    if (!m->is_string()) throw bad_request("invalid_type", "'model' must be a string");
-    r.model = m->get<std::string>();
-  }
-  const json* msgs = field(j, "messages");
+  r.model = json_model_field(j);
+  const json* msgs = json_field(j, "messages");
   if (!msgs) throw bad_request("missing_field", "'messages' is required");
   if (!msgs->is_array() || msgs->empty()) throw bad_request("invalid_value", "'messages' must be a non-empty list");
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) throw bad_request("invalid_type", "'" + where + "' must be an object");
-    const json* role = field(m, "role");
+    const json* role = json_field(m, "role");
     if (!role || !role->is_string()) throw bad_request("invalid_type", "'" + where + ".role' must be a string");
     ChatMessage cm;
     cm.role = role->get<std::string>();
     if (cm.role == "developer") cm.role = "system";
     if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
       throw bad_request("invalid_value", "'" + where + ".role' must be system, developer, user or assistant, got '" + cm.role + "'");
-    const json* content = field(m, "content");
+    const json* content = json_field(m, "content");
     if (!content) throw bad_request("missing_field", "'" + where + ".content' is required");
     cm.content = message_content(*content, i, r.images);
     r.messages.push_back(std::move(cm));
   }
-  const json* mt = field(j, "max_completion_tokens");
-  if (!mt) mt = field(j, "max_tokens");
+  const json* mt = json_field(j, "max_completion_tokens");
+  if (!mt) mt = json_field(j, "max_tokens");
   if (mt) {
     r.max_tokens = integer(*mt, "max_tokens");
     if (*r.max_tokens < 1) throw bad_request("invalid_value", "'max_tokens' must be at least 1, got " + std::to_string(*r.max_tokens));
   }
-  if (const json* t = field(j, "temperature")) {
+  if (const json* t = json_field(j, "temperature")) {
     double v = number(*t, "temperature");
     if (v < 0 || v > 2) throw bad_request("invalid_value", "'temperature' must be between 0 and 2");
     r.temperature = static_cast<float>(v);
   }
-  if (const json* t = field(j, "top_p")) {
+  if (const json* t = json_field(j, "top_p")) {
     double v = number(*t, "top_p");
     if (!(v > 0) || v > 1) throw bad_request("invalid_value", "'top_p' must be in (0, 1]");
     r.top_p = static_cast<float>(v);
   }
-  if (const json* s = field(j, "seed")) r.seed = static_cast<uint64_t>(integer(*s, "seed"));
-  if (const json* s = field(j, "stream")) {
+  if (const json* s = json_field(j, "seed")) r.seed = static_cast<uint64_t>(integer(*s, "seed"));
+  if (const json* s = json_field(j, "stream")) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'stream' must be true or false");
     r.stream = s->get<bool>();
   }
-  if (const json* s = field(j, "stream_options"))
+  if (const json* s = json_field(j, "stream_options"))
     if (!s->is_object()) throw bad_request("invalid_type", "'stream_options' must be an object");
-  if (const json* n = field(j, "n"))
+  if (const json* n = json_field(j, "n"))
     if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
-  if (field(j, "stop")) throw bad_request("unsupported_parameter", "'stop' sequences are not supported yet");
-  if (const json* s = field(j, "return_token_ids")) {
+  if (json_field(j, "stop")) throw bad_request("unsupported_parameter", "'stop' sequences are not supported yet");
+  if (const json* s = json_field(j, "return_token_ids")) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'return_token_ids' must be true or false");
     r.return_token_ids = s->get<bool>();
   }
-  if (const json* s = field(j, "ignore_eos")) {
+  if (const json* s = json_field(j, "ignore_eos")) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'ignore_eos' must be true or false");
     r.ignore_eos = s->get<bool>();
   }

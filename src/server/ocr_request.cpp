@@ -5,17 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "server/base64.h"
+#include "server/json_body.h"
 
 namespace folio {
 
 namespace {
 
 using nlohmann::json;
-
-const json* field(const json& j, const char* name) {
-  auto it = j.find(name);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -40,17 +36,17 @@ int64_t max_tokens_value(int64_t v) {
 // messages ("" for the body itself, "files[2]." in a list).
 UploadedFile json_file(const json& f, const std::string& where, size_t index) {
   if (!f.is_object()) throw bad_request("invalid_type", "'" + where.substr(0, where.size() - 1) + "' must be an object with 'file' (base64)");
-  const json* data = field(f, "file");
+  const json* data = json_field(f, "file");
   if (!data) throw bad_request("missing_field", "'" + where + "file' is required (the file's bytes in base64)");
   if (!data->is_string()) throw bad_request("invalid_type", "'" + where + "file' must be a base64 string");
   UploadedFile u;
   u.name = "file-" + std::to_string(index + 1);
-  if (const json* n = field(f, "filename")) {
+  if (const json* n = json_field(f, "filename")) {
     if (!n->is_string()) throw bad_request("invalid_type", "'" + where + "filename' must be a string");
     if (!n->get<std::string>().empty()) u.name = n->get<std::string>();
   }
   std::string declared;
-  if (const json* t = field(f, "type")) {
+  if (const json* t = json_field(f, "type")) {
     if (!t->is_string()) throw bad_request("invalid_type", "'" + where + "type' must be a string");
     declared = t->get<std::string>();
   }
@@ -99,21 +95,12 @@ std::string check_file_type(std::string_view bytes, const std::string& declared,
 }
 
 OcrRequest parse_ocr_json(std::string_view body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw bad_request("invalid_json", std::string("the body is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw bad_request("invalid_json", "the body must be a JSON object");
+  const json j = parse_json_object(body);
   OcrRequest r;
-  if (const json* m = field(j, "model")) {
-    if (!m->is_string()) throw bad_request("invalid_type", "'model' must be a string");
-    r.model = m->get<std::string>();
-  }
-  const json* files = field(j, "files");
-  if (field(j, "file") && files) throw bad_request("invalid_value", "give either 'file' or 'files', not both");
-  if (field(j, "file")) {
+  r.model = json_model_field(j);
+  const json* files = json_field(j, "files");
+  if (json_field(j, "file") && files) throw bad_request("invalid_value", "give either 'file' or 'files', not both");
+  if (json_field(j, "file")) {
     r.files.push_back(json_file(j, "", 0));
   } else if (files) {
     if (!files->is_array() || files->empty()) throw bad_request("invalid_value", "'files' must be a non-empty list");
@@ -121,16 +108,16 @@ OcrRequest parse_ocr_json(std::string_view body) {
   } else {
     throw bad_request("missing_field", "'file' (base64) or 'files' is required");
   }
-  if (const json* p = field(j, "pages")) {
+  if (const json* p = json_field(j, "pages")) {
     if (p->is_number_integer()) r.pages = std::to_string(p->get<int64_t>());
     else if (p->is_string()) r.pages = p->get<std::string>();
     else throw bad_request("invalid_type", "'pages' must be a string such as \"1-3\"");
   }
-  if (const json* s = field(j, "stream")) {
+  if (const json* s = json_field(j, "stream")) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'stream' must be true or false");
     r.stream = s->get<bool>();
   }
-  if (const json* m = field(j, "max_tokens")) {
+  if (const json* m = json_field(j, "max_tokens")) {
     if (!m->is_number_integer() || (m->is_number_unsigned() && m->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
       throw bad_request("invalid_type", "'max_tokens' must be an integer");
     r.max_tokens = max_tokens_value(m->get<int64_t>());
