@@ -117,7 +117,7 @@ std::string image(const std::map<std::string, std::string>& plots, const std::st
 // ---- decode -------------------------------------------------------------------------------------
 
 const std::vector<std::string> kDecodeColumns = {"policy", "KV dtype", "P", "N", "KV bytes: first -> last sample", "ms/token: first -> last (last/first)",
-                                                 "tokens/s", "KV peak", "RSS peak", "roofline: copy / read", "JSON"};
+                                                 "tokens/s", "KV peak", "KV read per token", "RSS peak", "roofline: copy / read", "JSON"};
 
 std::string decode_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
   const json& s = samples_of(j);
@@ -130,8 +130,9 @@ std::string decode_row(const std::string& policy, const std::string& dtype, cons
   }
   const json& rf = member(j, "roofline", false);
   const std::string roof = rf.empty() ? "-" : percent(num(rf, "efficiency")) + " / " + percent(num(rf, "read_efficiency"));
+  const std::string read = rf.empty() ? "-" : grouped(num(rf, "kv_bytes_read_per_token_mean"));
   return row({policy, dtype, grouped(num(j, "ref_tokens")), grouped(num(j, "gen_tokens")), kv, ms, fixed(num(j, "decode_tokens_per_s"), 2),
-              grouped(num(j, "kv_bytes_peak")), mib(num(j, "rss_peak_bytes")), roof, file});
+              grouped(num(j, "kv_bytes_peak")), read, mib(num(j, "rss_peak_bytes")), roof, file});
 }
 
 // What a run's samples show, computed: constant or growing KV bytes, the ms/token trend.
@@ -471,7 +472,8 @@ model's home ground. On real documents tesseract wins, since our model cannot re
 std::string archived_command(const json& j) {
   const std::string suite = str(j, "suite");
   if (suite == "decode")
-    return "folio bench decode --model " + str(j, "model") + " --policy " + str(j, "policy") + " --window " + integer(num(j, "window")) +
+    return "folio bench decode --model " + str(j, "model") + " --policy " + str(j, "policy") +
+           (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) : "") + " --window " + integer(num(j, "window")) +
            " --kv-dtype " + str(j, "kv_dtype") + " --ref-tokens " + integer(num(j, "ref_tokens")) + " --gen-tokens " + integer(num(j, "gen_tokens")) +
            " --threads " + integer(num(j, "threads"));
   if (suite == "accuracy")

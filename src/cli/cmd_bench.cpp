@@ -111,7 +111,7 @@ int run_decode(const DecodeArgs& a) {
                       {"model", a.model},
                       {"architecture", cfg.arch_name()},
                       {"policy", policy.name()},
-                      {"window", policy.window},
+                      {"window", policy.window}, {"sparse_top_k", policy.top_k},
                       {"kv_dtype", kv_types.name()},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},
