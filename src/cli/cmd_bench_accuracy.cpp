@@ -82,9 +82,11 @@ int run_accuracy(const AccuracyArgs& a) {
     OcrOptions run, base;
     run.policy = a.policy.policy();
     run.kv_types = a.kv.types();
-    base.policy = KVPolicy::parse(a.baseline_policy, a.policy.window);
+    // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
+    base.policy = run.policy;
+    base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
     base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
-    const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
+    const bool same = run.policy.kind == base.policy.kind && run.kv_types->name() == base.kv_types->name();
     for (const HeldoutDoc& d : docs) {
       const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
       const auto t0 = std::chrono::steady_clock::now();
