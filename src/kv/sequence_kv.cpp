@@ -84,9 +84,7 @@ SequenceKV::Where SequenceKV::locate(int64_t pos) const {
     return w;
   }
   // Generated: positions past this segment minus the reference tokens before them.
-  int64_t ref_before = 0;
-  for (int64_t k = 0; k <= i; ++k) ref_before += segments_[static_cast<size_t>(k)].length;
-  w.generated = pos - ref_before;
+  w.generated = pos - (s.before + s.length);
   return w;
 }
 
@@ -152,6 +150,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   if (start_segment) {
     Segment s;
     s.first = length_;
+    s.before = reference_len_;
     s.blocks.resize(static_cast<size_t>(layers));
     segments_.push_back(std::move(s));
     new_segment_ = false;
@@ -274,13 +273,14 @@ void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* 
   const Where w = locate(pos);
   const bool staged = window_pos(w) ? window_quantized() : blocks_quantized();
   if (!staged) {
-    const Row r = row(layer, pos);
-    const KVBlock& b = pool_.block(window_pos(w) ? ring_[li][0]
-                                                 : segments_[static_cast<size_t>(w.segment)].blocks[li][static_cast<size_t>(w.row / block_tokens_)]);
+    const Slot slot = float_slot(layer, pos, w);
+    const KVBlock& b = pool_.block(slot.block);
     const DType kt = kernels::kv_float_dtype(b.k_type), vt = kernels::kv_float_dtype(b.v_type);
+    uint8_t* kr = b.k + static_cast<size_t>(slot.row) * kv_row_bytes(b.k_type, D);
+    uint8_t* vr = b.v + static_cast<size_t>(slot.row) * kv_row_bytes(b.v_type, D);
     for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
-      convert_from_f32(kt, k + h * D, r.k + static_cast<size_t>(h) * b.k_head_stride, D);
-      convert_from_f32(vt, v + h * D, r.v + static_cast<size_t>(h) * b.v_head_stride, D);
+      convert_from_f32(kt, k + h * D, kr + static_cast<size_t>(h) * b.k_head_stride, D);
+      convert_from_f32(vt, v + h * D, vr + static_cast<size_t>(h) * b.v_head_stride, D);
     }
     return;
   }
@@ -312,21 +312,21 @@ SequenceKV::Row SequenceKV::row(int64_t layer, int64_t pos) const {
   const Where w = locate(pos);
   if (window_pos(w) ? window_quantized() : blocks_quantized())
     throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a quantised region");
-  int64_t id, row;
-  if (!window_pos(w)) {
-    const Segment& s = segments_[static_cast<size_t>(w.segment)];
-    if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
-    id = s.blocks[static_cast<size_t>(layer)][static_cast<size_t>(w.row / block_tokens_)];
-    row = w.row % block_tokens_;
-  } else {
+  const Slot slot = float_slot(layer, pos, w);
+  const KVBlock& b = pool_.block(slot.block);
+  const size_t kb = kv_row_bytes(b.k_type, pool_.layout().head_dim), vb = kv_row_bytes(b.v_type, pool_.layout().head_dim);
+  return {b.k + static_cast<size_t>(slot.row) * kb, b.v + static_cast<size_t>(slot.row) * vb, b.k_head_stride};
+}
+
+SequenceKV::Slot SequenceKV::float_slot(int64_t layer, int64_t pos, const Where& w) const {
+  if (window_pos(w)) {
     // Ring slot of generated token j. Within a chunk longer than the window, slots are reused in
     // position order (see the class comment), so no eviction check is possible here.
-    id = ring_[static_cast<size_t>(layer)][0];
-    row = w.generated % policy_.window;
+    return {ring_[static_cast<size_t>(layer)][0], w.generated % policy_.window};
   }
-  const KVBlock& b = pool_.block(id);
-  const size_t kb = kv_row_bytes(b.k_type, pool_.layout().head_dim), vb = kv_row_bytes(b.v_type, pool_.layout().head_dim);
-  return {b.k + static_cast<size_t>(row) * kb, b.v + static_cast<size_t>(row) * vb, b.k_head_stride};
+  const Segment& s = segments_[static_cast<size_t>(w.segment)];
+  if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
+  return {s.blocks[static_cast<size_t>(layer)][static_cast<size_t>(w.row / block_tokens_)], w.row % block_tokens_};
 }
 
 kernels::KVSpan SequenceKV::span_of(const KVBlock& b, int64_t first_row, int64_t rows) const {

@@ -123,6 +123,7 @@ class SequenceKV {
  private:
   struct Segment {
     int64_t first = 0, length = 0;
+    int64_t before = 0;  // reference tokens in the segments before it (dropped ones included)
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
     // sparse: where its units start (rows from `first`, ascending, the first 0), and
@@ -140,6 +141,11 @@ class SequenceKV {
   bool blocks_quantized() const;
   bool window_quantized() const;
   bool window_pos(const Where& w) const { return w.segment < 0; }
+  // The block and row holding a float-stored position (row() and store() share it).
+  struct Slot {
+    int64_t block, row;
+  };
+  Slot float_slot(int64_t layer, int64_t pos, const Where& w) const;
   void release_all();
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
