@@ -340,7 +340,24 @@ struct JobStream {
   bool role_sent = false;
 };
 
+// The release hook of a streamed job's response: a client that left before the end cancels the
+// job (counted), and the request stops counting as in flight.
+std::function<void(bool)> job_released(std::shared_ptr<JobStream> st, ServerMetrics& metrics, std::atomic<int64_t>& in_flight) {
+  return [st = std::move(st), &metrics, &in_flight](bool) {
+    if (!st->finished) {
+      st->job->cancel();
+      metrics.count_cancelled_by_client();
+    }
+    --in_flight;
+  };
+}
+
 }  // namespace
+
+void Service::check_model(const std::string& model) const {
+  if (!model.empty() && model != model_id_)
+    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + model + "' does not exist; this server serves '" + model_id_ + "'");
+}
 
 void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   InFlight counted(in_flight_);
@@ -353,8 +370,7 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   } else {
     orq = parse_ocr_json(req.body);
   }
-  if (!orq.model.empty() && orq.model != model_id_)
-    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + orq.model + "' does not exist; this server serves '" + model_id_ + "'");
+  check_model(orq.model);
   auto st = std::make_shared<JobStream>();
   st->job = start_ocr_job(std::move(orq.files), orq.pages, orq.max_tokens);
   const std::string id = "ocr-" + std::to_string(next_completion_++);
@@ -392,13 +408,7 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
         }
         return end_sse(sink, ok);
       },
-      [this, st](bool) {
-        if (!st->finished) {
-          st->job->cancel();
-          metrics_.count_cancelled_by_client();
-        }
-        --in_flight_;
-      });
+      job_released(st, metrics_, in_flight_));
   counted.release();
 }
 
@@ -406,8 +416,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   InFlight counted(in_flight_);
   check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
-  if (!cr.model.empty() && cr.model != model_id_)
-    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + cr.model + "' does not exist; this server serves '" + model_id_ + "'");
+  check_model(cr.model);
   const std::string id = "chatcmpl-" + std::to_string(next_completion_++);
   const int64_t created = unix_now();
 
@@ -455,13 +464,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
           }
           return end_sse(sink, ok);
         },
-        [this, st](bool) {
-          if (!st->finished) {
-            st->job->cancel();
-            metrics_.count_cancelled_by_client();
-          }
-          --in_flight_;
-        });
+        job_released(st, metrics_, in_flight_));
     counted.release();
     return;
   }

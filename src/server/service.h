@@ -90,6 +90,8 @@ class Service {
  private:
   void install_routes();
   void chat_completions(const httplib::Request& req, httplib::Response& res);
+  // 404 model_not_found unless `model` is empty or the served model.
+  void check_model(const std::string& model) const;
   void ocr(const httplib::Request& req, httplib::Response& res);
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
   std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
