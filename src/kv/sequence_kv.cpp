@@ -118,6 +118,8 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   const KVTypes& types = pool_.layout().types;
   const int64_t layers = pool_.layout().n_layers, G = kKVKeyGroup, bt = block_tokens_;
   const bool to_blocks = reference || policy_.kind == KVPolicyKind::Full;
+  if (!reference && policy_.kind == KVPolicyKind::Full && blocks_quantized() && !open_ && generated_ == 0)
+    throw Error(Error::Kind::Internal, "full policy with a quantised reference: output cannot follow restored segments directly");
   const bool start_segment = to_blocks && (segments_.empty() || (reference && (new_segment_ || !open_)));
   // A segment ends when the next one starts or generation takes over.
   if (start_segment || !to_blocks) close_segment();
@@ -214,6 +216,120 @@ void SequenceKV::drop_segment(size_t index) {
     layer.clear();
   }
   s.live = false;
+}
+
+size_t SequenceKV::worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
+                                    std::span<const int64_t> segments, int64_t generated) {
+  const KVTypes& t = pool.layout().types;
+  const int64_t G = kKVKeyGroup;
+  const bool qref = kv_quantized(t.ref_k) || kv_quantized(t.ref_v);
+  const bool qwin = policy.windowed() && (kv_quantized(t.win_k) || kv_quantized(t.win_v));
+  const int64_t bt = qref ? G : block_tokens;
+  // A segment being filled holds whole blocks (and, quantised, an f16 staging block for the group
+  // being filled); a closed quantised segment's partial last group is re-allocated to its size.
+  auto open_bytes = [&](int64_t rows) {
+    return static_cast<size_t>((rows + bt - 1) / bt) * pool.block_bytes(bt) +
+           (qref ? pool.block_bytes(G, stage_type(t.ref_k), stage_type(t.ref_v)) : 0);
+  };
+  auto closed_bytes = [&](int64_t rows) {
+    if (!qref) return static_cast<size_t>((rows + bt - 1) / bt) * pool.block_bytes(bt);
+    return static_cast<size_t>(rows / G) * pool.block_bytes(G) + (rows % G ? pool.block_bytes(rows % G) : 0);
+  };
+  if (segments.empty()) return 0;
+  size_t before_last = 0;
+  for (size_t i = 0; i + 1 < segments.size(); ++i) before_last += closed_bytes(segments[i]);
+  size_t per_layer;
+  if (!policy.windowed()) {
+    // The output extends the last segment, which stays open.
+    per_layer = before_last + open_bytes(segments.back() + generated);
+  } else {
+    // Prefill ends with the last segment open; generation closes it, then takes the window.
+    per_layer = before_last + open_bytes(segments.back());
+    if (generated > 0) {
+      const size_t window = qwin ? static_cast<size_t>((policy.window + G - 1) / G) * pool.block_bytes(G, t.win_k, t.win_v) +
+                                       pool.block_bytes(G, stage_type(t.win_k), stage_type(t.win_v))
+                                 : pool.block_bytes(policy.window, t.win_k, t.win_v);
+      per_layer = std::max(per_layer, before_last + closed_bytes(segments.back()) + window);
+    }
+  }
+  return static_cast<size_t>(pool.layout().n_layers) * per_layer;
+}
+
+size_t SequenceKV::snapshot_segments() const {
+  size_t n = 0;
+  for (size_t i = 0; i < segments_.size(); ++i, ++n) {
+    const Segment& s = segments_[i];
+    const bool last = i + 1 == segments_.size();
+    if (!s.live) break;
+    if (blocks_quantized() && last && open_) break;  // its last group is still in the staging block
+    if (last && s.before + s.length > reference_len_ && blocks_quantized()) break;  // `full`: output shares it
+  }
+  return n;
+}
+
+ReferenceSnapshot SequenceKV::snapshot(size_t count) const {
+  if (count > snapshot_segments())
+    throw Error(Error::Kind::Internal, "KV snapshot of " + std::to_string(count) + " segments asked, " +
+                                           std::to_string(snapshot_segments()) + " can be copied");
+  ReferenceSnapshot snap;
+  snap.types = pool_.layout().types;
+  snap.n_layers = pool_.layout().n_layers;
+  snap.block_tokens = block_tokens_;
+  for (size_t i = 0; i < count; ++i) {
+    const Segment& s = segments_[i];
+    ReferenceSnapshot::Segment out;
+    // Under `full` the last segment goes on with the generated tokens: only its reference rows.
+    out.length = std::min(s.length, reference_len_ - s.before);
+    for (int64_t p : unit_starts_)
+      if (p > s.first && p < s.first + out.length) out.unit_starts.push_back(p - s.first);
+    const auto nblocks = static_cast<size_t>((out.length + block_tokens_ - 1) / block_tokens_);
+    out.layers.resize(s.blocks.size());
+    for (size_t l = 0; l < s.blocks.size(); ++l)
+      for (size_t b = 0; b < nblocks; ++b) {
+        const KVBlock& blk = pool_.block(s.blocks[l][b]);
+        out.layers[l].push_back({blk.tokens, blk.k_type, blk.v_type, std::vector<uint8_t>(blk.k, blk.k + blk.bytes)});
+      }
+    snap.segments.push_back(std::move(out));
+  }
+  return snap;
+}
+
+void SequenceKV::restore(const ReferenceSnapshot& snap, size_t count) {
+  if (length_ != 0 || !segments_.empty()) throw Error(Error::Kind::Internal, "KV restore into a sequence that is not empty");
+  if (count > snap.segments.size()) throw Error(Error::Kind::Internal, "KV restore of more segments than the snapshot holds");
+  const KVTypes& t = pool_.layout().types;
+  if (snap.n_layers != pool_.layout().n_layers || snap.block_tokens != block_tokens_ || snap.types.ref_k != t.ref_k ||
+      snap.types.ref_v != t.ref_v)
+    throw Error(Error::Kind::Internal, "KV restore: the snapshot was taken with another layout or block size");
+  size_t need = 0;
+  for (size_t i = 0; i < count; ++i)
+    for (const auto& layer : snap.segments[i].layers)
+      for (const ReferenceSnapshot::Block& b : layer) need += pool_.block_bytes(b.tokens, b.k, b.v);
+  if (!pool_.can_allocate(need))
+    throw Error(Error::Kind::OutOfMemory, "KV pool cannot hold a reused reference of " + std::to_string(snap.tokens(count)) +
+                                              " tokens for sequence " + std::to_string(id_) + " (" + std::to_string(need) + " bytes)");
+  for (size_t i = 0; i < count; ++i) {
+    const ReferenceSnapshot::Segment& in = snap.segments[i];
+    Segment s;
+    s.first = length_;
+    s.before = reference_len_;
+    s.length = in.length;
+    s.blocks.resize(in.layers.size());
+    for (size_t l = 0; l < in.layers.size(); ++l)
+      for (const ReferenceSnapshot::Block& b : in.layers[l]) {
+        const int64_t id = pool_.allocate(id_, static_cast<int64_t>(l), b.tokens, b.k, b.v);
+        const KVBlock& blk = pool_.block(id);
+        if (blk.bytes != b.bytes.size()) throw Error(Error::Kind::Internal, "KV restore: a block changed size");
+        std::copy(b.bytes.begin(), b.bytes.end(), blk.k);
+        s.blocks[l].push_back(id);
+      }
+    for (int64_t u : in.unit_starts) unit_starts_.push_back(s.first + u);
+    segments_.push_back(std::move(s));
+    length_ += in.length;
+    reference_len_ += in.length;
+  }
+  open_ = false;  // every restored segment is complete: the next reference tokens start a new one
+  new_segment_ = true;
 }
 
 void SequenceKV::quantize_stage(int64_t stage, int64_t rows, int64_t dst) {

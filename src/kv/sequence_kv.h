@@ -29,11 +29,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
+#include "kv/reference_snapshot.h"
 
 namespace folio {
 
@@ -64,6 +66,19 @@ class SequenceKV {
   };
   size_t segment_count() const { return segments_.size(); }
   SegmentInfo segment(size_t i) const { return {segments_[i].first, segments_[i].length, segments_[i].live}; }
+
+  // Reference reuse. snapshot_segments() is how many leading segments snapshot() can copy now: live
+  // segments that hold only complete reference tokens (a quantised segment must be closed, i.e.
+  // the next segment or generation has started). snapshot(count) copies the first `count` of them
+  // out of the pool; restore(snap, count) rebuilds the first `count` segments of `snap` in this
+  // sequence, which must be empty, byte for byte at the same positions (and with the same sparse
+  // unit starts), as if they had been prefilled here. The pool's layout and this sequence's block
+  // size must match the snapshot's (Internal error otherwise); Error(OutOfMemory) when the pool
+  // cannot hold them (nothing is allocated then). Under `full` with a quantised reference, restored
+  // segments are closed, so at least one more reference segment must follow before generation.
+  size_t snapshot_segments() const;
+  ReferenceSnapshot snapshot(size_t count) const;
+  void restore(const ReferenceSnapshot& snap, size_t count);
 
   // A point to return to: rollback(mark()) undoes later appends (their storage stays reserved and
   // is reused by the next append). Only valid before anything is stored at the undone positions.
@@ -105,6 +120,12 @@ class SequenceKV {
   // Bytes of K and V the last query read over all layers and KV heads: the sparse selection for a
   // generated token under `sparse`, visible_bytes otherwise.
   size_t active_bytes(int64_t pos) const;
+
+  // The most pool bytes a sequence can hold with reference segments of `segments` tokens (in order)
+  // and `generated` generated tokens stored, under `policy`, in `pool`'s layout with `block_tokens`
+  // rows per float block: what admission reserves. An upper bound on bytes() at every moment.
+  static size_t worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
+                                 std::span<const int64_t> segments, int64_t generated);
 
   SeqId id() const { return id_; }
   const KVPolicy& policy() const { return policy_; }

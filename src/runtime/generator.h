@@ -39,6 +39,10 @@ struct ReferencePart {
   static ReferencePart rows(std::vector<int32_t> ids, std::vector<float> rows);
   static ReferencePart lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce);
   bool is_embedding() const { return static_cast<bool>(embeddings); }
+  // What the part's rows are, for reusing its KV across requests (runtime/prefix_kv_cache.h): a
+  // content hash of the rows, or empty when unknown (then nothing from this part on is reused).
+  // Token parts are keyed by their ids and need none.
+  std::string key;
   // A page of a rolling reference (see GenerationOptions::rolling); other parts stay for good.
   bool page = false;
   // Offsets (within the part) where sparse attention units start besides the part's start, e.g.

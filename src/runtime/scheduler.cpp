@@ -32,6 +32,10 @@ struct Scheduler::Active {
   std::vector<float> rows;       // the current embedding part's rows, once produced
   bool rows_ready = false;
   std::vector<float> fed_row;    // embed_token's output for the next decode input
+  std::vector<std::string> keys; // prefix chain keys of its parts
+  std::vector<float> final_logits;    // after the last part, kept for the prefix cache
+  std::vector<float> pending_logits;  // taken from the prefix cache: the first token comes from them
+  int64_t cached_tokens = 0;     // reference tokens restored from the prefix cache
   size_t need = 0;               // worst-case bytes reserved at admission
   size_t peak = 0;
   Clock::time_point submitted, admitted, first_token, last_token;
@@ -42,7 +46,7 @@ struct Scheduler::Active {
 };
 
 Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, SchedulerOptions options)
-    : dec_(decoder), pool_(pool), threads_(threads), opt_(options) {
+    : dec_(decoder), pool_(pool), threads_(threads), opt_(options), prefix_(options.prefix_cache_bytes) {
   if (opt_.max_batch < 1) throw_invalid("scheduler: batch size must be at least 1, got " + std::to_string(opt_.max_batch));
   if (opt_.prefill_chunk < 1) throw_invalid("scheduler: prefill chunk must be at least 1, got " + std::to_string(opt_.prefill_chunk));
   if (opt_.max_queue < 1) throw_invalid("scheduler: the wait queue must hold at least 1 request");
@@ -64,15 +68,12 @@ void Scheduler::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-size_t Scheduler::kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const {
-  const ModelConfig& cfg = dec_.config();
-  const size_t layers = static_cast<size_t>(cfg.n_layers);
-  const int64_t bt = opt_.block_tokens;
+size_t Scheduler::kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens) const {
+  int64_t prompt_tokens = 0;
+  for (int64_t n : part_tokens) prompt_tokens += n;
   // Generated tokens that are fed back (and so stored): all but the last, within the context.
-  const int64_t fed = std::max<int64_t>(0, std::min(max_tokens - 1, cfg.max_positions - prompt_tokens));
-  auto blocks = [bt](int64_t tokens) { return static_cast<size_t>((tokens + bt - 1) / bt); };
-  if (opt_.policy.kind == KVPolicyKind::Full) return layers * blocks(prompt_tokens + fed) * pool_.block_bytes(bt);
-  return layers * (blocks(prompt_tokens) * pool_.block_bytes(bt) + (fed > 0 ? pool_.block_bytes(opt_.policy.window) : 0));
+  const int64_t fed = std::max<int64_t>(0, std::min(max_tokens - 1, dec_.config().max_positions - prompt_tokens));
+  return SequenceKV::worst_case_bytes(pool_, opt_.policy, opt_.block_tokens, part_tokens, fed);
 }
 
 Submission Scheduler::submit(SequenceRequest r) {
@@ -101,7 +102,12 @@ Submission Scheduler::submit(SequenceRequest r) {
   if (r.max_tokens < 0) throw_invalid("max tokens must not be negative, got " + std::to_string(r.max_tokens));
   Sampler validate_sampling(r.sampling);  // throws for bad sampling parameters
   if (r.no_repeat_ngram > 0) NoRepeatNGram validate_guard(r.no_repeat_ngram, r.no_repeat_window);
-  const size_t need = kv_bytes_needed(P, r.max_tokens);
+  std::vector<int64_t> part_tokens;
+  for (const ReferencePart& part : r.reference) part_tokens.push_back(static_cast<int64_t>(part.ids.size()));
+  const size_t need = kv_bytes_needed(part_tokens, r.max_tokens);
+  // Hashing the parts here keeps it off the scheduler thread.
+  std::vector<std::string> keys;
+  if (prefix_.enabled() && opt_.policy.kind != KVPolicyKind::Rolling) keys = prefix_keys(r.reference);
 
   Submission s;
   {
@@ -124,7 +130,7 @@ Submission Scheduler::submit(SequenceRequest r) {
       return s;
     }
     s.id = next_id_++;
-    waiting_.push_back({s.id, std::move(r), need, Clock::now()});
+    waiting_.push_back({s.id, std::move(r), need, Clock::now(), std::move(keys)});
     stats_.queued = static_cast<int64_t>(waiting_.size());
   }
   cv_.notify_all();
@@ -147,6 +153,7 @@ SchedulerStats Scheduler::stats() const {
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done) {
   if (a.finished) return;
   a.finished = true;
+  if (a.kv) keep_prefix(a);
   a.kv.reset();  // releases every block of the sequence now
   SequenceResult r;
   r.id = a.id;
@@ -154,6 +161,7 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   r.error = error;
   r.tokens = std::move(a.tokens);
   r.prompt_tokens = static_cast<int64_t>(a.req.prompt.size());
+  r.cached_prompt_tokens = a.cached_tokens;
   r.queue_ms = ms_between(a.submitted, a.admitted);
   if (!r.tokens.empty()) {
     r.ttft_ms = ms_between(a.submitted, a.first_token);
@@ -199,6 +207,8 @@ void Scheduler::admit(std::vector<Done>& done) {
     a->kv = std::make_unique<SequenceKV>(pool_, a->id, opt_.policy, opt_.block_tokens);
     if (a->req.no_repeat_ngram > 0) a->guard.emplace(a->req.no_repeat_ngram, a->req.no_repeat_window);
     a->history = a->req.prompt;
+    a->keys = std::move(w.keys);
+    reuse_prefix(*a);
     reserved += a->need;
     running_.push_back(std::move(a));
     waiting_.pop_front();
@@ -217,14 +227,79 @@ void Scheduler::reap(std::vector<Done>& done) {
   std::erase_if(running_, [](const auto& a) { return a->finished; });
 }
 
+void Scheduler::reuse_prefix(Active& a) {
+  if (a.keys.empty()) return;
+  const PrefixKVCache::Match m = prefix_.lookup(a.keys);
+  size_t parts = m.parts;
+  const size_t all = a.req.reference.size();
+  // The first token needs the logits after the last part: the entry has them only if it ended
+  // there too; otherwise the last part is prefilled again.
+  const bool whole = parts == all && parts == m.entry->keys.size() && !m.entry->logits.empty();
+  if (parts == all && !whole) --parts;
+  int64_t tokens = 0;
+  if (parts > 0) {
+    tokens = m.entry->kv->tokens(parts);
+    // Admission reserved this sequence's worst case, which covers these segments.
+    a.kv->restore(*m.entry->kv, parts);
+    a.part = parts;
+    a.prefilled = tokens;
+    a.cached_tokens = tokens;
+    if (whole) a.pending_logits = m.entry->logits;
+  }
+  prefix_.record(parts, tokens, true);
+}
+
+void Scheduler::keep_prefix(Active& a) {
+  const auto P = static_cast<int64_t>(a.req.prompt.size());
+  if (a.keys.empty() || a.prefilled < P) return;
+  // One segment per part; a quantised segment can be copied once it is closed.
+  const size_t n = std::min(a.keys.size(), a.kv->snapshot_segments());
+  if (n == 0 || a.kv->segment_count() != a.req.reference.size()) return;
+  const bool whole = n == a.req.reference.size() && !a.final_logits.empty();
+  std::vector<std::string> keys(a.keys.begin(), a.keys.begin() + static_cast<std::ptrdiff_t>(n));
+  if (prefix_.contains(keys, whole)) return;
+  PrefixKVCache::Entry e;
+  e.keys = std::move(keys);
+  e.kv = std::make_shared<const ReferenceSnapshot>(a.kv->snapshot(n));
+  if (whole) e.logits = std::move(a.final_logits);
+  prefix_.insert(std::move(e));
+}
+
+void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at, std::vector<Done>& done) {
+  const ModelConfig& cfg = dec_.config();
+  if (a.guard) a.guard->apply(a.history, row);
+  const int32_t tok = a.sampler.sample(row);
+  a.tokens.push_back(tok);
+  a.history.push_back(tok);
+  counters_.generated_tokens++;
+  if (a.tokens.size() == 1) a.first_token = at;
+  a.last_token = at;
+  if (a.req.on_token) a.req.on_token(tok);
+  // The same stopping rules, in the same order, as Generator.
+  if (a.req.stop_at_eos && tok == cfg.eos_id) finish(a, "eos", "", done);
+  else if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) finish(a, "length", "", done);
+  else if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+}
+
 void Scheduler::step(std::vector<Done>& done) {
   const ModelConfig& cfg = dec_.config();
+  // Sequences whose whole reference came from the prefix cache take their first token from the
+  // cached logits, then decode in this step like the others.
+  for (auto& ap : running_) {
+    Active& a = *ap;
+    if (a.pending_logits.empty()) continue;
+    std::vector<float> row = std::move(a.pending_logits);
+    a.pending_logits.clear();
+    if (a.req.max_tokens == 0) finish(a, "length", "", done);
+    else take_token(a, row, Clock::now(), done);
+  }
   std::vector<Decoder::Input> inputs;
   std::vector<Active*> owners;
   std::vector<int64_t> prefill;  // prompt tokens in each input (0 = a decode input)
   int64_t budget = opt_.prefill_chunk;
   for (auto& ap : running_) {
     Active& a = *ap;
+    if (a.finished) continue;
     const int64_t P = static_cast<int64_t>(a.req.prompt.size());
     Decoder::Input in;
     in.kv = a.kv.get();
@@ -241,6 +316,13 @@ void Scheduler::step(std::vector<Done>& done) {
             throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.part + 1) + " produced " + std::to_string(a.rows.size()) +
                                                    " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
           a.rows_ready = true;
+        }
+        if (a.part_offset == 0) {
+          // Each part is a KV segment (what sparse selects within and the prefix cache reuses), as
+          // in Generator.
+          a.kv->begin_segment();
+          for (int64_t off : part.unit_starts)
+            if (off > 0 && off < rows) a.kv->begin_unit(a.kv->length() + off);
         }
         const int64_t n = std::min(rows - a.part_offset, budget);
         budget -= n;
@@ -293,6 +375,7 @@ void Scheduler::step(std::vector<Done>& done) {
   for (size_t i = 0; i < owners.size(); ++i) {
     Active& a = *owners[i];
     a.peak = std::max(a.peak, a.kv->bytes());
+    std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
     if (prefill[i] > 0) {
       a.prefilled += prefill[i];
       a.part_offset += prefill[i];
@@ -304,24 +387,14 @@ void Scheduler::step(std::vector<Done>& done) {
       }
       counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
       if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) continue;  // more prompt to go
+      // What the first token is sampled from, for a later request with the same reference.
+      if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
       if (a.req.max_tokens == 0) {
         finish(a, "length", "", done);
         continue;
       }
     }
-    std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
-    if (a.guard) a.guard->apply(a.history, row);
-    const int32_t tok = a.sampler.sample(row);
-    a.tokens.push_back(tok);
-    a.history.push_back(tok);
-    counters_.generated_tokens++;
-    if (a.tokens.size() == 1) a.first_token = after;
-    a.last_token = after;
-    if (a.req.on_token) a.req.on_token(tok);
-    // The same stopping rules, in the same order, as Generator.
-    if (a.req.stop_at_eos && tok == cfg.eos_id) finish(a, "eos", "", done);
-    else if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) finish(a, "length", "", done);
-    else if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+    take_token(a, row, after, done);
   }
   std::erase_if(running_, [](const auto& a) { return a->finished; });
 }
@@ -334,6 +407,7 @@ void Scheduler::publish_stats() {
   s.kv_bytes_in_use = pool_.bytes_in_use();
   s.kv_bytes_capacity = pool_.capacity_bytes();
   s.kv_bytes_peak = pool_.peak_bytes();
+  s.prefix_cache = prefix_.stats();
   for (const auto& a : running_) {
     const size_t held = pool_.bytes_for(a->id);
     s.kv_bytes_reserved += a->need > held ? a->need - held : 0;

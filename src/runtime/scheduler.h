@@ -17,6 +17,13 @@
 // refused too (the HTTP layer answers 503 + Retry-After). Because of this reservation the pool is
 // never asked for more than it has.
 //
+// Reference reuse: with a prefix cache (SchedulerOptions::prefix_cache_bytes), a sequence that ends
+// with its reference complete leaves a copy of its reference KV behind (PrefixKVCache), one segment
+// per part; a later request whose reference starts with the same parts (by content key) starts
+// from that copy instead of prefilling them, and one with the very same reference also takes the
+// logits its first token is sampled from, so it skips prefill entirely. The KV is the same bytes as
+// a prefill would have written, so the tokens are the same (tested). Not under `rolling`.
+//
 // Each request's tokens are exactly those Generator gives for the same reference and options when
 // the decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
 // That includes OCR requests: a reference of ReferenceParts (token ids, or embedding rows produced
@@ -38,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +55,7 @@
 #include "kv/kv_policy.h"
 #include "model/decoder.h"
 #include "runtime/generator.h"
+#include "runtime/prefix_kv_cache.h"
 #include "text/sampler.h"
 
 namespace folio {
@@ -59,6 +68,7 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 256;   // prompt tokens prefilled per step, over all prefilling sequences
   size_t max_queue = 64;         // requests waiting for admission at most; more are refused
   int64_t block_tokens = 16;     // KV block size of each sequence
+  size_t prefix_cache_bytes = 0; // reference KV kept for reuse across requests; 0 = none
 };
 
 struct SequenceResult {
@@ -67,7 +77,7 @@ struct SequenceResult {
   std::string error;             // what went wrong, for "error"
   std::vector<int32_t> tokens;   // generated ids (a stopping EOS included)
   int64_t prompt_tokens = 0;
-  int64_t cached_prompt_tokens = 0;  // prompt tokens whose KV was reused (no prefix cache yet: 0)
+  int64_t cached_prompt_tokens = 0;  // prompt tokens whose KV was reused from the prefix cache
   double queue_ms = 0;           // submit -> admission
   double ttft_ms = 0;            // submit -> first token (0 if none)
   double decode_ms = 0;          // first token -> last token
@@ -118,6 +128,7 @@ struct SchedulerStats {
   int64_t max_batch_seen = 0;    // most sequences in one forward pass
   uint64_t prompt_tokens = 0;    // prefilled, in total
   uint64_t generated_tokens = 0; // sampled, in total
+  PrefixKVStats prefix_cache;    // reference KV reuse across requests
 };
 
 class Scheduler {
@@ -145,9 +156,14 @@ class Scheduler {
   const SchedulerOptions& options() const { return opt_; }
   const ModelConfig& model_config() const { return dec_.config(); }
 
-  // Worst-case pool bytes of a request: its prompt in blocks plus, under rswa, the window ring
-  // (under full, the blocks of every generated token fed back), from the pool's block sizes.
-  size_t kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const;
+  // Worst-case pool bytes of a request (SequenceKV::worst_case_bytes): its reference parts, each a
+  // segment of blocks, plus under a window the window ring (under full, the blocks of every
+  // generated token fed back), in the pool's storage types.
+  size_t kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens) const;
+  // ... of a reference in one part.
+  size_t kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const {
+    return kv_bytes_needed(std::span<const int64_t>(&prompt_tokens, 1), max_tokens);
+  }
 
   // Ends every request ("cancelled") and the thread. Idempotent.
   void stop();
@@ -159,6 +175,7 @@ class Scheduler {
     SequenceRequest req;
     size_t need;
     std::chrono::steady_clock::time_point submitted;
+    std::vector<std::string> keys;  // prefix chain keys of its parts (empty without a prefix cache)
   };
   struct Done {
     std::function<void(const SequenceResult&)> cb;
@@ -170,6 +187,10 @@ class Scheduler {
   void admit(std::vector<Done>& done);
   void step(std::vector<Done>& done);
   void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done);
+  void reuse_prefix(Active& a);
+  void keep_prefix(Active& a);
+  // Samples the next token of `a` from `row` (its logits) and applies the stopping rules.
+  void take_token(Active& a, std::span<float> row, std::chrono::steady_clock::time_point at, std::vector<Done>& done);
   void publish_stats();
 
   Decoder& dec_;
@@ -189,6 +210,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Active>> running_;
   std::vector<float> logits_;
   SchedulerStats counters_;
+  PrefixKVCache prefix_;
   std::thread thread_;
 };
 

@@ -117,6 +117,8 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     gauge(out, "folio_queued_sequences", "requests waiting for admission", static_cast<double>(s->queued));
     header(out, "folio_kv_bytes", "gauge", "KV cache bytes in use, from the pool's counters, by tier");
     out += "folio_kv_bytes{tier=\"ram\"} " + std::to_string(s->kv_bytes_in_use) + "\n";
+    // Reference KV kept after its requests ended, for reuse (outside the pool and its budget).
+    out += "folio_kv_bytes{tier=\"prefix_cache\"} " + std::to_string(s->prefix_cache.bytes) + "\n";
     gauge(out, "folio_kv_capacity_bytes", "KV pool capacity (0 = unlimited)", static_cast<double>(s->kv_bytes_capacity));
     gauge(out, "folio_kv_peak_bytes", "most KV bytes in use at once", static_cast<double>(s->kv_bytes_peak));
     gauge(out, "folio_kv_reserved_bytes", "KV bytes running sequences may still claim", static_cast<double>(s->kv_bytes_reserved));
@@ -126,6 +128,17 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     out += "folio_scheduler_steps_total " + std::to_string(s->steps) + "\n";
     header(out, "folio_scheduler_sequence_steps_total", "counter", "sequences summed over forward passes (/ steps = mean batch)");
     out += "folio_scheduler_sequence_steps_total " + std::to_string(s->sequence_steps) + "\n";
+    const PrefixKVStats& p = s->prefix_cache;
+    header(out, "folio_prefix_cache_hits_total", "counter", "sequences that started from reused reference KV");
+    out += "folio_prefix_cache_hits_total " + std::to_string(p.hits) + "\n";
+    header(out, "folio_prefix_cache_misses_total", "counter", "sequences with a reusable reference that found none kept");
+    out += "folio_prefix_cache_misses_total " + std::to_string(p.misses) + "\n";
+    header(out, "folio_prefix_cache_evictions_total", "counter", "reference KV copies dropped to stay within the budget");
+    out += "folio_prefix_cache_evictions_total " + std::to_string(p.evictions) + "\n";
+    header(out, "folio_prefix_cache_reused_tokens_total", "counter", "reference tokens not prefilled thanks to reused KV");
+    out += "folio_prefix_cache_reused_tokens_total " + std::to_string(p.tokens_reused) + "\n";
+    gauge(out, "folio_prefix_cache_entries", "reference KV copies kept", static_cast<double>(p.entries));
+    gauge(out, "folio_prefix_cache_capacity_bytes", "inference.prefix_cache_bytes", static_cast<double>(p.capacity));
     gauge(out, "folio_batch_size_max", "most sequences in one forward pass", static_cast<double>(s->max_batch_seen));
   }
   return out;

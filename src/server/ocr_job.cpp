@@ -15,7 +15,7 @@
 #include "doc/ocr_json.h"
 #include "doc/ocr_markdown.h"
 #include "runtime/ocr_pipeline.h"
-#include "server/content_hash.h"
+#include "core/content_hash.h"
 #include "text/tokenizer.h"
 
 namespace folio {
@@ -120,6 +120,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
 
   // 2. Passes, as run_ocr plans them.
   OcrOptions plan_opt;
+  plan_opt.policy = engine.scheduler->options().policy;  // sparse: as many pages per pass as the model takes
   std::vector<std::pair<size_t, size_t>> plan;
   try {
     plan = plan_ocr_passes(model, pages, plan_opt);
@@ -162,7 +163,15 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
             if (rows.size() != part.ids.size() * static_cast<size_t>(mc.hidden))
               throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
             fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
-            part = ReferencePart::rows(std::move(part.ids), std::move(rows));
+            // Content-keyed, so a later request with the same rows reuses their KV (the scheduler's
+            // prefix cache), whatever document they came from.
+            Sha256 key;
+            key.field(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
+            ReferencePart produced = ReferencePart::rows(std::move(part.ids), std::move(rows));
+            produced.key = key.hex();
+            produced.unit_starts = std::move(part.unit_starts);
+            produced.page = part.page;
+            part = std::move(produced);
           }
         } catch (const Error& e) {
           if (e.kind() == Error::Kind::Internal) throw;
@@ -205,7 +214,9 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     };
     sr.on_done = [sh, k, done = engine.on_pass_done, cached_rows = p->cached_rows](const SequenceResult& r) {
       SequenceResult res = r;
-      res.cached_prompt_tokens = cached_rows;
+      // Prompt tokens whose work was reused: KV from the prefix cache, or at least image rows from
+      // the encoder-output cache.
+      res.cached_prompt_tokens = std::max(r.cached_prompt_tokens, cached_rows);
       if (done) done(res);
       std::lock_guard lk(sh->mu);
       sh->slots[k].result = std::move(res);

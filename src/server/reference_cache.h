@@ -1,7 +1,7 @@
 // ReferenceCache: prepared OCR references reused across requests, least recently used first out,
 // within a byte budget (inference.reference_cache_bytes).
 //
-// A key is a content hash (content_hash.h) of everything that decides a pass's reference: the model,
+// A key is a content hash (core/content_hash.h) of everything that decides a pass's reference: the model,
 // the vision mode, the PDF DPI and, for each page of the pass, the SHA-256 of its file's bytes and
 // its index in the file. The value is the pass as the model prepared it, with every embedding part
 // already produced (rows, not lazy producers), so a hit skips rendering and encoding entirely.

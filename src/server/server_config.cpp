@@ -83,6 +83,16 @@ const std::vector<Key>& keys() {
                    c.attention.decode_window_size = v.i;
                    return in_range(v.i, 1, int64_t{1} << 24);
                  }});
+    k.push_back({"attention.sparse_top_k", Type::Int, "sparse: reference units (pages or parts of pages) each layer and KV head reads",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.sparse_top_k = v.i;
+                   return in_range(v.i, 1, int64_t{1} << 20);
+                 }});
+    k.push_back({"attention.sparse_unit_tokens", Type::Int, "sparse: most tokens of one reference unit",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.sparse_unit_tokens = v.i;
+                   return in_range(v.i, 1, int64_t{1} << 20);
+                 }});
     k.push_back({"attention.causal", Type::Bool, "causal attention (the only kind the decoder runs)",
                  [](ServerConfig& c, const Value& v) { c.attention.causal = v.b; return std::string(); }});
     k.push_back({"inference.max_output_length", Type::Int, "generated tokens per request at most",
@@ -100,10 +110,25 @@ const std::vector<Key>& keys() {
                    c.inference.dtype = v.s;
                    return one_of(v.s, {"auto", "f32", "f16", "bf16"});
                  }});
-    k.push_back({"inference.kv_dtype", Type::String, "KV cache dtype: f32 | f16 | bf16",
+    k.push_back({"inference.kv_dtype", Type::String, "KV cache storage: f32 | f16 | bf16 | q8 | q4",
                  [](ServerConfig& c, const Value& v) {
                    c.inference.kv_dtype = v.s;
-                   return one_of(v.s, {"f32", "f16", "bf16"});
+                   return one_of(v.s, {"f32", "f16", "bf16", "q8", "q4"});
+                 }});
+    k.push_back({"inference.kv_dtype_k", Type::String, "storage of cached keys, overriding inference.kv_dtype (\"\" = as it)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.inference.kv_dtype_k = v.s;
+                   return v.s.empty() ? std::string() : one_of(v.s, {"f32", "f16", "bf16", "q8", "q4"});
+                 }});
+    k.push_back({"inference.kv_dtype_v", Type::String, "storage of cached values, overriding inference.kv_dtype (\"\" = as it)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.inference.kv_dtype_v = v.s;
+                   return v.s.empty() ? std::string() : one_of(v.s, {"f32", "f16", "bf16", "q8", "q4"});
+                 }});
+    k.push_back({"inference.kv_dtype_window", Type::String, "storage of the generated tokens' window, keys and values (\"\" = as the others)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.inference.kv_dtype_window = v.s;
+                   return v.s.empty() ? std::string() : one_of(v.s, {"f32", "f16", "bf16", "q8", "q4"});
                  }});
     k.push_back({"inference.kv_budget_bytes", Type::UInt, "KV pool capacity in bytes (0 = unlimited)",
                  [](ServerConfig& c, const Value& v) { c.inference.kv_budget_bytes = v.u; return std::string(); }});
@@ -124,6 +149,8 @@ const std::vector<Key>& keys() {
                  }});
     k.push_back({"inference.reference_cache_bytes", Type::UInt, "bytes of prepared OCR references kept for reuse (0 = none)",
                  [](ServerConfig& c, const Value& v) { c.inference.reference_cache_bytes = v.u; return std::string(); }});
+    k.push_back({"inference.prefix_cache_bytes", Type::UInt, "bytes of reference KV kept, so a request repeating a reference's leading parts skips their prefill (0 = none)",
+                 [](ServerConfig& c, const Value& v) { c.inference.prefix_cache_bytes = v.u; return std::string(); }});
     k.push_back({"server.host", Type::String, "address to listen on",
                  [](ServerConfig& c, const Value& v) {
                    c.server.host = v.s;

@@ -26,17 +26,21 @@ struct ServerConfig {
     std::string type = "reference_sliding_window";  // | full | sparse | rolling
     int64_t decode_window_size = 128;
     bool causal = true;
+    int64_t sparse_top_k = 8;          // sparse: reference units each layer and KV head reads
+    int64_t sparse_unit_tokens = 64;   // sparse: most tokens of one unit
   } attention;
   struct Inference {
     int64_t max_output_length = 4096;  // generated tokens per request at most
     int64_t batch_size = 8;            // sequences decoded together at most
     std::string dtype = "auto";        // weights: auto (as stored) | f32 | f16 | bf16
-    std::string kv_dtype = "bf16";     // f32 | f16 | bf16
+    std::string kv_dtype = "bf16";     // f32 | f16 | bf16 | q8 | q4
+    std::string kv_dtype_k, kv_dtype_v, kv_dtype_window;  // "" = as kv_dtype (keys, values; window after those)
     uint64_t kv_budget_bytes = uint64_t{2} << 30;  // KV pool capacity; 0 = unlimited
     int64_t max_queued_requests = 64;  // waiting for admission; more get 503
     int64_t prefill_chunk = 256;       // prompt tokens prefilled per scheduler step
     int64_t threads = 0;               // compute threads; 0 = one per core
     uint64_t reference_cache_bytes = uint64_t{256} << 20;  // prepared OCR references kept; 0 = no reuse
+    uint64_t prefix_cache_bytes = uint64_t{256} << 20;     // reference KV kept for reuse; 0 = none
   } inference;
   struct Server {
     std::string host = "127.0.0.1";

@@ -70,12 +70,13 @@ Service::Service(ServerConfig cfg)
   const std::string& t = cfg_.attention.type;
   if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
   else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
-  else throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented yet (use reference_sliding_window or full)");
+  else if (t == "sparse") policy_ = {KVPolicyKind::Sparse, cfg_.attention.decode_window_size, cfg_.attention.sparse_top_k, cfg_.attention.sparse_unit_tokens};
+  else throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented yet (use reference_sliding_window, full or sparse)");
   if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
   if (cfg_.inference.dtype != "auto")
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
                                               cfg_.inference.dtype + "'");
-  kv_dtype_ = parse_kv_dtype(cfg_.inference.kv_dtype, "inference.kv_dtype");
+  kv_types_ = parse_kv_types(cfg_.inference.kv_dtype, cfg_.inference.kv_dtype_k, cfg_.inference.kv_dtype_v, cfg_.inference.kv_dtype_window);
   if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
   std::string path = cfg_.model.path.empty() ? "folio-mini-ocr" : cfg_.model.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -130,12 +131,13 @@ void Service::load() {
   // Pages are encoded on HTTP threads (one request at a time) with the calling thread alone: more
   // workers would compete, spinning, with the scheduler's for the same cores.
   encode_threads_ = std::make_unique<ThreadPool>(1);
-  pool_ = std::make_unique<KVBlockPool>(decoder_->kv_layout(kv_dtype_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
+  pool_ = std::make_unique<KVBlockPool>(decoder_->kv_layout(kv_types_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
   SchedulerOptions so;
   so.policy = policy_;
   so.max_batch = cfg_.inference.batch_size;
   so.prefill_chunk = cfg_.inference.prefill_chunk;
   so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
+  so.prefix_cache_bytes = static_cast<size_t>(cfg_.inference.prefix_cache_bytes);
   scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
   loaded_ = true;
 }

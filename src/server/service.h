@@ -102,7 +102,7 @@ class Service {
   ServerConfig cfg_;
   std::string model_id_;
   KVPolicy policy_;
-  DType kv_dtype_;
+  KVTypes kv_types_;
   ApiKeys keys_;
   RateLimiter limiter_;
   ServerMetrics metrics_;

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
+#include "kv/kv_dtype.h"
 #include "kv/sequence_kv.h"
 #include "runtime/generator.h"
 #include "runtime/loaded_model.h"
@@ -525,6 +526,135 @@ TEST_F(SchedulerTest, BadRequestsThrowInvalidInput) {
   r.reference.push_back(ReferencePart::tokens({}));
   EXPECT_NE(message(r).find("reference part 2 is empty"), std::string::npos);
   EXPECT_EQ(s.stats().queued, 0);
+}
+
+// A reference of three parts: tokens, an embedding part (rows from a seed, keyed or not), tokens.
+struct ThreePart {
+  std::vector<int32_t> head, image, tail;
+  std::string key;  // the image part's content key ("" = unkeyed)
+  std::atomic<int>* produced;
+  std::vector<ReferencePart> parts(Decoder& d) const {
+    std::vector<ReferencePart> out;
+    out.push_back(ReferencePart::tokens(head));
+    const int64_t H = d.config().hidden;
+    ReferencePart img = ReferencePart::lazy(std::vector<int32_t>(image.size(), 1), [&d, H, ids = image, n = produced] {
+      ++*n;
+      std::vector<float> rows(ids.size() * static_cast<size_t>(H));
+      for (size_t i = 0; i < ids.size(); ++i) d.embed(ids[i], rows.data() + i * static_cast<size_t>(H));
+      for (float& x : rows) x *= 1.25f;
+      return rows;
+    });
+    img.key = key;
+    img.unit_starts = {4, 9};
+    out.push_back(std::move(img));
+    out.push_back(ReferencePart::tokens(tail));
+    return out;
+  }
+};
+
+// Reference reuse: a request whose parts repeat an earlier request's starts from its KV (the lazy
+// part is not even produced), and decodes exactly what Generator decodes alone, for every policy
+// and KV storage type; a request sharing only a prefix reuses that prefix; an unkeyed part stops
+// reuse there.
+TEST_F(SchedulerTest, PrefixCacheReusesReferenceKV) {
+  for (const char* types : {"f32", "q8"})
+    for (KVPolicy policy : {KVPolicy{KVPolicyKind::RSwa, 4}, KVPolicy{KVPolicyKind::Sparse, 4, 1, 4}, KVPolicy{KVPolicyKind::Full, 4}}) {
+      SCOPED_TRACE(std::string(types) + " " + policy.name());
+      std::atomic<int> produced{0};
+      const std::vector<int32_t> head = random_prompt(6, 31), image = random_prompt(14, 32);
+      const ThreePart a{head, image, random_prompt(5, 33), "page-A", &produced};
+      const ThreePart b{head, image, random_prompt(7, 34), "page-A", &produced};  // same head and image
+      const ThreePart unkeyed{head, image, a.tail, "", &produced};
+      const KVLayout lay(layout().n_layers, layout().n_kv_heads, layout().head_dim, parse_kv_types(types));
+      auto expect = [&](const ThreePart& t) {
+        ThreadPool t1(1);
+        KVBlockPool p(lay, 0);
+        Generator gen(dec(), p, t1);
+        GenerationOptions o;
+        o.policy = policy;
+        o.max_tokens = 20;
+        o.no_repeat_ngram = 3;
+        o.no_repeat_window = 32;
+        return gen.generate(t.parts(dec()), o).tokens;
+      };
+      const std::vector<int32_t> want_a = expect(a), want_b = expect(b), want_u = expect(unkeyed);
+      ASSERT_NE(want_a, want_b) << "the tails must matter";
+
+      ThreadPool threads(2);
+      KVBlockPool pool(lay, 0);
+      Collector c;
+      Scheduler s(dec(), pool, threads, {policy, 4, 8, 16, 16, size_t{64} << 20});
+      auto run = [&](const ThreePart& t, int index) {
+        SequenceRequest r;
+        r.reference = t.parts(dec());
+        r.max_tokens = 20;
+        r.no_repeat_ngram = 3;
+        r.no_repeat_window = 32;
+        return c.wait(s.submit(c.wrap(std::move(r), index)).id);
+      };
+      const int64_t P = static_cast<int64_t>(head.size() + image.size() + a.tail.size());
+      produced = 0;
+      const SequenceResult first = run(a, 0);
+      EXPECT_EQ(first.tokens, want_a);
+      EXPECT_EQ(first.cached_prompt_tokens, 0);
+      EXPECT_EQ(produced.load(), 1);
+      const uint64_t prefilled_before = s.stats().prompt_tokens;
+
+      const SequenceResult again = run(a, 1);
+      EXPECT_EQ(again.tokens, want_a) << "the very same reference, from the cache";
+      // Under `full` a quantised reference's last segment is shared with the output, so it is not
+      // kept: that part is prefilled again.
+      const bool last_again = policy.kind == KVPolicyKind::Full && lay.types.any_quantized();
+      const int64_t tail_again = last_again ? static_cast<int64_t>(a.tail.size()) : 0;
+      EXPECT_EQ(again.cached_prompt_tokens, P - tail_again);
+      EXPECT_EQ(produced.load(), 1) << "the embedding part was produced again";
+      EXPECT_EQ(s.stats().prompt_tokens, prefilled_before + static_cast<uint64_t>(tail_again)) << "nothing else prefilled";
+
+      const SequenceResult other = run(b, 2);
+      EXPECT_EQ(other.tokens, want_b) << "a shared prefix, then its own tail";
+      EXPECT_EQ(other.cached_prompt_tokens, static_cast<int64_t>(head.size() + image.size()));
+      EXPECT_EQ(produced.load(), 1);
+
+      const SequenceResult u = run(unkeyed, 3);
+      EXPECT_EQ(u.tokens, want_u);
+      EXPECT_EQ(u.cached_prompt_tokens, static_cast<int64_t>(head.size())) << "reuse stops at a part without a key";
+      EXPECT_EQ(produced.load(), 2);
+
+      const PrefixKVStats st = s.stats().prefix_cache;
+      EXPECT_EQ(st.hits, 3u);
+      EXPECT_EQ(st.misses, 1u);
+      EXPECT_EQ(st.tokens_reused, static_cast<uint64_t>(again.cached_prompt_tokens + other.cached_prompt_tokens + u.cached_prompt_tokens));
+      EXPECT_GT(st.bytes, 0u);
+      EXPECT_LE(st.bytes, st.capacity);
+      s.stop();
+      EXPECT_EQ(pool.bytes_in_use(), 0u) << "the cache holds its copies outside the pool";
+    }
+}
+
+// The prefix cache keeps within its byte budget, evicting the least recently used entry.
+TEST_F(SchedulerTest, PrefixCacheStaysWithinItsBudget) {
+  ThreadPool threads(1);
+  KVBlockPool pool(layout(), 0);
+  Collector c;
+  // Room for about two references of 40 tokens (and their logits).
+  const size_t one = pool.block_bytes(16) * static_cast<size_t>(3 * layout().n_layers) + dec().config().vocab * sizeof(float);
+  Scheduler s(dec(), pool, threads, {KVPolicy{KVPolicyKind::RSwa, 4}, 4, 64, 16, 16, 2 * one + one / 2});
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    SequenceRequest r;
+    r.prompt = random_prompt(40, 200 + static_cast<uint32_t>(i));
+    r.max_tokens = 3;
+    reqs.push_back(r);
+  }
+  for (int i = 0; i < 4; ++i) c.wait(s.submit(c.wrap(reqs[i], i)).id);
+  PrefixKVStats st = s.stats().prefix_cache;
+  EXPECT_EQ(st.misses, 4u);
+  EXPECT_EQ(st.entries, 2u);
+  EXPECT_EQ(st.evictions, 2u);
+  EXPECT_LE(st.bytes, st.capacity);
+  // The most recent two are kept, the oldest is gone.
+  EXPECT_EQ(c.wait(s.submit(c.wrap(reqs[3], 10)).id).cached_prompt_tokens, 40);
+  EXPECT_EQ(c.wait(s.submit(c.wrap(reqs[0], 11)).id).cached_prompt_tokens, 0);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // reports the same pages one by one, reference reuse reports its cached tokens and counts in
 // /metrics, and every bad input is a 4xx in OpenAI's error shape.
 #include <gtest/gtest.h>
+
+#include "kv/kv_dtype.h"
 #include <httplib.h>
 #include <unistd.h>
 
@@ -208,6 +210,11 @@ TEST_F(OcrHttp, JsonBase64MatchesRunOcrAndSecondRequestReusesTheReference) {
   ASSERT_TRUE(m);
   EXPECT_EQ(metric(m->body, "folio_reference_cache_hits_total"), 1);
   EXPECT_EQ(metric(m->body, "folio_reference_cache_misses_total"), 1);
+  // ... and so is its KV: the second pass prefilled nothing.
+  EXPECT_EQ(metric(m->body, "folio_prefix_cache_hits_total"), 1);
+  EXPECT_EQ(metric(m->body, "folio_prefix_cache_misses_total"), 1);
+  EXPECT_EQ(metric(m->body, "folio_prefix_cache_reused_tokens_total"), want.stats.reference_tokens);
+  EXPECT_GT(metric(m->body, "folio_kv_bytes{tier=\"prefix_cache\"}"), 0);
   // Bytes of the kept reference: its rows (hidden floats each) and ids.
   const double rows = static_cast<double>(want.stats.reference_tokens);
   EXPECT_EQ(metric(m->body, "folio_reference_cache_bytes"), rows * (4.0 * model_->decoder().config().hidden + 4.0));
@@ -224,6 +231,7 @@ TEST_F(OcrHttp, JsonBase64MatchesRunOcrAndSecondRequestReusesTheReference) {
 TEST_F(OcrHttp, NoCacheBudgetMeansNoReuse) {
   ServerConfig c = config();
   c.inference.reference_cache_bytes = 0;
+  c.inference.prefix_cache_bytes = 0;
   auto svc = serve(c);
   auto cli = client(*svc);
   const std::string body = file_body(*one_pdf_, "a.pdf").dump();
@@ -237,6 +245,39 @@ TEST_F(OcrHttp, NoCacheBudgetMeansNoReuse) {
   EXPECT_EQ(metric(m, "folio_reference_cache_hits_total"), 0);
   EXPECT_EQ(metric(m, "folio_reference_cache_misses_total"), 2);
   EXPECT_EQ(metric(m, "folio_reference_cache_bytes"), 0);
+  EXPECT_EQ(metric(m, "folio_prefix_cache_hits_total"), 0);
+  EXPECT_EQ(metric(m, "folio_kv_bytes{tier=\"prefix_cache\"}"), 0);
+}
+
+// The KV policies and storage types of `folio ocr` also serve: sparse attention over quantised KV
+// gives what run_ocr gives with the same settings, and the pool accounts the quantised blocks.
+TEST_F(OcrHttp, SparseOverQuantisedKVMatchesRunOcr) {
+  ServerConfig c = config();
+  c.attention.type = "sparse";
+  c.attention.sparse_top_k = 2;
+  c.attention.sparse_unit_tokens = 16;
+  c.inference.kv_dtype = "q8";
+  c.inference.kv_dtype_window = "f16";
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  ThreadPool threads(1);
+  OcrOptions opt;
+  opt.policy = {KVPolicyKind::Sparse, 128, 2, 16};
+  opt.kv_types = parse_kv_types("q8", "", "", "f16");
+  const OcrResult want = run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), opt, threads);
+  OcrOptions dense;
+  dense.kv_dtype = DType::F32;
+  ASSERT_NE(want.tokens, run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), dense, threads).tokens)
+      << "top-2 of 16-token units over q8 should change something";
+  auto r = cli.Post("/v1/ocr", file_body(*three_pdf_, "three.pdf").dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["markdown"], want.markdown);
+  EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
+  const std::string m = cli.Get("/metrics")->body;
+  EXPECT_EQ(metric(m, "folio_kv_bytes{tier=\"ram\"}"), 0);
+  EXPECT_GT(metric(m, "folio_kv_peak_bytes"), 0);
 }
 
 TEST_F(OcrHttp, MultipartFilesAndPageRange) {

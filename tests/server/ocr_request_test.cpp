@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "server/base64.h"
-#include "server/content_hash.h"
+#include "core/content_hash.h"
 #include "server/ocr_request.h"
 #include "server/reference_cache.h"
 

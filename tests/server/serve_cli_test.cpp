@@ -70,9 +70,10 @@ TEST_F(ServeCli, InvalidConfigExits2NamingTheKey) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("model.path: " + (dir_ / "nope").string() + " does not exist"), std::string::npos) << r.out;
 
-  r = folio("serve --model.path " + model() + " --attention.type sparse");
+  r = folio("serve --model.path " + model() + " --inference.kv_dtype q5");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("attention.type: 'sparse' is not implemented yet"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inference.kv_dtype"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("must be one of f32, f16, bf16, q8, q4, got 'q5'"), std::string::npos) << r.out;
 
   r = folio("serve --model.path " + model() + " --server.api_keys_file " + (dir_ / "nokeys").string());
   EXPECT_EQ(r.code, 2) << r.out;

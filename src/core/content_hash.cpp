@@ -1,4 +1,4 @@
-#include "server/content_hash.h"
+#include "core/content_hash.h"
 
 #include <openssl/evp.h>
 
