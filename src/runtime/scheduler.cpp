@@ -36,6 +36,8 @@ struct Scheduler::Active {
   std::vector<float> final_logits;    // after the last part, kept for the prefix cache
   std::vector<float> pending_logits;  // taken from the prefix cache: the first token comes from them
   int64_t cached_tokens = 0;     // reference tokens restored from the prefix cache
+  std::deque<size_t> resident;   // rolling: KV segments of the resident pages, oldest first
+  std::optional<ReferencePart> entering;  // rolling: the page being prefilled before the separator is fed
   size_t need = 0;               // worst-case bytes reserved at admission
   size_t peak = 0;
   Clock::time_point submitted, admitted, first_token, last_token;
@@ -102,8 +104,16 @@ Submission Scheduler::submit(SequenceRequest r) {
   if (r.max_tokens < 0) throw_invalid("max tokens must not be negative, got " + std::to_string(r.max_tokens));
   Sampler validate_sampling(r.sampling);  // throws for bad sampling parameters
   if (r.no_repeat_ngram > 0) NoRepeatNGram validate_guard(r.no_repeat_ngram, r.no_repeat_window);
+  if (r.rolling && opt_.policy.kind != KVPolicyKind::Rolling)
+    throw_invalid("a rolling reference needs the rolling KV policy, not " + opt_.policy.name());
+  if (r.rolling_page_tokens < 0) throw_invalid("rolling page tokens must not be negative");
   std::vector<int64_t> part_tokens;
-  for (const ReferencePart& part : r.reference) part_tokens.push_back(static_cast<int64_t>(part.ids.size()));
+  int64_t largest_page = r.rolling_page_tokens;
+  for (const ReferencePart& part : r.reference)
+    if (r.rolling && part.page) largest_page = std::max(largest_page, static_cast<int64_t>(part.ids.size()));
+  // Rolling: a page that enters takes the place of one that left, and may be as large as any.
+  for (const ReferencePart& part : r.reference)
+    part_tokens.push_back(r.rolling && part.page ? largest_page : static_cast<int64_t>(part.ids.size()));
   const size_t need = kv_bytes_needed(part_tokens, r.max_tokens);
   // Hashing the parts here keeps it off the scheduler thread.
   std::vector<std::string> keys;
@@ -276,9 +286,32 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   a.last_token = at;
   if (a.req.on_token) a.req.on_token(tok);
   // The same stopping rules, in the same order, as Generator.
-  if (a.req.stop_at_eos && tok == cfg.eos_id) finish(a, "eos", "", done);
-  else if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) finish(a, "length", "", done);
-  else if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+  if (a.req.stop_at_eos && tok == cfg.eos_id) {
+    finish(a, "eos", "", done);
+    return;
+  }
+  if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) {
+    finish(a, "length", "", done);
+    return;
+  }
+  if (a.req.rolling && tok == a.req.rolling->separator) {
+    // The decoder has finished the oldest resident page: it leaves, the next one enters.
+    if (!a.resident.empty()) {
+      a.kv->drop_segment(a.resident.front());
+      a.resident.pop_front();
+    }
+    std::optional<ReferencePart> page;
+    if (a.req.rolling->next_page) page = a.req.rolling->next_page();
+    if (page) {
+      if (page->ids.empty()) {
+        finish(a, "error", "rolling reference: an empty page entered", done);
+        return;
+      }
+      a.entering = std::move(page);
+      return;  // the context is checked once it is in
+    }
+  }
+  if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
 }
 
 void Scheduler::step(std::vector<Done>& done) {
@@ -304,16 +337,16 @@ void Scheduler::step(std::vector<Done>& done) {
     Decoder::Input in;
     in.kv = a.kv.get();
     try {
-      if (a.prefilled < P) {
+      if (a.entering || a.prefilled < P) {
         if (budget == 0) continue;
-        const ReferencePart& part = a.req.reference[a.part];
+        const ReferencePart& part = a.entering ? *a.entering : a.req.reference[a.part];
         const int64_t rows = static_cast<int64_t>(part.ids.size());
         if (part.is_embedding() && !a.rows_ready) {
           // Produced when prefill reaches the part, as Generator does, so its rows live only while
           // they are being prefilled.
           a.rows = part.embeddings();
           if (static_cast<int64_t>(a.rows.size()) != rows * cfg.hidden)
-            throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.part + 1) + " produced " + std::to_string(a.rows.size()) +
+            throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.entering ? a.req.reference.size() + 1 : a.part + 1) + " produced " + std::to_string(a.rows.size()) +
                                                    " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
           a.rows_ready = true;
         }
@@ -377,15 +410,27 @@ void Scheduler::step(std::vector<Done>& done) {
     a.peak = std::max(a.peak, a.kv->bytes());
     std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
     if (prefill[i] > 0) {
-      a.prefilled += prefill[i];
+      counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
       a.part_offset += prefill[i];
-      if (a.part_offset == static_cast<int64_t>(a.req.reference[a.part].ids.size())) {
-        ++a.part;
+      const ReferencePart& part = a.entering ? *a.entering : a.req.reference[a.part];
+      const bool part_done = a.part_offset == static_cast<int64_t>(part.ids.size());
+      if (part_done) {
+        if (a.req.rolling && part.page) a.resident.push_back(a.kv->segment_count() - 1);
         a.part_offset = 0;
         a.rows = std::vector<float>();  // frees the part's rows
         a.rows_ready = false;
       }
-      counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
+      if (a.entering) {
+        // A page entering a rolling reference: its logits are not used; once it is in, the
+        // separator is fed back.
+        if (part_done) {
+          a.entering.reset();
+          if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+        }
+        continue;
+      }
+      a.prefilled += prefill[i];
+      if (part_done) ++a.part;
       if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) continue;  // more prompt to go
       // What the first token is sampled from, for a later request with the same reference.
       if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());

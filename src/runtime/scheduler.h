@@ -24,6 +24,10 @@
 // logits its first token is sampled from, so it skips prefill entirely. The KV is the same bytes as
 // a prefill would have written, so the tokens are the same (tested). Not under `rolling`.
 //
+// A rolling request keeps a few pages resident: each time its model writes the page separator, the
+// oldest page's KV is freed and the next page is prefilled (in chunks, like any prefill) before the
+// separator is fed back, so a document of any length takes the KV of a few pages.
+//
 // Each request's tokens are exactly those Generator gives for the same reference and options when
 // the decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
 // That includes OCR requests: a reference of ReferenceParts (token ids, or embedding rows produced
@@ -95,6 +99,12 @@ struct SequenceRequest {
   // in order, and never after the sequence ends.
   std::function<void(int32_t token, float* row)> embed_token;
   int64_t max_tokens = 256;      // generated tokens at most (a stopping EOS included)
+  // Rolling reference (policy `rolling`), as GenerationOptions::rolling: the parts marked `page` are
+  // the resident pages; when the model writes the separator the oldest leaves the KV and the page
+  // next_page() gives enters it (prefilled in the following steps) before the separator is fed
+  // back. next_page runs on the scheduler thread: hand in pages whose rows are already produced.
+  std::optional<GenerationOptions::Rolling> rolling;
+  int64_t rolling_page_tokens = 0;  // most tokens of a page that may enter (reserved at admission); 0 = the largest initial page
   SamplingParams sampling;
   int no_repeat_ngram = 0;       // 0 = off
   int no_repeat_window = 128;

@@ -142,8 +142,12 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     p->detok.emplace(model.tokenizer());
 
     // 3. The prepared reference: cached, or prepared now (and cached).
+    const KVPolicy& policy = engine.scheduler->options().policy;
+    const bool rolling = policy.kind == KVPolicyKind::Rolling;
     Sha256 h;
     h.field(engine.model_id).field(model.name()).field("base").field(std::to_string(model.pdf_dpi()));
+    // A rolling pass is laid out differently: the resident pages in the reference, the rest later.
+    h.field(rolling ? "rolling " + std::to_string(policy.resident_pages) : "whole");
     for (size_t i = p->first; i < p->first + p->count; ++i)
       h.field(digest[pages.page(i).file]).field(std::to_string(pages.page(i).index));
     const std::string key = h.hex();
@@ -155,14 +159,15 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
       if (!cached) {
         auto fresh = std::make_shared<CachedPass>();
         try {
-          fresh->pass = model.prepare(pages, p->first, p->count, VisionMode::Base, *engine.encode_threads, {});
+          fresh->pass = rolling ? model.prepare_rolling(pages, p->first, p->count, static_cast<size_t>(policy.resident_pages),
+                                                        VisionMode::Base, *engine.encode_threads, {})
+                                : model.prepare(pages, p->first, p->count, VisionMode::Base, *engine.encode_threads, {});
           // Produce every lazy part now, here, rather than on the scheduler thread.
-          for (ReferencePart& part : fresh->pass.reference) {
-            if (!part.is_embedding()) continue;
+          auto produce = [&](ReferencePart& part) {
+            if (!part.is_embedding()) return;
             std::vector<float> rows = part.embeddings();
             if (rows.size() != part.ids.size() * static_cast<size_t>(mc.hidden))
               throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
-            fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
             // Content-keyed, so a later request with the same rows reuses their KV (the scheduler's
             // prefix cache), whatever document they came from.
             Sha256 key;
@@ -172,6 +177,21 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
             produced.unit_starts = std::move(part.unit_starts);
             produced.page = part.page;
             part = std::move(produced);
+          };
+          for (ReferencePart& part : fresh->pass.reference) {
+            if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
+            produce(part);
+          }
+          // Rolling: every later page too (the uploads are deleted once the job has started).
+          if (fresh->pass.generation.rolling) {
+            auto& next = fresh->pass.generation.rolling->next_page;
+            while (next) {
+              std::optional<ReferencePart> page = next();
+              if (!page) break;
+              produce(*page);
+              fresh->later_pages.push_back(std::move(*page));
+            }
+            next = nullptr;
           }
         } catch (const Error& e) {
           if (e.kind() == Error::Kind::Internal) throw;
@@ -179,7 +199,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
           for (const auto& [path, name] : client_name) replace_all(msg, path, name);
           throw bad_request("invalid_document", msg);
         }
-        fresh->bytes = reference_bytes(fresh->pass.reference, mc.hidden);
+        fresh->bytes = reference_bytes(fresh->pass.reference, mc.hidden) + reference_bytes(fresh->later_pages, mc.hidden);
         engine.cache->insert(key, fresh);
         cached = fresh;
       } else {
@@ -200,6 +220,18 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
                                                        " take " + std::to_string(P) + " reference tokens; this server takes at most " +
                                                        std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
     sr.embed_token = pass.generation.embed_token;
+    if (pass.generation.rolling) {
+      // Later pages enter from the cached pass, each request reading them from the start.
+      GenerationOptions::Rolling roll;
+      roll.separator = pass.generation.rolling->separator;
+      roll.next_page = [cached, i = size_t{0}]() mutable -> std::optional<ReferencePart> {
+        if (i >= cached->later_pages.size()) return std::nullopt;
+        return cached->later_pages[i++];
+      };
+      sr.rolling = std::move(roll);
+      for (const ReferencePart& page : cached->later_pages)
+        sr.rolling_page_tokens = std::max(sr.rolling_page_tokens, static_cast<int64_t>(page.ids.size()));
+    }
     sr.no_repeat_ngram = pass.generation.no_repeat_ngram;
     sr.no_repeat_window = pass.generation.no_repeat_window;
     sr.stop_at_eos = pass.generation.stop_at_eos;

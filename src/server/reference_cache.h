@@ -25,7 +25,8 @@
 namespace folio {
 
 struct CachedPass {
-  OcrPass pass;                // embedding parts hold produced rows
+  OcrPass pass;                // embedding parts hold produced rows; a rolling pass has no next_page
+  std::vector<ReferencePart> later_pages;  // rolling: the pages that enter as others leave, in order
   int64_t embedding_rows = 0;  // rows of its embedding parts (reported as cached prompt tokens)
   size_t bytes = 0;            // rows and ids held
 };

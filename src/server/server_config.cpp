@@ -93,6 +93,11 @@ const std::vector<Key>& keys() {
                    c.attention.sparse_unit_tokens = v.i;
                    return in_range(v.i, 1, int64_t{1} << 20);
                  }});
+    k.push_back({"attention.resident_pages", Type::Int, "rolling: pages kept in the reference at once (a page leaves when the model has read it)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.resident_pages = v.i;
+                   return in_range(v.i, 1, 4096);
+                 }});
     k.push_back({"attention.causal", Type::Bool, "causal attention (the only kind the decoder runs)",
                  [](ServerConfig& c, const Value& v) { c.attention.causal = v.b; return std::string(); }});
     k.push_back({"inference.max_output_length", Type::Int, "generated tokens per request at most",

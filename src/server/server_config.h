@@ -28,6 +28,7 @@ struct ServerConfig {
     bool causal = true;
     int64_t sparse_top_k = 8;          // sparse: reference units each layer and KV head reads
     int64_t sparse_unit_tokens = 64;   // sparse: most tokens of one unit
+    int64_t resident_pages = 4;        // rolling: pages kept in the reference at once
   } attention;
   struct Inference {
     int64_t max_output_length = 4096;  // generated tokens per request at most

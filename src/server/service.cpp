@@ -71,7 +71,12 @@ Service::Service(ServerConfig cfg)
   if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
   else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
   else if (t == "sparse") policy_ = {KVPolicyKind::Sparse, cfg_.attention.decode_window_size, cfg_.attention.sparse_top_k, cfg_.attention.sparse_unit_tokens};
-  else throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented yet (use reference_sliding_window, full or sparse)");
+  else if (t == "rolling") {
+    policy_ = {KVPolicyKind::Rolling, cfg_.attention.decode_window_size};
+    policy_.resident_pages = cfg_.attention.resident_pages;
+  } else {
+    throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented");
+  }
   if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
   if (cfg_.inference.dtype != "auto")
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
@@ -123,6 +128,9 @@ void Service::load() {
     decoder_ = model_->decoder.get();
     tokenizer_ = model_->tokenizer.get();
   }
+  if (policy_.kind == KVPolicyKind::Rolling && (!ocr_model_ || !ocr_model_->can_roll()))
+    throw Error(Error::Kind::Unsupported, "attention.type: rolling needs an OCR model that reads its pages separately; " +
+                                              (ocr_model_ ? ocr_model_->name() : path) + " does not (use reference_sliding_window or sparse)");
   const ModelConfig& mc = decoder_->config();
   if (cfg_.model.max_reference_length >= mc.max_positions)
     throw_invalid("model.max_reference_length: " + std::to_string(cfg_.model.max_reference_length) + " leaves no room to generate in the model's context of " +

@@ -657,5 +657,56 @@ TEST_F(SchedulerTest, PrefixCacheStaysWithinItsBudget) {
   EXPECT_EQ(c.wait(s.submit(c.wrap(reqs[0], 11)).id).cached_prompt_tokens, 0);
 }
 
+// A rolling reference through the scheduler: pages leave and enter as the model writes the page
+// separator, two such requests side by side decode exactly what run_ocr decodes, and a sequence
+// holds the KV of one page where rswa holds all three.
+TEST_F(SchedulerTest, RollingMiniOcrMatchesRunOcr) {
+  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  const OcrPages pages = OcrPages::open({std::string(FOLIO_SOURCE_DIR) + "/examples/sample-3page.pdf"}, "", m->pdf_dpi());
+  ThreadPool threads(1);
+  OcrOptions opt;
+  opt.kv_dtype = DType::F32;
+  opt.policy = {KVPolicyKind::Rolling, 128};
+  opt.policy.resident_pages = 1;
+  const OcrResult want = run_ocr(*m, pages, opt, threads);
+  ASSERT_EQ(want.pages.size(), 3u);
+  OcrOptions dense;
+  dense.kv_dtype = DType::F32;
+  const OcrResult all = run_ocr(*m, pages, dense, threads);
+
+  KVBlockPool pool(m->decoder().kv_layout(DType::F32), 0);
+  Collector c;
+  std::vector<RequestId> ids;
+  {
+    Scheduler s(m->decoder(), pool, threads, {opt.policy, 4, 64, 8, 16});
+    std::vector<OcrPass> passes;
+    for (int i = 0; i < 2; ++i) passes.push_back(m->prepare_rolling(pages, 0, 3, 1, VisionMode::Base, threads, {}));
+    for (int i = 0; i < 2; ++i) {
+      OcrPass& pass = passes[static_cast<size_t>(i)];
+      SequenceRequest r;
+      r.reference = std::move(pass.reference);
+      r.embed_token = pass.generation.embed_token;
+      r.rolling = pass.generation.rolling;
+      r.stop_at_eos = pass.generation.stop_at_eos;
+      r.max_tokens = m->max_output_tokens(3);
+      ids.push_back(s.submit(c.wrap(std::move(r), i)).id);
+    }
+    for (RequestId id : ids) {
+      SequenceResult got = c.wait(id);
+      EXPECT_EQ(got.tokens, want.tokens);
+      EXPECT_EQ(got.stop_reason, want.stats.stop_reasons.at(0));
+      EXPECT_LT(got.kv_bytes_peak, all.stats.kv_bytes_peak) << "one resident page, not three";
+    }
+    EXPECT_EQ(s.stats().max_batch_seen, 2);
+    // A rolling reference needs the rolling policy.
+    Scheduler plain(m->decoder(), pool, threads, {KVPolicy{KVPolicyKind::RSwa, 128}, 4, 64, 8, 16});
+    SequenceRequest bad;
+    bad.prompt = {1, 2};
+    bad.rolling = GenerationOptions::Rolling{};
+    EXPECT_THROW(plain.submit(bad), Error);
+  }
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace folio

@@ -249,6 +249,44 @@ TEST_F(OcrHttp, NoCacheBudgetMeansNoReuse) {
   EXPECT_EQ(metric(m, "folio_kv_bytes{tier=\"prefix_cache\"}"), 0);
 }
 
+// attention.type rolling: a document goes through one sequence with one page resident at a time, and
+// reads as run_ocr reads it with the same policy; the same document again reuses the prepared pages.
+TEST_F(OcrHttp, RollingReadsTheDocumentWithOnePageResident) {
+  ServerConfig c = config();
+  c.attention.type = "rolling";
+  c.attention.resident_pages = 1;
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  ThreadPool threads(1);
+  OcrOptions opt;
+  opt.kv_dtype = DType::F32;
+  opt.policy = {KVPolicyKind::Rolling, 128};
+  opt.policy.resident_pages = 1;
+  const OcrResult want = run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), opt, threads);
+  ASSERT_EQ(want.pages.size(), 3u);
+  const std::string body = file_body(*three_pdf_, "three.pdf").dump();
+  for (int i = 0; i < 2; ++i) {
+    auto r = cli.Post("/v1/ocr", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["markdown"], want.markdown) << "request " << i;
+    expect_pages_equal(j["pages"], want, {"three.pdf", "three.pdf", "three.pdf"});
+    EXPECT_EQ(j["stats"]["passes"], 1);
+    // The reference holds the first page (and <bos>); the others entered as it left.
+    EXPECT_LT(j["usage"]["prompt_tokens"].get<int64_t>() * 2, want.stats.reference_tokens);
+  }
+  const std::string m = cli.Get("/metrics")->body;
+  EXPECT_EQ(metric(m, "folio_reference_cache_hits_total"), 1);
+  EXPECT_EQ(metric(m, "folio_kv_bytes{tier=\"ram\"}"), 0);
+  // One request at a time, each holding what run_ocr's rolling pass holds: one page and the window,
+  // well under what rswa holds for the whole document.
+  EXPECT_EQ(metric(m, "folio_kv_peak_bytes"), static_cast<double>(want.stats.kv_bytes_peak));
+  OcrOptions dense;
+  dense.kv_dtype = DType::F32;
+  EXPECT_LT(want.stats.kv_bytes_peak * 2, run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), dense, threads).stats.kv_bytes_peak);
+}
+
 // The KV policies and storage types of `folio ocr` also serve: sparse attention over quantised KV
 // gives what run_ocr gives with the same settings, and the pool accounts the quantised blocks.
 TEST_F(OcrHttp, SparseOverQuantisedKVMatchesRunOcr) {

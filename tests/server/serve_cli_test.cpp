@@ -70,6 +70,10 @@ TEST_F(ServeCli, InvalidConfigExits2NamingTheKey) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("model.path: " + (dir_ / "nope").string() + " does not exist"), std::string::npos) << r.out;
 
+  r = folio("serve --model.path " + model() + " --attention.type rolling");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("attention.type: rolling needs an OCR model that reads its pages separately"), std::string::npos) << r.out;
+
   r = folio("serve --model.path " + model() + " --inference.kv_dtype q5");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("inference.kv_dtype"), std::string::npos) << r.out;
