@@ -111,7 +111,7 @@ int run_decode(const DecodeArgs& a) {
                       {"model", a.model},
                       {"architecture", cfg.arch_name()},
                       {"policy", policy.name()},
-                      {"window", policy.window}, {"sparse_top_k", policy.top_k},
+                      {"window", policy.window}, {"sparse_top_k", policy.top_k}, {"sparse_focus_pages", policy.focus_pages},
                       {"kv_dtype", kv_types.name()},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},

@@ -59,7 +59,7 @@ int run_accuracy(const AccuracyArgs& a) {
                       {"sets", sets}, {"page_marker", kPageMarker}};
   CerCount cer, base_cer;
   double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
-  size_t kv_peak = 0, base_kv_peak = 0;
+  size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0;
   nlohmann::json per_doc = nlohmann::json::array();
 
   if (a.engine == "tesseract") {
@@ -111,17 +111,20 @@ int run_accuracy(const AccuracyArgs& a) {
       }
       forced_steps += static_cast<double>(b.tokens.size());
       kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
+      kv_active = std::max(kv_active, r.stats.kv_active_bytes_max);
+      base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
       base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
                          {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
     }
     j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
-              {"sparse_top_k", run.policy.top_k}, {"resident_pages", run.policy.resident_pages},
+              {"sparse_top_k", run.policy.top_k}, {"sparse_focus_pages", run.policy.focus_pages}, {"resident_pages", run.policy.resident_pages},
               {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
               {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
               {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
               {"teacher_forced_agreement_with_baseline", forced_steps > 0 ? forced_same / forced_steps : 1.0},
               {"kv_bytes_peak", kv_peak}, {"baseline_kv_bytes_peak", base_kv_peak},
+              {"kv_active_bytes_max", kv_active}, {"baseline_kv_active_bytes_max", base_kv_active},
               {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
               {"documents", per_doc}});
   }

@@ -22,9 +22,11 @@ KVPolicy PolicyOptions::policy() const {
   KVPolicy p = KVPolicy::parse(name, window);
   if (top_k < 1) throw_invalid("--sparse-top-k must be at least 1, got " + std::to_string(top_k));
   if (unit_tokens < 1) throw_invalid("--sparse-unit must be at least 1, got " + std::to_string(unit_tokens));
+  if (focus_pages < 0) throw_invalid("--sparse-focus-pages must not be negative, got " + std::to_string(focus_pages));
   if (resident_pages < 1) throw_invalid("--resident-pages must be at least 1, got " + std::to_string(resident_pages));
   p.top_k = top_k;
   p.unit_tokens = unit_tokens;
+  p.focus_pages = focus_pages;
   p.resident_pages = resident_pages;
   return p;
 }
@@ -35,6 +37,9 @@ void add_policy_options(CLI::App& app, PolicyOptions& o) {
   app.add_option("--window", o.window, "Decode window W of rswa, sparse and rolling")->capture_default_str();
   app.add_option("--sparse-top-k", o.top_k, "sparse: reference units each layer and KV head reads")->capture_default_str();
   app.add_option("--sparse-unit", o.unit_tokens, "sparse: most tokens per reference unit")
+      ->capture_default_str();
+  app.add_option("--sparse-focus-pages", o.focus_pages,
+                 "sparse: pages read whole from the one the model is reading (needs a model that writes page separators; 0 = none)")
       ->capture_default_str();
   app.add_option("--resident-pages", o.resident_pages, "rolling: pages kept in the reference at once")
       ->capture_default_str();

@@ -8,7 +8,10 @@
 //            cut into units of at most `unit_tokens` tokens aligned to its segments (pages); each
 //            unit keeps per-channel key minima and maxima, and each layer and KV head reads the
 //            `top_k` units whose bound on q.k is largest (Quest), plus the first and last unit of
-//            the reference, plus the window. Work per token is flat in the page count.
+//            the reference, plus the window. Work per token is flat in the page count. When the
+//            model writes page separators (GenerationOptions::page_separator), the `focus_pages`
+//            pages from the one the decoder is on are read whole as well: reading a page needs all
+//            of it, and a bound on q.k alone misses rows (measured on the mini model).
 //   rolling  rswa's window, but the reference is a queue of segments (pages): new segments may be
 //            appended while generating and old ones dropped, so at most a few pages are resident.
 //            Positions are kept, never re-based: a token keeps the position it was appended at, and
@@ -28,6 +31,7 @@ struct KVPolicy {
   int64_t window = 128;
   int64_t top_k = 8;          // sparse: reference units read per layer and KV head
   int64_t unit_tokens = 64;   // sparse: most tokens of one unit
+  int64_t focus_pages = 1;    // sparse: pages read whole from the one being read (0 = none)
   int64_t resident_pages = 4; // rolling: most reference segments kept (the pipeline enforces it)
 
   // Parses "full", "rswa" (also "reference_sliding_window"), "sparse" or "rolling"; rejects unknown

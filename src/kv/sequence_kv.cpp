@@ -581,11 +581,19 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
       units.push_back({score, static_cast<int64_t>(si), static_cast<int64_t>(u)});
     }
   }
+  size_t forced = 0;
+  for (Unit& u : units)
+    if (std::find(focus_.begin(), focus_.end(), static_cast<size_t>(u.segment)) != focus_.end()) {
+      u.score = INFINITY;
+      ++forced;
+    }
   if (!units.empty()) {
+    forced += units.front().score != INFINITY;
     units.front().score = INFINITY;
+    forced += units.back().score != INFINITY;
     units.back().score = INFINITY;
   }
-  const auto keep = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(units.size()), policy_.top_k + 2));
+  const auto keep = std::min(units.size(), static_cast<size_t>(policy_.top_k) + forced);
   std::nth_element(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(keep), units.end(),
                    [](const Unit& a, const Unit& b) { return a.score > b.score; });
   units.resize(keep);

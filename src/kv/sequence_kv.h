@@ -57,6 +57,9 @@ class SequenceKV {
   // sparse: a unit starts at reference position `pos` (a later one), inside the current or next
   // segment; units also start at every segment start and every unit_tokens tokens after a start.
   void begin_unit(int64_t pos) { unit_starts_.push_back(pos); }
+  // sparse: segments every generated token reads whole (the page the decoder is on), besides its
+  // selection. Indices of existing segments; replaces the previous focus.
+  void set_focus(std::vector<size_t> segments) { focus_ = std::move(segments); }
   // rolling: frees the KV of reference segment `index` (not the one being filled). Its positions
   // stay taken; queries no longer see it.
   void drop_segment(size_t index);
@@ -186,6 +189,7 @@ class SequenceKV {
   bool open_ = false;         // the last segment is still being filled (its staging is live)
   bool summarised_ = false;
   std::vector<int64_t> unit_starts_;  // positions given by begin_unit
+  std::vector<size_t> focus_;         // sparse: segments read whole
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.

@@ -107,6 +107,19 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   res.kv_bytes_peak = kv.bytes();
   const double before_decode_ms = res.prefill_ms + res.produce_ms;
 
+  // sparse: the pages read whole, from the one the decoder is on.
+  std::vector<size_t> page_segments;
+  for (size_t pi = 0; pi < reference.size(); ++pi)
+    if (reference[pi].page) page_segments.push_back(pi);  // one segment per part
+  size_t page_now = 0;
+  auto focus = [&] {
+    if (opt.policy.kind != KVPolicyKind::Sparse || opt.page_separator < 0) return;
+    std::vector<size_t> f;
+    for (size_t i = page_now; i < page_segments.size() && i < page_now + static_cast<size_t>(opt.policy.focus_pages); ++i)
+      f.push_back(page_segments[i]);
+    kv.set_focus(std::move(f));
+  };
+  focus();
   Sampler sampler(opt.sampling);
   std::vector<float> row(opt.embed_token ? static_cast<size_t>(H) : 0);
   auto t0 = std::chrono::steady_clock::now();
@@ -131,6 +144,10 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     }
     if (step + 1 == opt.max_tokens) break;
     if (!opt.teacher.empty() && static_cast<size_t>(step + 1) == opt.teacher.size()) break;
+    if (tok == opt.page_separator) {
+      ++page_now;
+      focus();
+    }
     if (opt.rolling && tok == opt.rolling->separator) {
       // The decoder has finished the oldest resident page: it leaves, the next one enters.
       if (!resident_pages.empty()) {
@@ -163,6 +180,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     }
     dec_.forward({&in, 1}, logits.data(), threads_);
     res.kv_bytes_peak = std::max(res.kv_bytes_peak, kv.bytes());
+    res.kv_active_bytes_max = std::max(res.kv_active_bytes_max, kv.active_bytes(kv.length() - 1));
   }
   // Pages entering a rolling reference count as prefill and produce time, not decode time.
   res.decode_ms = ms_since(t0) - (res.prefill_ms + res.produce_ms - before_decode_ms);

@@ -71,6 +71,10 @@ struct GenerationOptions {
     std::function<std::optional<ReferencePart>()> next_page;
   };
   std::optional<Rolling> rolling;
+  // The token the model writes between pages (-1: none). Under `sparse` the page the decoder is on
+  // (the reference parts marked `page`, in order, advancing at each separator) and the
+  // KVPolicy::focus_pages - 1 after it are read whole.
+  int32_t page_separator = -1;
   // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
   // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
   // they run out. Measures per-step agreement without one early difference shifting the rest.
@@ -86,6 +90,7 @@ struct GenerationResult {
   double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)
   double decode_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
+  size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (SequenceKV::active_bytes)
 };
 
 class Generator {

@@ -56,6 +56,7 @@ void MiniOcrModel::finish_pass(OcrPass& pass) const {
     cursor.advance(token);
     embed_text(token, cursor.position(), row, scratch.data());
   };
+  pass.generation.page_separator = kMiniPage;
   pass.generation.no_repeat_ngram = 0;
   pass.generation.stop_at_eos = true;
 }

@@ -196,6 +196,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     emit(detok.flush());
     st.reference_tokens += r.reference_tokens;
     st.decode_tokens += static_cast<int64_t>(r.tokens.size());
+    st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
     st.encode_ms += r.produce_ms;
     st.prefill_ms += r.prefill_ms;
     st.decode_ms += r.decode_ms;

@@ -73,6 +73,7 @@ struct OcrStats {
   double tokens_per_s = 0;         // decode_tokens / decode time
   size_t kv_bytes_last = 0;        // pool bytes in use at the last generated token
   size_t kv_bytes_peak = 0;        // the pool's peak
+  size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (sparse: its selection)
   size_t rss_peak_bytes = 0;
   std::vector<std::string> stop_reasons;  // per pass
   std::vector<int64_t> pass_tokens;       // generated tokens per pass

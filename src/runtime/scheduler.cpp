@@ -38,6 +38,7 @@ struct Scheduler::Active {
   int64_t cached_tokens = 0;     // reference tokens restored from the prefix cache
   std::deque<size_t> resident;   // rolling: KV segments of the resident pages, oldest first
   std::optional<ReferencePart> entering;  // rolling: the page being prefilled before the separator is fed
+  size_t page_now = 0;           // sparse: the page (among parts marked `page`) the decoder is on
   size_t need = 0;               // worst-case bytes reserved at admission
   size_t peak = 0;
   Clock::time_point submitted, admitted, first_token, last_token;
@@ -218,6 +219,7 @@ void Scheduler::admit(std::vector<Done>& done) {
     if (a->req.no_repeat_ngram > 0) a->guard.emplace(a->req.no_repeat_ngram, a->req.no_repeat_window);
     a->history = a->req.prompt;
     a->keys = std::move(w.keys);
+    refocus(*a);
     reuse_prefix(*a);
     reserved += a->need;
     running_.push_back(std::move(a));
@@ -259,6 +261,19 @@ void Scheduler::reuse_prefix(Active& a) {
   prefix_.record(parts, tokens, true);
 }
 
+void Scheduler::refocus(Active& a) {
+  if (opt_.policy.kind != KVPolicyKind::Sparse || a.req.page_separator < 0) return;
+  // One KV segment per part, as in Generator.
+  std::vector<size_t> focus;
+  size_t page = 0;
+  for (size_t i = 0; i < a.req.reference.size(); ++i) {
+    if (!a.req.reference[i].page) continue;
+    if (page >= a.page_now && page < a.page_now + static_cast<size_t>(opt_.policy.focus_pages)) focus.push_back(i);
+    ++page;
+  }
+  a.kv->set_focus(std::move(focus));
+}
+
 void Scheduler::keep_prefix(Active& a) {
   const auto P = static_cast<int64_t>(a.req.prompt.size());
   if (a.keys.empty() || a.prefilled < P) return;
@@ -293,6 +308,10 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) {
     finish(a, "length", "", done);
     return;
+  }
+  if (tok == a.req.page_separator) {
+    ++a.page_now;
+    refocus(a);
   }
   if (a.req.rolling && tok == a.req.rolling->separator) {
     // The decoder has finished the oldest resident page: it leaves, the next one enters.

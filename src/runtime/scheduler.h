@@ -105,6 +105,7 @@ struct SequenceRequest {
   // back. next_page runs on the scheduler thread: hand in pages whose rows are already produced.
   std::optional<GenerationOptions::Rolling> rolling;
   int64_t rolling_page_tokens = 0;  // most tokens of a page that may enter (reserved at admission); 0 = the largest initial page
+  int32_t page_separator = -1;   // as GenerationOptions::page_separator (sparse: the page being read is read whole)
   SamplingParams sampling;
   int no_repeat_ngram = 0;       // 0 = off
   int no_repeat_window = 128;
@@ -198,6 +199,7 @@ class Scheduler {
   void step(std::vector<Done>& done);
   void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done);
   void reuse_prefix(Active& a);
+  void refocus(Active& a);
   void keep_prefix(Active& a);
   // Samples the next token of `a` from `row` (its logits) and applies the stopping rules.
   void take_token(Active& a, std::span<float> row, std::chrono::steady_clock::time_point at, std::vector<Done>& done);

@@ -220,6 +220,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
                                                        " take " + std::to_string(P) + " reference tokens; this server takes at most " +
                                                        std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
     sr.embed_token = pass.generation.embed_token;
+    sr.page_separator = pass.generation.page_separator;
     if (pass.generation.rolling) {
       // Later pages enter from the cached pass, each request reading them from the start.
       GenerationOptions::Rolling roll;

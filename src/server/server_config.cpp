@@ -93,6 +93,11 @@ const std::vector<Key>& keys() {
                    c.attention.sparse_unit_tokens = v.i;
                    return in_range(v.i, 1, int64_t{1} << 20);
                  }});
+    k.push_back({"attention.sparse_focus_pages", Type::Int, "sparse: pages read whole from the one the model is reading (0 = none)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.sparse_focus_pages = v.i;
+                   return in_range(v.i, 0, 4096);
+                 }});
     k.push_back({"attention.resident_pages", Type::Int, "rolling: pages kept in the reference at once (a page leaves when the model has read it)",
                  [](ServerConfig& c, const Value& v) {
                    c.attention.resident_pages = v.i;

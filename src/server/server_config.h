@@ -28,6 +28,7 @@ struct ServerConfig {
     bool causal = true;
     int64_t sparse_top_k = 8;          // sparse: reference units each layer and KV head reads
     int64_t sparse_unit_tokens = 64;   // sparse: most tokens of one unit
+    int64_t sparse_focus_pages = 1;    // sparse: pages read whole from the one being read
     int64_t resident_pages = 4;        // rolling: pages kept in the reference at once
   } attention;
   struct Inference {

@@ -70,7 +70,10 @@ Service::Service(ServerConfig cfg)
   const std::string& t = cfg_.attention.type;
   if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
   else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
-  else if (t == "sparse") policy_ = {KVPolicyKind::Sparse, cfg_.attention.decode_window_size, cfg_.attention.sparse_top_k, cfg_.attention.sparse_unit_tokens};
+  else if (t == "sparse") {
+    policy_ = {KVPolicyKind::Sparse, cfg_.attention.decode_window_size, cfg_.attention.sparse_top_k, cfg_.attention.sparse_unit_tokens};
+    policy_.focus_pages = cfg_.attention.sparse_focus_pages;
+  }
   else if (t == "rolling") {
     policy_ = {KVPolicyKind::Rolling, cfg_.attention.decode_window_size};
     policy_.resident_pages = cfg_.attention.resident_pages;

@@ -143,6 +143,45 @@ TEST(SparsePolicy, ActiveBytesFlatInPageCount) {
   }
 }
 
+// The focus segments (the page being read) are read whole by every head, besides the top-k units,
+// and the active bytes stay flat in the page count with a page in focus.
+TEST(SparsePolicy, FocusPageIsReadWhole) {
+  for (const char* t : {"f32", "q8"}) {
+    SCOPED_TRACE(t);
+    auto run = [&](int64_t pages, std::vector<size_t> focus) {
+      KVBlockPool pool(KVLayout(1, kHeads, kHd, parse_kv_types(t)), 0);
+      KVPolicy pol = sparse(1, 8);
+      pol.unit_tokens = 16;
+      SequenceKV kv(pool, 1, pol);
+      std::mt19937 rng(5);
+      fill(kv, pages, 100, 20, rng);
+      kv.set_focus(focus);
+      const int64_t pos = kv.length() - 1;
+      std::vector<float> q(kRow, 0.25f);
+      std::vector<std::multiset<int64_t>> seen;
+      for (int64_t h = 0; h < kHeads; ++h) {
+        std::vector<KVSpan> sel;
+        kv.query_spans(0, pos, h, q.data() + h * kHd, 1, sel);
+        seen.push_back(positions(sel, h));
+      }
+      return std::pair(seen, kv.active_bytes(pos));
+    };
+    const auto [without, a0] = run(10, {});
+    const auto [with, a1] = run(10, {3});
+    for (int64_t h = 0; h < kHeads; ++h) {
+      for (int64_t p = 300; p < 400; ++p) EXPECT_EQ(with[h].count(p), 1u) << "page 4 row " << p << " head " << h;
+      // Without focus, top-1 of 16-token units reads at most 1 + first + last units of the reference.
+      int64_t in_page = 0;
+      for (int64_t p = 300; p < 400; ++p) in_page += static_cast<int64_t>(without[h].count(p));
+      EXPECT_LE(in_page, 16);
+      // Everything read without focus is still read with it (the top-k and the window).
+      for (int64_t p : without[h]) EXPECT_EQ(with[h].count(p), 1u) << p;
+    }
+    EXPECT_GT(a1, a0);
+    EXPECT_EQ(run(40, {3}).second, a1) << "flat in the page count";
+  }
+}
+
 TEST(SparsePolicy, RejectsBadParameters) {
   KVBlockPool pool(KVLayout(1, kHeads, kHd), 0);
   KVPolicy p = sparse(0);
