@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "doc/exif_orientation.h"
+#include "doc/jpeg_guard.h"
 #include "doc/stb_image_impl.h"
 
 namespace folio {
@@ -80,6 +81,7 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& source)
   int w = 0, h = 0, comp = 0;
   // Header first: the size limit is enforced before stb_image allocates the pixel buffer.
   if (header_size(bytes, w, h)) check_image_size(w, h, source);
+  check_jpeg_for_stb(bytes, source);  // a table that would overflow stb_image's (jpeg_guard.h)
   if (!stbi_info_from_memory(data, len, &w, &h, &comp)) {
     throw_invalid("cannot decode image '" + source + "' (PNG and JPEG are supported): " + stb_reason());
   }

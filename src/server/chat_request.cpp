@@ -1,6 +1,8 @@
 #include "server/chat_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "server/base64.h"
 #include "server/json_body.h"
@@ -96,7 +98,9 @@ ChatRequest parse_chat_request(std::string_view body) {
   if (const json* t = json_field(j, "top_p")) {
     double v = number(*t, "top_p");
     if (!(v > 0) || v > 1) throw bad_request("invalid_value", "'top_p' must be in (0, 1]");
-    r.top_p = static_cast<float>(v);
+    // A positive double below float's range (1e-50) would become 0, which the sampler refuses;
+    // any tiny top_p means "the most likely token only", which the smallest float says too.
+    r.top_p = std::max(static_cast<float>(v), std::numeric_limits<float>::min());
   }
   if (const json* s = json_field(j, "seed")) r.seed = static_cast<uint64_t>(integer(*s, "seed"));
   if (const json* s = json_field(j, "stream")) {

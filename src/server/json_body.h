@@ -16,12 +16,14 @@ inline const nlohmann::json* json_field(const nlohmann::json& j, const char* nam
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-// The body parsed as a JSON object; 400 invalid_json otherwise.
+// The body parsed as a JSON object; 400 invalid_json otherwise (bad syntax, a number out of range).
 inline nlohmann::json parse_json_object(std::string_view body) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error for bad syntax, and out_of_range (406) for a number beyond double's range such
+    // as 1e400, which nlohmann reports while parsing: both are bodies the client must fix.
     throw bad_request("invalid_json", std::string("the body is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw bad_request("invalid_json", "the body must be a JSON object");
