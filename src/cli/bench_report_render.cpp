@@ -283,10 +283,19 @@ pages (the JSON's `encode_ms`, when `folio bench accuracy` records it).
 // ---- accuracy -----------------------------------------------------------------------------------
 
 const std::vector<std::string> kAccColumns = {"policy", "KV dtype", "CER (errors / chars)", "baseline CER (baseline)", "token agreement",
-                                              "teacher-forced agreement", "KV peak", "baseline KV peak", "KV / baseline", "peak RSS",
-                                              "pages/s", "JSON"};
+                                              "teacher-forced agreement", "KV peak", "baseline KV peak", "KV / baseline",
+                                              "KV read per token, most (baseline)", "peak RSS", "pages/s", "JSON"};
 
-std::string accuracy_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
+std::string accuracy_row(const std::string& name, const std::string& dtype, const json& j, const std::string& file) {
+  // The policy's parameters, when the run recorded them.
+  std::string policy = name;
+  if (name == "sparse" && j.contains("sparse_top_k"))
+    policy += " (top-" + integer(num(j, "sparse_top_k")) +
+              (j.contains("sparse_focus_pages") ? ", focus " + integer(num(j, "sparse_focus_pages")) : std::string(", no focus")) + ")";
+  if (name == "rolling" && j.contains("resident_pages")) policy += " (" + integer(num(j, "resident_pages")) + " resident)";
+  const std::string read = j.contains("kv_active_bytes_max")
+                               ? grouped(num(j, "kv_active_bytes_max")) + " (" + grouped(num(j, "baseline_kv_active_bytes_max")) + ")"
+                               : std::string("-");
   const std::string base = j.contains("baseline_policy") ? " (" + str(j, "baseline_policy") + ", " + str(j, "baseline_kv_dtype") + ")" : "";
   const std::string forced = j.contains("teacher_forced_agreement_with_baseline")
                                  ? fixed(num(j, "teacher_forced_agreement_with_baseline"), 4) : std::string("-");
@@ -294,7 +303,7 @@ std::string accuracy_row(const std::string& policy, const std::string& dtype, co
   return row({policy, dtype, "**" + percent(num(j, "cer")) + "** (" + grouped(num(j, "errors")) + " / " + grouped(num(j, "chars")) + ")",
               percent(num(j, "baseline_cer")) + base, fixed(num(j, "token_agreement_with_baseline"), 4), forced,
               grouped(num(j, "kv_bytes_peak")), grouped(num(j, "baseline_kv_bytes_peak")),
-              fixed(num(j, "kv_bytes_peak") / num(j, "baseline_kv_bytes_peak"), 3), rss, fixed(num(j, "pages_per_s"), 2), file});
+              fixed(num(j, "kv_bytes_peak") / num(j, "baseline_kv_bytes_peak"), 3), read, rss, fixed(num(j, "pages_per_s"), 2), file});
 }
 
 std::string accuracy_section(const std::vector<RunData>& runs, const std::string& json_prefix) {
@@ -340,7 +349,8 @@ const std::vector<std::string> kServeColumns = {"concurrency", "requests", "ok /
                                                 "TPOT p50 / p99 ms", "server RSS after 50 / at end", "JSON"};
 
 std::string serve_row(const json& j, const std::string& file) {
-  return row({grouped(num(j, "concurrency")), grouped(num(j, "requests")),
+  const bool cached = !j.contains("caches") || j["caches"].get<bool>();
+  return row({grouped(num(j, "concurrency")) + (cached ? "" : " (no cache)"), grouped(num(j, "requests")),
               grouped(num(j, "ok")) + " / " + grouped(num(j, "errors")) + " / " + grouped(num(j, "lost")), fixed(num(j, "output_tokens_per_s"), 0),
               fixed(num(j, "ttft_ms_p50"), 0) + " / " + fixed(num(j, "ttft_ms_p99"), 0),
               fixed(num(j, "tpot_ms_p50"), 2) + " / " + fixed(num(j, "tpot_ms_p99"), 2),
@@ -480,14 +490,19 @@ std::string archived_command(const json& j) {
     return str(j, "engine") == "tesseract"
                ? "folio bench accuracy --engine tesseract --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages"))
                : "folio bench accuracy --docs " + integer(num(j, "docs")) + " --pages " + integer(num(j, "pages")) + " --policy " +
-                     str(j, "policy") + (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) : "") +
+                     str(j, "policy") +
+                     (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) +
+                                                         (j.contains("sparse_focus_pages") ? " --sparse-focus-pages " + integer(num(j, "sparse_focus_pages"))
+                                                                                           : std::string(" (before focus pages existed)"))
+                                                   : "") +
                      (str(j, "policy") == "rolling" ? " --resident-pages " + integer(num(j, "resident_pages")) : "") +
                      " --kv-dtype " + str(j, "kv_dtype") +
                      (j.contains("baseline_policy") ? " --baseline-policy " + str(j, "baseline_policy") + " --baseline-kv-dtype " +
                                                           str(j, "baseline_kv_dtype")
                                                     : "");
   if (suite == "serve")
-    return "folio bench serve --concurrency " + integer(num(j, "concurrency")) + " --requests " + integer(num(j, "requests"));
+    return "folio bench serve --concurrency " + integer(num(j, "concurrency")) + " --requests " + integer(num(j, "requests")) +
+           (j.contains("caches") && !j["caches"].get<bool>() ? " --no-cache" : "");
   return "";
 }
 
@@ -509,7 +524,7 @@ figures are read from the files like every other figure here).
     if (suite == "decode") dec += decode_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
     else if (suite == "accuracy" && str(j, "engine") == "tesseract")
       acc += row({"tesseract", "-", percent(num(j, "cer")) + " (" + grouped(num(j, "errors")) + " / " + grouped(num(j, "chars")) + ")", "-", "-", "-",
-                  "-", "-", fixed(num(j, "pages_per_s"), 2), file});
+                  "-", "-", "-", "-", "-", fixed(num(j, "pages_per_s"), 2), file});
     else if (suite == "accuracy") acc += accuracy_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
     else if (suite == "serve") srv += serve_row(j, file);
     cmds += archived_command(j) + "\n";

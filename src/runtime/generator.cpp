@@ -132,7 +132,10 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
       tok = opt.teacher[static_cast<size_t>(step)];
     }
     res.tokens.push_back(tok);
-    history.push_back(tok);
+    if (guard) {
+      history.push_back(tok);
+      guard->trim(history);  // a long document must not keep every token for the guard
+    }
     bool go_on = !on_token || on_token(tok);
     if (opt.stop_at_eos && tok == cfg.eos_id) {
       res.stop_reason = "eos";

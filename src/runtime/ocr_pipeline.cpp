@@ -171,7 +171,6 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     auto on_token = [&](int32_t tok) {
       const auto now = Clock::now();
       if (!first_token) first_token = now;
-      out.tokens.push_back(tok);
       ++prog.tokens;
       if (!(g.stop_at_eos && tok == cfg.eos_id)) emit(detok.push(tok));
       const double ms = decode_ms_before + ms_between(*first_token, now);
@@ -192,10 +191,14 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     }
     GenerationResult r = gen.generate(pass.reference, g, on_token);
     out.predicted.insert(out.predicted.end(), r.predicted.begin(), r.predicted.end());
-    st.pass_tokens.push_back(static_cast<int64_t>(r.tokens.size()));
+    const auto generated = static_cast<int64_t>(r.tokens.size());
+    st.pass_tokens.push_back(generated);
+    // Moved, not copied while generating: a long document's tokens are held once.
+    if (out.tokens.empty()) out.tokens = std::move(r.tokens);
+    else out.tokens.insert(out.tokens.end(), r.tokens.begin(), r.tokens.end());
     emit(detok.flush());
     st.reference_tokens += r.reference_tokens;
-    st.decode_tokens += static_cast<int64_t>(r.tokens.size());
+    st.decode_tokens += generated;
     st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
     st.encode_ms += r.produce_ms;
     st.prefill_ms += r.prefill_ms;

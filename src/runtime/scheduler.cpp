@@ -295,7 +295,10 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   if (a.guard) a.guard->apply(a.history, row);
   const int32_t tok = a.sampler.sample(row);
   a.tokens.push_back(tok);
-  a.history.push_back(tok);
+  if (a.guard) {
+    a.history.push_back(tok);
+    a.guard->trim(a.history);
+  }
   counters_.generated_tokens++;
   if (a.tokens.size() == 1) a.first_token = at;
   a.last_token = at;

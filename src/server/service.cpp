@@ -91,6 +91,10 @@ Service::Service(ServerConfig cfg)
   model_id_ = std::filesystem::path(path).filename().string();
   if (model_id_.empty()) model_id_ = "folio";
   http_ = std::make_unique<httplib::Server>();
+  // An answer goes out in several writes (headers, body, SSE chunks): with Nagle's algorithm the
+  // later ones wait for the client's delayed ACK, about 40 ms per response (measured: TTFT p50 46 ms
+  // on a cached OCR request whose server-side work takes a few).
+  http_->set_tcp_nodelay(true);
   install_routes();
 }
 

@@ -39,4 +39,9 @@ void NoRepeatNGram::apply(std::span<const int32_t> tokens, std::span<float> logi
   }
 }
 
+void NoRepeatNGram::trim(std::vector<int32_t>& history) const {
+  const size_t keep = static_cast<size_t>(window_) + static_cast<size_t>(n_);
+  if (history.size() > 2 * keep) history.erase(history.begin(), history.end() - static_cast<std::ptrdiff_t>(keep));
+}
+
 }  // namespace folio

@@ -39,6 +39,10 @@ class NoRepeatNGram {
   // outside logits.
   void apply(std::span<const int32_t> tokens, std::span<float> logits) const;
 
+  // Drops the front of a history that apply() can no longer see (it reads only the last `window`
+  // tokens), so a long generation keeps a bounded history; amortised O(1) per token.
+  void trim(std::vector<int32_t>& history) const;
+
   // The banned ids for `tokens`, ascending (what apply() sets to -inf).
   std::vector<int32_t> banned(std::span<const int32_t> tokens) const;
 

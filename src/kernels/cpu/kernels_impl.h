@@ -254,32 +254,38 @@ void dot_rows(const float* q, const uint8_t* rows, size_t stride, int64_t count,
   }
 }
 
-// y += sum_t p[t] * row t (one head's values weighted by its probabilities). y stays in registers
-// for a block of up to 8 vectors while all rows stream past.
+// y[d .. d + B*W) += sum_t p[t] * row t over those channels, y held in B registers while all rows
+// stream past.
+template <class V, class L, int B>
+void axpy_block(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t d, float* y) {
+  using reg = typename V::reg;
+  reg acc[B];
+  for (int k = 0; k < B; ++k) acc[k] = V::load(y + d + k * V::W);
+  for (int64_t t = 0; t < count; ++t) {
+    const uint8_t* row = rows + static_cast<size_t>(t) * stride;
+    const uint8_t* ahead = reinterpret_cast<const uint8_t*>(L::at(row + kAttnPrefetchRows * stride, d));
+    for (size_t o = 0; o < B * V::W * sizeof(*L::at(row, 0)); o += 64) __builtin_prefetch(ahead + o);
+    const reg pt = V::set1(p[t]);
+    for (int k = 0; k < B; ++k) acc[k] = V::fma(pt, L::load1(row, d + k * V::W), acc[k]);
+  }
+  for (int k = 0; k < B; ++k) V::store(y + d + k * V::W, acc[k]);
+}
+
+// y += sum_t p[t] * row t (one head's values weighted by its probabilities), in blocks of 8, 4, 2
+// and 1 vectors kept in registers (a head of 32 or 96 channels must not fall back to a loop through
+// memory), then the channels left over one by one. Each y[i] sums over t in order whatever the
+// blocking, so results do not depend on it.
 template <class V, class L>
 void axpy_rows(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y) {
-  using reg = typename V::reg;
-  constexpr int B = 8;
   int64_t d = 0;
-  for (; d + B * V::W <= n; d += B * V::W) {
-    reg acc[B];
-    for (int k = 0; k < B; ++k) acc[k] = V::load(y + d + k * V::W);
-    for (int64_t t = 0; t < count; ++t) {
-      const uint8_t* row = rows + static_cast<size_t>(t) * stride;
-      const uint8_t* ahead = reinterpret_cast<const uint8_t*>(L::at(row + kAttnPrefetchRows * stride, d));
-      for (size_t o = 0; o < B * V::W * sizeof(*L::at(row, 0)); o += 64) __builtin_prefetch(ahead + o);
-      const reg pt = V::set1(p[t]);
-      for (int k = 0; k < B; ++k) acc[k] = V::fma(pt, L::load1(row, d + k * V::W), acc[k]);
-    }
-    for (int k = 0; k < B; ++k) V::store(y + d + k * V::W, acc[k]);
-  }
+  for (; d + 8 * V::W <= n; d += 8 * V::W) axpy_block<V, L, 8>(p, rows, stride, count, d, y);
+  if (d + 4 * V::W <= n) axpy_block<V, L, 4>(p, rows, stride, count, d, y), d += 4 * V::W;
+  if (d + 2 * V::W <= n) axpy_block<V, L, 2>(p, rows, stride, count, d, y), d += 2 * V::W;
+  if (d + V::W <= n) axpy_block<V, L, 1>(p, rows, stride, count, d, y), d += V::W;
   if (d < n)
     for (int64_t t = 0; t < count; ++t) {
       const uint8_t* row = rows + static_cast<size_t>(t) * stride;
-      int64_t i = d;
-      const reg pt = V::set1(p[t]);
-      for (; i + V::W <= n; i += V::W) V::store(y + i, V::fma(pt, L::load1(row, i), V::load(y + i)));
-      for (; i < n; ++i) y[i] += p[t] * L::scalar(row, i);
+      for (int64_t i = d; i < n; ++i) y[i] += p[t] * L::scalar(row, i);
     }
 }
 
