@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -93,7 +94,10 @@ int run_accuracy(const AccuracyArgs& a) {
       const auto t0 = std::chrono::steady_clock::now();
       const OcrResult r = run_ocr(*model, pages, run, threads);
       seconds += seconds_since(t0);
-      const OcrResult b = same ? r : run_ocr(*model, pages, base, threads);
+      // The same settings: the run is its own baseline (not a copy: a long document's result is big).
+      std::optional<OcrResult> other;
+      if (!same) other = run_ocr(*model, pages, base, threads);
+      const OcrResult& b = same ? r : *other;
       const CerCount c = text_cer(r.text, d.text, kPageMarker), bc = text_cer(b.text, d.text, kPageMarker);
       cer += c;
       base_cer += bc;

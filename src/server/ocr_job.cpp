@@ -16,6 +16,7 @@
 #include "doc/ocr_markdown.h"
 #include "runtime/ocr_pipeline.h"
 #include "core/content_hash.h"
+#include "runtime/ocr_sequence.h"
 #include "text/tokenizer.h"
 
 namespace folio {
@@ -210,32 +211,22 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     }
 
     // 4. One sequence per pass, with a fresh copy of the model's recipe.
-    OcrPass pass = cached->pass;
-    SequenceRequest sr;
-    sr.reference = std::move(pass.reference);
+    SequenceRequest sr = ocr_sequence_request(cached->pass, 0);
     int64_t P = 0;
     for (const ReferencePart& part : sr.reference) P += static_cast<int64_t>(part.ids.size());
     if (P > max_ref)
       throw bad_request("context_length_exceeded", "pages " + std::to_string(p->first + 1) + "-" + std::to_string(p->first + p->count) +
                                                        " take " + std::to_string(P) + " reference tokens; this server takes at most " +
                                                        std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
-    sr.embed_token = pass.generation.embed_token;
-    sr.page_separator = pass.generation.page_separator;
-    if (pass.generation.rolling) {
+    if (sr.rolling) {
       // Later pages enter from the cached pass, each request reading them from the start.
-      GenerationOptions::Rolling roll;
-      roll.separator = pass.generation.rolling->separator;
-      roll.next_page = [cached, i = size_t{0}]() mutable -> std::optional<ReferencePart> {
+      sr.rolling->next_page = [cached, i = size_t{0}]() mutable -> std::optional<ReferencePart> {
         if (i >= cached->later_pages.size()) return std::nullopt;
         return cached->later_pages[i++];
       };
-      sr.rolling = std::move(roll);
       for (const ReferencePart& page : cached->later_pages)
         sr.rolling_page_tokens = std::max(sr.rolling_page_tokens, static_cast<int64_t>(page.ids.size()));
     }
-    sr.no_repeat_ngram = pass.generation.no_repeat_ngram;
-    sr.no_repeat_window = pass.generation.no_repeat_window;
-    sr.stop_at_eos = pass.generation.stop_at_eos;
     p->stop_at_eos = sr.stop_at_eos;
     sr.max_tokens = max_tokens.value_or(std::min<int64_t>(model.max_output_tokens(p->count), limits.max_output_length));
     sr.deadline = deadline;

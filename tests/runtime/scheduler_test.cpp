@@ -24,6 +24,7 @@
 #include "runtime/default_model.h"
 #include "runtime/ocr_mini.h"
 #include "runtime/ocr_pipeline.h"
+#include "runtime/ocr_sequence.h"
 
 namespace folio {
 namespace {
@@ -279,16 +280,8 @@ TEST_F(SchedulerTest, MiniOcrPageMatchesRunOcr) {
     // Both prepared before either is submitted, so they run side by side.
     std::vector<OcrPass> passes;
     for (int i = 0; i < 2; ++i) passes.push_back(m->prepare(pages, 0, 1, VisionMode::Base, threads, {}));
-    for (int i = 0; i < 2; ++i) {
-      OcrPass& pass = passes[static_cast<size_t>(i)];
-      SequenceRequest r;
-      r.reference = std::move(pass.reference);
-      r.embed_token = pass.generation.embed_token;
-      r.no_repeat_ngram = pass.generation.no_repeat_ngram;
-      r.stop_at_eos = pass.generation.stop_at_eos;
-      r.max_tokens = m->max_output_tokens(1);
-      ids.push_back(s.submit(c.wrap(std::move(r), i)).id);
-    }
+    for (int i = 0; i < 2; ++i)
+      ids.push_back(s.submit(c.wrap(ocr_sequence_request(std::move(passes[static_cast<size_t>(i)]), m->max_output_tokens(1)), i)).id);
     for (RequestId id : ids) {
       SequenceResult got = c.wait(id);
       EXPECT_EQ(got.tokens, want.tokens);
@@ -681,16 +674,8 @@ TEST_F(SchedulerTest, RollingMiniOcrMatchesRunOcr) {
     Scheduler s(m->decoder(), pool, threads, {opt.policy, 4, 64, 8, 16});
     std::vector<OcrPass> passes;
     for (int i = 0; i < 2; ++i) passes.push_back(m->prepare_rolling(pages, 0, 3, 1, VisionMode::Base, threads, {}));
-    for (int i = 0; i < 2; ++i) {
-      OcrPass& pass = passes[static_cast<size_t>(i)];
-      SequenceRequest r;
-      r.reference = std::move(pass.reference);
-      r.embed_token = pass.generation.embed_token;
-      r.rolling = pass.generation.rolling;
-      r.stop_at_eos = pass.generation.stop_at_eos;
-      r.max_tokens = m->max_output_tokens(3);
-      ids.push_back(s.submit(c.wrap(std::move(r), i)).id);
-    }
+    for (int i = 0; i < 2; ++i)
+      ids.push_back(s.submit(c.wrap(ocr_sequence_request(std::move(passes[static_cast<size_t>(i)]), m->max_output_tokens(3)), i)).id);
     for (RequestId id : ids) {
       SequenceResult got = c.wait(id);
       EXPECT_EQ(got.tokens, want.tokens);
