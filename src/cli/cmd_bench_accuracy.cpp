@@ -62,6 +62,8 @@ int run_accuracy(const AccuracyArgs& a) {
   double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
   size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0;
   bool forced_unavailable = false;
+  size_t offloaded = 0;
+  uint64_t cold_reads = 0, acquires = 0;
   nlohmann::json per_doc = nlohmann::json::array();
 
   if (a.engine == "tesseract") {
@@ -84,6 +86,9 @@ int run_accuracy(const AccuracyArgs& a) {
     OcrOptions run, base;
     run.policy = a.policy.policy();
     run.kv_types = a.kv.types();
+    run.kv_offload_dir = a.kv.offload_dir;
+    run.kv_hot_bytes = a.kv.hot_bytes;
+    run.kv_cold_bytes = a.kv.cold_bytes;
     // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
     base.policy = run.policy;
     base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
@@ -121,6 +126,9 @@ int run_accuracy(const AccuracyArgs& a) {
       forced_steps += static_cast<double>(b.tokens.size());
       kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
       kv_active = std::max(kv_active, r.stats.kv_active_bytes_max);
+      offloaded = std::max(offloaded, r.stats.kv_offloaded_bytes_peak);
+      cold_reads += r.stats.kv_store_cold_reads;
+      acquires += r.stats.kv_store_acquires;
       base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
       base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
@@ -135,6 +143,9 @@ int run_accuracy(const AccuracyArgs& a) {
               {"kv_active_bytes_max", kv_active}, {"baseline_kv_active_bytes_max", base_kv_active},
               {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
               {"documents", per_doc}});
+    if (!run.kv_offload_dir.empty())
+      j.update({{"kv_offload", true}, {"kv_hot_bytes", run.kv_hot_bytes}, {"kv_cold_bytes", run.kv_cold_bytes},
+                {"kv_offloaded_bytes_peak", offloaded}, {"kv_store_acquires", acquires}, {"kv_store_cold_reads", cold_reads}});
     if (forced_unavailable)
       j["teacher_forced_note"] = "not measured: the run and the baseline split the document into different passes";
     else
@@ -162,7 +173,7 @@ SubRunner add_bench_accuracy(CLI::App& bench) {
   c->add_option("--docs", a->docs, "Documents D")->capture_default_str();
   c->add_option("--pages", a->pages, "Pages per document P (a held-out set data/heldout/pP must exist)")->capture_default_str();
   add_policy_options(*c, a->policy);
-  add_kv_options(*c, a->kv);
+  add_kv_options(*c, a->kv, true);
   c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy")->capture_default_str();
   c->add_option("--baseline-kv-dtype", a->baseline_kv_dtype, "Baseline KV dtype")->capture_default_str();
   c->add_option("--sets", a->sets, "Directory of the held-out sets (default: the shipped data/heldout)");

@@ -56,6 +56,9 @@ int run_ocr_command(const OcrArgs& a) {
   opt.mode = mode;
   opt.policy = a.policy.policy();
   opt.kv_types = a.kv.types();
+  opt.kv_offload_dir = a.kv.offload_dir;
+  opt.kv_hot_bytes = a.kv.hot_bytes;
+  opt.kv_cold_bytes = a.kv.cold_bytes;
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;
@@ -136,7 +139,7 @@ Runner add_ocr(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")
       ->capture_default_str();
-  add_kv_options(app, a->kv);
+  add_kv_options(app, a->kv, true);
   app.add_option("--kv-budget", a->kv_budget,
                  "KV cache bytes at most (0 = unlimited); without --policy, chooses rswa while the whole document fits "
                  "and rolling when it would not")

@@ -9,13 +9,18 @@ namespace folio::cli {
 
 KVTypes KVOptions::types() const { return parse_kv_types(all, k, v, window); }
 
-void add_kv_options(CLI::App& app, KVOptions& o) {
+void add_kv_options(CLI::App& app, KVOptions& o, bool tiers) {
   app.add_option("--kv-dtype", o.all, "KV storage: f32, f16, bf16, q8 or q4 (keys and values, reference and window)")
       ->capture_default_str();
   app.add_option("--kv-dtype-k", o.k, "Keys only: f32, f16, bf16, q8 or q4 (overrides --kv-dtype)");
   app.add_option("--kv-dtype-v", o.v, "Values only: f32, f16, bf16, q8 or q4 (overrides --kv-dtype)");
   app.add_option("--kv-dtype-window", o.window,
                  "Generated tokens of the window, keys and values (overrides the above for them)");
+  if (!tiers) return;
+  app.add_option("--kv-offload", o.offload_dir,
+                 "Tiered reference: complete pages leave the KV pool for RAM (--kv-hot-bytes) then a mapped file in this directory");
+  app.add_option("--kv-hot-bytes", o.hot_bytes, "Tiered reference: RAM tier budget (0 = unlimited)")->capture_default_str();
+  app.add_option("--kv-cold-bytes", o.cold_bytes, "Tiered reference: file tier budget")->capture_default_str();
 }
 
 KVPolicy PolicyOptions::policy() const {

@@ -15,12 +15,15 @@ namespace folio::cli {
 
 struct KVOptions {
   std::string all = "bf16", k, v, window;
+  std::string offload_dir;  // tiered reference: "" = the pool holds everything
+  size_t hot_bytes = size_t{64} << 20, cold_bytes = size_t{64} << 30;
   // InvalidInput naming the option when a name is unknown.
   KVTypes types() const;
 };
 
-// Registers --kv-dtype, --kv-dtype-k, --kv-dtype-v and --kv-dtype-window on `app`.
-void add_kv_options(CLI::App& app, KVOptions& o);
+// Registers --kv-dtype, --kv-dtype-k, --kv-dtype-v, --kv-dtype-window and, with `tiers`,
+// --kv-offload, --kv-hot-bytes and --kv-cold-bytes on `app`.
+void add_kv_options(CLI::App& app, KVOptions& o, bool tiers = false);
 
 struct PolicyOptions {
   std::string name = "rswa";

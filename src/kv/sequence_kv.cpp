@@ -51,6 +51,8 @@ bool SequenceKV::window_quantized() const {
 }
 
 void SequenceKV::release_all() {
+  end_reads();
+  for (auto& s : segments_) erase_offloaded(s);
   for (auto& s : segments_)
     for (auto& layer : s.blocks) {
       for (int64_t b : layer) pool_.release(b);
@@ -91,8 +93,12 @@ SequenceKV::Where SequenceKV::locate(int64_t pos) const {
 void SequenceKV::close_segment() {
   if (!open_) return;
   open_ = false;
-  if (segments_.empty() || seg_stage_[0] < 0) return;
+  if (segments_.empty()) return;
   Segment& s = segments_.back();
+  if (seg_stage_[0] < 0) {
+    offload(s);
+    return;
+  }
   for (size_t l = 0; l < seg_stage_.size(); ++l) {
     // The segment's last, partial group: quantise what it holds into a block of just its rows (a
     // page rarely ends on a group boundary; a whole group would waste half a group per page), then
@@ -108,6 +114,81 @@ void SequenceKV::close_segment() {
     pool_.release(seg_stage_[l]);
     seg_stage_[l] = -1;
   }
+  offload(s);
+}
+
+void SequenceKV::offload_reference(TieredStore* store) {
+  if (length_ != 0) throw Error(Error::Kind::Internal, "offload_reference after the first append");
+  store_ = store;
+}
+
+void SequenceKV::offload(Segment& s) {
+  if (!store_ || s.offloaded || !s.live) return;
+  std::vector<std::vector<ColdBlock>> cold(s.blocks.size());
+  try {
+    for (size_t l = 0; l < s.blocks.size(); ++l)
+      for (int64_t id : s.blocks[l]) {
+        const KVBlock& b = pool_.block(id);
+        ColdBlock c;
+        c.key = {id_, static_cast<int64_t>(l), next_cold_++};
+        c.meta = b;
+        c.meta.k = c.meta.v = nullptr;
+        c.meta.k_params = c.meta.v_params = nullptr;
+        c.k_params = static_cast<size_t>(reinterpret_cast<uint8_t*>(b.k_params) - b.k);
+        c.v = static_cast<size_t>(b.v - b.k);
+        c.v_params = static_cast<size_t>(reinterpret_cast<uint8_t*>(b.v_params) - b.k);
+        store_->put(c.key, std::span<const uint8_t>(b.k, b.bytes));
+        cold[l].push_back(c);
+      }
+  } catch (...) {
+    // All or nothing: the segment stays in the pool.
+    for (auto& layer : cold)
+      for (const ColdBlock& c : layer) store_->erase(c.key);
+    throw;
+  }
+  for (auto& layer : s.blocks) {
+    for (int64_t id : layer) {
+      offloaded_bytes_ += pool_.block(id).bytes;
+      pool_.release(id);
+    }
+    layer.clear();
+  }
+  s.cold = std::move(cold);
+  s.offloaded = true;
+}
+
+void SequenceKV::erase_offloaded(Segment& s) {
+  if (!s.offloaded) return;
+  for (auto& layer : s.cold)
+    for (const ColdBlock& c : layer) {
+      store_->erase(c.key);
+      offloaded_bytes_ -= c.meta.bytes;
+    }
+  s.cold.clear();
+  s.offloaded = false;
+}
+
+KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin) const {
+  if (!s.offloaded) return pool_.block(s.blocks[layer][i]);
+  const ColdBlock& c = s.cold[layer][i];
+  KVBlock b = c.meta;
+  if (!pin) return b;
+  uint8_t* base = const_cast<uint8_t*>(store_->acquire(c.key));
+  {
+    std::lock_guard lk(pin_mu_);
+    pinned_.push_back(c.key);
+  }
+  b.k = base;
+  b.k_params = reinterpret_cast<uint16_t*>(base + c.k_params);
+  b.v = base + c.v;
+  b.v_params = reinterpret_cast<uint16_t*>(base + c.v_params);
+  return b;
+}
+
+void SequenceKV::end_reads() const {
+  std::lock_guard lk(pin_mu_);
+  for (const BlockKey& k : pinned_) store_->release(k);
+  pinned_.clear();
 }
 
 int64_t SequenceKV::append(int64_t n, bool reference) {
@@ -188,6 +269,7 @@ SequenceKV::Mark SequenceKV::mark() const {
 
 void SequenceKV::rollback(const Mark& m) {
   while (segments_.size() > m.segments) {
+    erase_offloaded(segments_.back());
     for (auto& layer : segments_.back().blocks)
       for (int64_t b : layer) pool_.release(b);
     reference_len_ -= segments_.back().length;
@@ -211,6 +293,7 @@ void SequenceKV::drop_segment(size_t index) {
   Segment& s = segments_[index];
   if (!s.live) return;
   if (open_ && index + 1 == segments_.size()) throw_invalid("cannot drop the reference segment being filled");
+  erase_offloaded(s);
   for (auto& layer : s.blocks) {
     for (int64_t b : layer) pool_.release(b);
     layer.clear();
@@ -283,13 +366,14 @@ ReferenceSnapshot SequenceKV::snapshot(size_t count) const {
     for (int64_t p : unit_starts_)
       if (p > s.first && p < s.first + out.length) out.unit_starts.push_back(p - s.first);
     const auto nblocks = static_cast<size_t>((out.length + block_tokens_ - 1) / block_tokens_);
-    out.layers.resize(s.blocks.size());
-    for (size_t l = 0; l < s.blocks.size(); ++l)
+    out.layers.resize(static_cast<size_t>(pool_.layout().n_layers));
+    for (size_t l = 0; l < out.layers.size(); ++l)
       for (size_t b = 0; b < nblocks; ++b) {
-        const KVBlock& blk = pool_.block(s.blocks[l][b]);
+        const KVBlock blk = block_at(s, l, b, true);
         out.layers[l].push_back({blk.tokens, blk.k_type, blk.v_type, std::vector<uint8_t>(blk.k, blk.k + blk.bytes)});
       }
     snap.segments.push_back(std::move(out));
+    end_reads();
   }
   return snap;
 }
@@ -327,6 +411,9 @@ void SequenceKV::restore(const ReferenceSnapshot& snap, size_t count) {
     segments_.push_back(std::move(s));
     length_ += in.length;
     reference_len_ += in.length;
+    // Complete: where every complete segment goes (under `full` the last one goes on with the
+    // output, in the pool).
+    if (policy_.kind != KVPolicyKind::Full || i + 1 < count) offload(segments_.back());
   }
   open_ = false;  // every restored segment is complete: the next reference tokens start a new one
   new_segment_ = true;
@@ -442,6 +529,7 @@ SequenceKV::Slot SequenceKV::float_slot(int64_t layer, int64_t pos, const Where&
   }
   const Segment& s = segments_[static_cast<size_t>(w.segment)];
   if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
+  if (s.offloaded) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in an offloaded segment");
   return {s.blocks[static_cast<size_t>(layer)][static_cast<size_t>(w.row / block_tokens_)], w.row % block_tokens_};
 }
 
@@ -464,7 +552,7 @@ kernels::KVSpan SequenceKV::span_of(const KVBlock& b, int64_t first_row, int64_t
   return sp;
 }
 
-void SequenceKV::emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out) const {
+void SequenceKV::emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin) const {
   const auto li = static_cast<size_t>(layer);
   const int64_t bt = block_tokens_;
   const bool open_last = open_ && &s == &segments_.back() && blocks_quantized();
@@ -472,7 +560,7 @@ void SequenceKV::emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b
     const int64_t lo = std::max(a, i * bt), hi = std::min(b, (i + 1) * bt);
     // A group not yet quantised is read from the staging block (group == block when quantised).
     const bool staged = open_last && i * bt >= seg_done_[li];
-    out.push_back(span_of(pool_.block(staged ? seg_stage_[li] : s.blocks[li][static_cast<size_t>(i)]), lo - i * bt, hi - lo));
+    out.push_back(span_of(staged ? pool_.block(seg_stage_[li]) : block_at(s, li, static_cast<size_t>(i), pin), lo - i * bt, hi - lo));
   }
 }
 
@@ -497,12 +585,16 @@ void SequenceKV::emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSp
 }
 
 void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const {
+  visible_spans_impl(layer, pos, out, true);
+}
+
+void SequenceKV::visible_spans_impl(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out, bool pin) const {
   const Where w = locate(pos);
   for (const Segment& s : segments_) {
     if (!s.live || s.first > pos) continue;
     // Causal inside the reference (and everywhere under `full`); a generated token sees it all.
     const int64_t rows = window_pos(w) ? s.length : std::min(s.length, pos - s.first + 1);
-    emit_rows(layer, s, 0, rows, out);
+    emit_rows(layer, s, 0, rows, out, pin);
   }
   if (window_pos(w)) emit_window(layer, w.generated, out);
 }
@@ -534,7 +626,7 @@ void SequenceKV::summarise() {
           std::fill(mx, mx + D, -INFINITY);
           const int64_t lo = s.units[u], hi = s.unit_end(u);
           for (int64_t i = lo / bt; i * bt < hi; ++i) {
-            const KVBlock& b = pool_.block(s.blocks[static_cast<size_t>(l)][static_cast<size_t>(i)]);
+            const KVBlock b = block_at(s, static_cast<size_t>(l), static_cast<size_t>(i), true);
             const int64_t rows = std::min(bt, s.length - i * bt);
             const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
             if (kv_quantized(b.k_type))
@@ -551,6 +643,7 @@ void SequenceKV::summarise() {
         }
     }
   }
+  end_reads();
   summarised_ = true;
 }
 
@@ -624,7 +717,7 @@ size_t SequenceKV::span_bytes(const kernels::KVSpan& s) const {
 
 size_t SequenceKV::visible_bytes(int64_t pos) const {
   std::vector<kernels::KVSpan> spans;
-  for (int64_t l = 0; l < pool_.layout().n_layers; ++l) visible_spans(l, pos, spans);
+  for (int64_t l = 0; l < pool_.layout().n_layers; ++l) visible_spans_impl(l, pos, spans, false);
   size_t bytes = 0;
   for (const kernels::KVSpan& s : spans) bytes += span_bytes(s);
   return bytes;

@@ -20,6 +20,12 @@
 // window keeps ceil(W / G) quantised groups in a ring plus its staging group, and shows exactly the
 // last W tokens like the float ring does.
 //
+// Tiered reference (offload_reference): a reference segment, once complete, leaves the pool for a
+// TieredStore (hot RAM, cold mapped file, LRU between them), byte for byte. A query then pins the
+// blocks it reads (the selected ones under `sparse`) until end_reads(), which the decoder calls
+// after each layer's attention; the store may move an unpinned block between tiers at any time.
+// The pool keeps only the segment being filled and the window.
+//
 // Model code stores a token's K/V rows (store), then asks for the spans a query at that position
 // reads and hands them to kernels::attend. Within one layer, tokens must be stored in position
 // order, and under a window each generated token attended before the next is stored, which is
@@ -29,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -36,6 +43,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
 #include "kv/reference_snapshot.h"
+#include "kv/tiered_store.h"
 
 namespace folio {
 
@@ -69,6 +77,15 @@ class SequenceKV {
   };
   size_t segment_count() const { return segments_.size(); }
   SegmentInfo segment(size_t i) const { return {segments_[i].first, segments_[i].length, segments_[i].live}; }
+
+  // Moves every complete reference segment (from now on) into `store`, which must outlive this
+  // sequence. Only before the first append. Under `full` the last segment, shared with the output,
+  // stays in the pool.
+  void offload_reference(TieredStore* store);
+  // Unpins what queries read since the last call (decoder: after each layer's attention).
+  void end_reads() const;
+  // Bytes of this sequence's blocks in the store (0 without one).
+  size_t offloaded_bytes() const { return offloaded_bytes_; }
 
   // Reference reuse. snapshot_segments() is how many leading segments snapshot() can copy now: live
   // segments that hold only complete reference tokens (a quantised segment must be closed, i.e.
@@ -145,8 +162,16 @@ class SequenceKV {
   size_t bytes() const { return pool_.bytes_for(id_); }
 
  private:
+  // A block that lives in the store: its key and where its parts sit relative to its first byte.
+  struct ColdBlock {
+    BlockKey key;
+    KVBlock meta;                  // pointers null
+    size_t k_params = 0, v = 0, v_params = 0;  // offsets of the parts from the block's first byte
+  };
   struct Segment {
     int64_t first = 0, length = 0;
+    bool offloaded = false;  // its blocks are in the store (`cold`), not in the pool (`blocks`)
+    std::vector<std::vector<ColdBlock>> cold;  // [layer] -> blocks in row order
     int64_t before = 0;  // reference tokens in the segments before it (dropped ones included)
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
@@ -174,9 +199,16 @@ class SequenceKV {
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void summarise();      // sparse: unit key bounds of every segment
-  void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out) const;
+  void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin = true) const;
   void emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const;
   kernels::KVSpan span_of(const KVBlock& b, int64_t first_row, int64_t rows) const;
+  // Block i of segment s in `layer`, wherever it lives; an offloaded one is pinned until end_reads()
+  // when `pin`, else its pointers are null (for byte counts).
+  KVBlock block_at(const Segment& s, size_t layer, size_t i, bool pin) const;
+  size_t block_count(const Segment& s, size_t layer) const { return s.offloaded ? s.cold[layer].size() : s.blocks[layer].size(); }
+  void offload(Segment& s);
+  void erase_offloaded(Segment& s);
+  void visible_spans_impl(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out, bool pin) const;
   size_t span_bytes(const kernels::KVSpan& s) const;
 
   KVBlockPool& pool_;
@@ -190,6 +222,11 @@ class SequenceKV {
   bool summarised_ = false;
   std::vector<int64_t> unit_starts_;  // positions given by begin_unit
   std::vector<size_t> focus_;         // sparse: segments read whole
+  TieredStore* store_ = nullptr;      // offload_reference
+  int64_t next_cold_ = 0;             // next BlockKey::block number in the store
+  size_t offloaded_bytes_ = 0;
+  mutable std::mutex pin_mu_;         // queries of one sequence run on many threads
+  mutable std::vector<BlockKey> pinned_;
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.

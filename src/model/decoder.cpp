@@ -246,6 +246,8 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
     row += n;
   }
   if (!parallel.empty()) attend_all(parallel);
+  // Blocks of a tiered reference stay pinned only while this layer reads them.
+  for (const Input& in : batch) in.kv->end_reads();
 }
 
 void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& pool) {

@@ -66,6 +66,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   GenerationResult res;
   res.reference_tokens = static_cast<int64_t>(history.size());
   SequenceKV kv(pool_, next_id_++, opt.policy);
+  if (opt.reference_store) kv.offload_reference(opt.reference_store);
   std::vector<float> logits(static_cast<size_t>(cfg.vocab));
   // Prefills one part as a new KV segment (what sparse selects within and rolling drops).
   auto prefill_part = [&](const ReferencePart& part, size_t pi) {
@@ -105,6 +106,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     if (reference[pi].page) resident_pages.push_back(seg);
   }
   res.kv_bytes_peak = kv.bytes();
+  res.kv_offloaded_bytes_peak = kv.offloaded_bytes();
   const double before_decode_ms = res.prefill_ms + res.produce_ms;
 
   // sparse: the pages read whole, from the one the decoder is on.
@@ -184,6 +186,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
     dec_.forward({&in, 1}, logits.data(), threads_);
     res.kv_bytes_peak = std::max(res.kv_bytes_peak, kv.bytes());
     res.kv_active_bytes_max = std::max(res.kv_active_bytes_max, kv.active_bytes(kv.length() - 1));
+    res.kv_offloaded_bytes_peak = std::max(res.kv_offloaded_bytes_peak, kv.offloaded_bytes());
   }
   // Pages entering a rolling reference count as prefill and produce time, not decode time.
   res.decode_ms = ms_since(t0) - (res.prefill_ms + res.produce_ms - before_decode_ms);

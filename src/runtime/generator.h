@@ -19,6 +19,7 @@
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
+#include "kv/tiered_store.h"
 #include "model/decoder.h"
 #include "text/sampler.h"
 
@@ -75,6 +76,9 @@ struct GenerationOptions {
   // (the reference parts marked `page`, in order, advancing at each separator) and the
   // KVPolicy::focus_pages - 1 after it are read whole.
   int32_t page_separator = -1;
+  // When set, complete reference segments leave the pool for this store (hot RAM, cold file; see
+  // SequenceKV::offload_reference), which must outlive the call.
+  TieredStore* reference_store = nullptr;
   // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
   // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
   // they run out. Measures per-step agreement without one early difference shifting the rest.
@@ -91,6 +95,7 @@ struct GenerationResult {
   double decode_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
   size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (SequenceKV::active_bytes)
+  size_t kv_offloaded_bytes_peak = 0;  // most of this sequence's bytes in the reference store at once
 };
 
 class Generator {

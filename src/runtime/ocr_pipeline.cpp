@@ -1,5 +1,8 @@
 #include "runtime/ocr_pipeline.h"
 
+#include "kv/file_tier.h"
+#include "kv/ram_tier.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -123,6 +126,10 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
   const ModelConfig& cfg = dec.config();
   KVBlockPool pool(opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype), opt.kv_budget);
   Generator gen(dec, pool, threads);
+  std::unique_ptr<TieredStore> store;
+  if (!opt.kv_offload_dir.empty())
+    store = std::make_unique<TieredStore>(std::make_unique<RamTier>(opt.kv_hot_bytes),
+                                          std::make_unique<FileTier>(opt.kv_offload_dir, opt.kv_cold_bytes));
 
   OcrResult out;
   OcrStats& st = out.stats;
@@ -159,6 +166,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     GenerationOptions g = pass.generation;
     g.policy = opt.policy;
     g.prefill_chunk = opt.prefill_chunk;
+    g.reference_store = store.get();
     // By default the model's bound (the whole context for Unlimited-OCR): the generator stops at EOS.
     g.max_tokens = opt.max_tokens > 0 ? opt.max_tokens : model.max_output_tokens(count);
     if (opt.no_repeat_ngram) g.no_repeat_ngram = *opt.no_repeat_ngram;
@@ -200,6 +208,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     st.reference_tokens += r.reference_tokens;
     st.decode_tokens += generated;
     st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
+    st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
     st.encode_ms += r.produce_ms;
     st.prefill_ms += r.prefill_ms;
     st.decode_ms += r.decode_ms;
@@ -209,6 +218,12 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
   }
   st.tokens_per_s = st.decode_ms > 0 ? 1000.0 * static_cast<double>(st.decode_tokens) / st.decode_ms : 0.0;
   st.kv_bytes_peak = pool.peak_bytes();
+  if (store) {
+    const TieredStoreStats ts = store->stats();
+    st.kv_store_acquires = ts.acquires;
+    st.kv_store_cold_reads = ts.tiers[1].hits;
+    st.kv_store_promotions = ts.tiers[1].promotions;
+  }
   st.rss_peak_bytes = peak_rss_bytes();
 
   for (const OcrPage& p : out.pages) out.page_markdown.push_back(page_markdown(p));
@@ -233,6 +248,10 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
                        {"decode_tokens_per_s", st.tokens_per_s},
                        {"kv_bytes_last", st.kv_bytes_last},
                        {"kv_bytes_peak", st.kv_bytes_peak},
+                       {"kv_offloaded_bytes_peak", st.kv_offloaded_bytes_peak},
+                       {"kv_store_acquires", st.kv_store_acquires},
+                       {"kv_store_cold_reads", st.kv_store_cold_reads},
+                       {"kv_store_promotions", st.kv_store_promotions},
                        {"rss_peak_bytes", st.rss_peak_bytes},
                        {"stop_reasons", st.stop_reasons}};
   if (!out.warnings.empty()) out.json["warnings"] = out.warnings;

@@ -35,6 +35,10 @@ struct OcrOptions {
   DType kv_dtype = DType::BF16;
   std::optional<KVTypes> kv_types;  // overrides kv_dtype when set (quantised, per-part types)
   size_t kv_budget = 0;              // KV pool capacity in bytes, 0 = unlimited
+  // Tiered reference: when set, complete reference segments (pages) leave the pool for a store of
+  // RAM (kv_hot_bytes, 0 = unlimited) then a mapped file in this directory (kv_cold_bytes).
+  std::string kv_offload_dir;
+  size_t kv_hot_bytes = size_t{64} << 20, kv_cold_bytes = size_t{64} << 30;
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
   int64_t prefill_chunk = 512;
@@ -74,6 +78,10 @@ struct OcrStats {
   size_t kv_bytes_last = 0;        // pool bytes in use at the last generated token
   size_t kv_bytes_peak = 0;        // the pool's peak
   size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (sparse: its selection)
+  // Tiered reference (kv_offload_dir): the most reference bytes in the store at once, and its
+  // counters (acquires, those served from the file tier in place, promotions to RAM).
+  size_t kv_offloaded_bytes_peak = 0;
+  uint64_t kv_store_acquires = 0, kv_store_cold_reads = 0, kv_store_promotions = 0;
   size_t rss_peak_bytes = 0;
   std::vector<std::string> stop_reasons;  // per pass
   std::vector<int64_t> pass_tokens;       // generated tokens per pass

@@ -2,6 +2,9 @@
 // that reads any number of pages with the KV of a few.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "core/error.h"
@@ -74,6 +77,32 @@ TEST(RollingOcr, RefusesWhatItCannotDo) {
   o.pages_per_pass = 0;
   o.policy.resident_pages = 500;  // pages sharing a page code would be resident together
   EXPECT_THROW(run_ocr(*m, p, o, threads), Error);
+}
+
+// A tiered reference through the whole pipeline: pages leave the pool for a small RAM tier and a
+// file, sparse attention reads them there, and the tokens are exactly those of the pool alone.
+TEST(TieredOcr, OffloadedPagesReadTheSameTokens) {
+  static std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  const HeldoutDoc d = composed_heldout_doc(kSets, 3);
+  const OcrPages p = OcrPages::open(d.sources(), d.page_range, m->pdf_dpi());
+  ThreadPool threads(2);
+  OcrOptions o;
+  o.policy = KVPolicy::parse("sparse", 128);
+  o.policy.top_k = 4;
+  o.kv_dtype = DType::BF16;
+  const OcrResult pool_only = run_ocr(*m, p, o, threads);
+  const std::string dir = testing::TempDir() + "/folio-offload-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  o.kv_offload_dir = dir;
+  o.kv_hot_bytes = 256 << 10;  // less than one page: most reads come from the file
+  const OcrResult tiered = run_ocr(*m, p, o, threads);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(tiered.tokens, pool_only.tokens);
+  EXPECT_GT(tiered.stats.kv_offloaded_bytes_peak, 0u);
+  EXPECT_LT(tiered.stats.kv_bytes_peak, pool_only.stats.kv_bytes_peak) << "pages left the pool";
+  EXPECT_GT(tiered.stats.kv_store_acquires, 0u);
+  EXPECT_GT(tiered.stats.kv_store_cold_reads + tiered.stats.kv_store_promotions, 0u) << "the file tier was read";
+  EXPECT_EQ(tiered.json["stats"]["kv_offloaded_bytes_peak"], tiered.stats.kv_offloaded_bytes_peak);
 }
 
 }  // namespace
