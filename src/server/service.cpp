@@ -107,6 +107,10 @@ int Service::bind() {
   const std::string& host = cfg_.server.host;
   if (cfg_.server.port == 0) port_ = http_->bind_to_any_port(host);
   else port_ = http_->bind_to_port(host, static_cast<int>(cfg_.server.port)) ? static_cast<int>(cfg_.server.port) : -1;
+  // Debian's httplib is a compiled library that listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG
+  // does not reach it): a burst of connections overflows that queue and the kernel drops their
+  // handshakes (1 s retries, resets). Listening again on the bound socket raises the backlog.
+  if (port_ > 0 && listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
   if (port_ <= 0)
     throw Error(Error::Kind::Io, "server.host / server.port: cannot listen on " + host + ":" + std::to_string(cfg_.server.port) +
                                      " (port in use, or not an address of this machine)");
@@ -209,10 +213,14 @@ void Service::install_routes() {
   http_->set_payload_max_length(static_cast<size_t>(cfg_.server.max_body_bytes));
   // SO_REUSEADDR only: restart right after a stop works, but unlike httplib's default (which adds
   // SO_REUSEPORT) a second server on a port that is in use fails instead of sharing it silently.
-  http_->set_socket_options([](int sock) {
+  http_->set_socket_options([this](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
   });
+  // A client keeps one connection for many requests: with httplib's default of 5 per connection,
+  // 16 clients reconnect every few requests, in bursts.
+  http_->set_keep_alive_max_count(1000);
   http_->set_write_timeout(30, 0);
 
   // The gate in front of every /v1/ route: key, draining, rate limit. Runs before the body is read.

@@ -110,6 +110,7 @@ class Service {
   std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
   int port_ = -1;
+  int listen_fd_ = -1;  // the listening socket, seen by the socket-options hook
 
   std::unique_ptr<LoadedModel> model_;     // a text model, or
   std::unique_ptr<OcrModel> ocr_model_;    // an OCR model
