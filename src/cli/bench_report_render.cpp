@@ -293,6 +293,9 @@ std::string accuracy_row(const std::string& name, const std::string& dtype, cons
     policy += " (top-" + integer(num(j, "sparse_top_k")) +
               (j.contains("sparse_focus_pages") ? ", focus " + integer(num(j, "sparse_focus_pages")) : std::string(", no focus")) + ")";
   if (name == "rolling" && j.contains("resident_pages")) policy += " (" + integer(num(j, "resident_pages")) + " resident)";
+  if (j.contains("kv_offload"))
+    policy += ", tiered: " + mib(num(j, "kv_offloaded_bytes_peak")) + " in a store of " + mib(num(j, "kv_hot_bytes")) + " RAM + file, " +
+              grouped(num(j, "kv_store_cold_reads")) + " cold reads";
   const std::string read = j.contains("kv_active_bytes_max")
                                ? grouped(num(j, "kv_active_bytes_max")) + " (" + grouped(num(j, "baseline_kv_active_bytes_max")) + ")"
                                : std::string("-");
@@ -497,9 +500,15 @@ std::string archived_command(const json& j) {
                                                    : "") +
                      (str(j, "policy") == "rolling" ? " --resident-pages " + integer(num(j, "resident_pages")) : "") +
                      " --kv-dtype " + str(j, "kv_dtype") +
+                     (j.contains("kv_offload") ? " --kv-offload DIR --kv-hot-bytes " + integer(num(j, "kv_hot_bytes")) : "") +
                      (j.contains("baseline_policy") ? " --baseline-policy " + str(j, "baseline_policy") + " --baseline-kv-dtype " +
                                                           str(j, "baseline_kv_dtype")
                                                     : "");
+  if (suite == "divergence")
+    return "folio bench divergence --model " + str(j, "model") + " --policy " + str(j, "policy") +
+           (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) : "") + " --kv-dtype " + str(j, "kv_dtype") +
+           " --ref-tokens " + integer(num(j, "ref_tokens")) + " --gen-tokens " + integer(num(j, "gen_tokens")) + " --threads " +
+           integer(num(j, "threads"));
   if (suite == "serve")
     return "folio bench serve --concurrency " + integer(num(j, "concurrency")) + " --requests " + integer(num(j, "requests")) +
            (j.contains("caches") && !j["caches"].get<bool>() ? " --no-cache" : "");
@@ -518,7 +527,7 @@ figures are read from the files like every other figure here).
 
 )";
   out += image(plots, "decode_archive.png", "Earlier decode runs: KV bytes and ms/token vs generated tokens", image_prefix);
-  std::string dec, acc, srv, cmds;
+  std::string dec, acc, srv, div, cmds;
   for (const auto& [name, j] : archive) {
     const std::string file = "[" + name + "](" + dir + name + ")", suite = str(j, "suite");
     if (suite == "decode") dec += decode_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
@@ -527,6 +536,13 @@ figures are read from the files like every other figure here).
                   "-", "-", "-", "-", "-", fixed(num(j, "pages_per_s"), 2), file});
     else if (suite == "accuracy") acc += accuracy_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
     else if (suite == "serve") srv += serve_row(j, file);
+    else if (suite == "divergence")
+      div += row({str(j, "policy") + (str(j, "policy") == "sparse" ? " (top-" + integer(num(j, "sparse_top_k")) + ")" : std::string()),
+                  str(j, "kv_dtype"), str(j, "baseline_policy") + ", f32",
+                  grouped(num(j, "ref_tokens")) + " + " + grouped(num(j, "gen_tokens")),
+                  fixed(num(j, "kl_mean"), 5) + " / " + fixed(num(j, "kl_max"), 5), fixed(num(j, "top1_agreement"), 4),
+                  fixed(num(j, "logits_rel_l2_mean"), 4), grouped(num(j, "kv_bytes_peak")) + " (" + grouped(num(j, "baseline_kv_bytes_peak")) + ")",
+                  grouped(num(j, "kv_active_bytes_max")) + " (" + grouped(num(j, "baseline_kv_active_bytes_max")) + ")", file});
     cmds += archived_command(j) + "\n";
   }
   if (!dec.empty()) out += header(kDecodeColumns) + dec + "\n";
@@ -534,6 +550,12 @@ figures are read from the files like every other figure here).
     if (str(j, "suite") == "decode") out += decode_finding(name, j);
   if (!acc.empty()) out += "\n" + header(kAccColumns) + acc + "\n";
   if (!srv.empty()) out += header(kServeColumns) + srv + "\n";
+  if (!div.empty())
+    out += "Logit divergence, teacher-forced on the baseline's greedy tokens (KL of the run's next-token distribution from the "
+           "baseline's, in nats; top-1: the run's choice is the baseline's token):\n\n" +
+           header({"policy", "KV dtype", "baseline", "reference + generated", "KL mean / max", "top-1 agreement", "logits rel. L2",
+                   "KV peak (baseline)", "KV read per token, most (baseline)", "JSON"}) +
+           div + "\n";
   return out + "Commands:\n\n```\n" + cmds + "```\n";
 }
 

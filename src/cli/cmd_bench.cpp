@@ -256,6 +256,7 @@ Runner add_bench(CLI::App& app) {
   const SubRunner acc = add_bench_accuracy(app);
   const SubRunner srv = add_bench_serve(app);
   const SubRunner rep = add_bench_report(app);
+  const SubRunner div = add_bench_divergence(app);
   CLI::App* en = app.add_subcommand("encode", "Vision encoder milliseconds per page (Unlimited-OCR DeepEncoder)");
   en->add_option("--model", e->model, "OCR model directory")->required();
   en->add_option("--mode", e->mode, "base (1024 view) or gundam (plus 640 tiles)")->capture_default_str();
@@ -264,12 +265,13 @@ Runner add_bench(CLI::App& app) {
   en->add_option("--page-width", e->page_width, "Synthetic page width in pixels")->capture_default_str();
   en->add_option("--page-height", e->page_height, "Synthetic page height in pixels")->capture_default_str();
   en->add_option("--json", e->json, "Output JSON file")->required();
-  return [a, d, e, en, acc, srv, rep]() -> int {
+  return [a, d, e, en, acc, srv, rep, div]() -> int {
     if (d->parsed()) return run_decode(*a);
     if (en->parsed()) return run_encode(*e);
     if (acc.app->parsed()) return acc.run();
     if (srv.app->parsed()) return srv.run();
     if (rep.app->parsed()) return rep.run();
+    if (div.app->parsed()) return div.run();
     return 2;
   };
 }

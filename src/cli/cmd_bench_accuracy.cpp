@@ -29,6 +29,18 @@ namespace {
 
 constexpr const char* kPageMarker = "<page>";
 
+// The document's text as the model read it, page by page, joined by the page marker. Not the raw
+// decoded text: passes are decoded separately, and no marker separates the last page of one pass
+// from the first of the next.
+std::string paged_text(const OcrResult& r) {
+  std::string out;
+  for (size_t i = 0; i < r.pages.size(); ++i) {
+    if (i > 0) out += kPageMarker;
+    for (size_t b = 0; b < r.pages[i].blocks.size(); ++b) out += (b > 0 ? "\n" : "") + r.pages[i].blocks[b].text;
+  }
+  return out;
+}
+
 struct AccuracyArgs {
   std::string model, engine = "folio", baseline_policy = "full",
                      baseline_kv_dtype = "f32", sets, json;
@@ -103,7 +115,7 @@ int run_accuracy(const AccuracyArgs& a) {
       std::optional<OcrResult> other;
       if (!same) other = run_ocr(*model, pages, base, threads);
       const OcrResult& b = same ? r : *other;
-      const CerCount c = text_cer(r.text, d.text, kPageMarker), bc = text_cer(b.text, d.text, kPageMarker);
+      const CerCount c = text_cer(paged_text(r), d.text, kPageMarker), bc = text_cer(paged_text(b), d.text, kPageMarker);
       cer += c;
       base_cer += bc;
       const double n = static_cast<double>(std::max(r.tokens.size(), b.tokens.size()));

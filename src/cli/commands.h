@@ -26,6 +26,7 @@ struct SubRunner {
 };
 SubRunner add_bench_accuracy(CLI::App& bench);
 SubRunner add_bench_serve(CLI::App& bench);
+SubRunner add_bench_divergence(CLI::App& bench);
 SubRunner add_bench_report(CLI::App& bench);
 
 }  // namespace folio::cli

@@ -127,6 +127,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   auto t0 = std::chrono::steady_clock::now();
   res.stop_reason = "length";
   for (int64_t step = 0; step < opt.max_tokens; ++step) {
+    if (opt.on_logits) opt.on_logits(logits);
     if (guard) guard->apply(history, logits);
     int32_t tok = sampler.sample(logits);
     if (!opt.teacher.empty()) {

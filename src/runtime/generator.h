@@ -79,6 +79,9 @@ struct GenerationOptions {
   // When set, complete reference segments leave the pool for this store (hot RAM, cold file; see
   // SequenceKV::offload_reference), which must outlive the call.
   TieredStore* reference_store = nullptr;
+  // Called with the logits each generated token is chosen from (before the n-gram guard), e.g. to
+  // compare two KV configurations step by step.
+  std::function<void(std::span<const float>)> on_logits;
   // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
   // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
   // they run out. Measures per-step agreement without one early difference shifting the rest.

@@ -138,4 +138,25 @@ TEST_F(Cli, BenchDecodeWritesTheContract) {
   EXPECT_EQ(folio("bench decode --model " + good() + " --policy sparse --json " + json.string()).code, 2);
 }
 
+// Teacher-forced logit divergence: nothing against itself (f32 KV, the baseline's policy), something
+// for q4, and a clear error for a bad length.
+TEST_F(Cli, BenchDivergenceAgainstF32) {
+  fs::path json = dir_ / "div.json";
+  auto run = [&](const std::string& opts) {
+    CmdResult r = folio("bench divergence --model " + good() + " --ref-tokens 24 --gen-tokens 20 --window 8 --threads 1 " + opts +
+                        " --json " + json.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(std::ifstream(json));
+  };
+  const nlohmann::json same = run("--kv-dtype f32");
+  EXPECT_EQ(same["steps"], 20);
+  EXPECT_EQ(same["kl_mean"].get<double>(), 0.0);
+  EXPECT_EQ(same["logits_abs_diff_max"].get<double>(), 0.0);
+  EXPECT_EQ(same["top1_agreement"].get<double>(), 1.0);
+  const nlohmann::json q4 = run("--kv-dtype q4");
+  EXPECT_GT(q4["kl_mean"].get<double>(), 0.0);
+  EXPECT_GT(q4["logits_abs_diff_max"].get<double>(), 0.0);
+  EXPECT_EQ(folio("bench divergence --model " + good() + " --gen-tokens 0 --json " + json.string()).code, 2);
+}
+
 }  // namespace
