@@ -604,7 +604,8 @@ std::vector<std::pair<std::string, json>> load_archive(const fs::path& archive_d
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     json j = json::parse(in, nullptr, false);
-    if (j.is_object() && (str(j, "suite") == "decode" || str(j, "suite") == "accuracy" || str(j, "suite") == "serve"))
+    if (j.is_object() && (str(j, "suite") == "decode" || str(j, "suite") == "accuracy" || str(j, "suite") == "serve" ||
+                            str(j, "suite") == "divergence"))
       out.emplace_back(e.path().filename().string(), std::move(j));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
