@@ -4,16 +4,12 @@
 # if it is not there (folio make-model, about 6 GB). Writes docs/benchmarks/archive/div_*.json, then
 # re-renders docs/benchmarks.md. About 15 minutes on 2 cores. Resumable.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-B=${FOLIO:-build/folio}
+source "$(dirname "$0")/bench_archive.sh"
 M=${FOLIO_FULL_DECODER:-build/models/uocr-full-bf16}
-O=docs/benchmarks/archive
-mkdir -p "$O"
 [ -s "$M/config.json" ] || "$B" make-model --arch unlimited-ocr-decoder --preset full --seed 1 --dtype bf16 --out "$M"
 run() {
-  local out=$O/$1; shift
-  [ -s "$out" ] && return
-  "$B" bench divergence --model "$M" --ref-tokens 1024 --gen-tokens 48 --threads 2 "$@" --json "$out.tmp" && mv "$out.tmp" "$out"
+  local name=$1; shift
+  archive "$name" bench divergence --model "$M" --ref-tokens 1024 --gen-tokens 48 --threads 2 "$@"
 }
 run div_full_q8.json --policy rswa --kv-dtype q8
 run div_full_q4.json --policy rswa --kv-dtype q4

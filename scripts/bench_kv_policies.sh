@@ -7,15 +7,8 @@
 # Takes about an hour on 2 idle cores (the 500-page run alone ~8 minutes). Resumable: runs whose
 # JSON exists are skipped.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-B=${FOLIO:-build/folio}
-O=docs/benchmarks/archive
-mkdir -p "$O"
-run() {
-  local out=$O/$1; shift
-  [ -s "$out" ] && return
-  "$B" "$@" --json "$out.tmp" && mv "$out.tmp" "$out"
-}
+source "$(dirname "$0")/bench_archive.sh"
+run() { archive "$@"; }
 run kv_acc_p20_q8.json bench accuracy --pages 20 --docs 3 --kv-dtype q8 --baseline-policy rswa --baseline-kv-dtype bf16
 run kv_acc_p20_q4.json bench accuracy --pages 20 --docs 3 --kv-dtype q4 --baseline-policy rswa --baseline-kv-dtype bf16
 run kv_acc_p20_sparse8.json bench accuracy --pages 20 --docs 1 --policy sparse --sparse-top-k 8 --sparse-focus-pages 0 --kv-dtype bf16 --baseline-policy rswa --baseline-kv-dtype bf16

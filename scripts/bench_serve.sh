@@ -4,14 +4,10 @@
 # request encoded and prefilled, as distinct documents are). Writes docs/benchmarks/archive/serve_*.json,
 # then re-renders docs/benchmarks.md. About 10 minutes on 2 idle cores. Resumable.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-B=${FOLIO:-build/folio}
-O=docs/benchmarks/archive
-mkdir -p "$O"
+source "$(dirname "$0")/bench_archive.sh"
 run() {
-  local out=$O/$1; shift
-  [ -s "$out" ] && return
-  "$B" bench serve --threads 2 "$@" --json "$out.tmp" && mv "$out.tmp" "$out"
+  local name=$1; shift
+  archive "$name" bench serve --threads 2 "$@"
 }
 run serve_c1.json --concurrency 1 --requests 100
 run serve_c8.json --concurrency 8 --requests 200

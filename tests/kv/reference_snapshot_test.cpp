@@ -11,57 +11,16 @@
 #include "kernels/cpu/attention.h"
 #include "kv/kv_dtype.h"
 #include "kv/sequence_kv.h"
+#include "sequence_fill.h"
 
 namespace folio {
 namespace {
 
-using kernels::KVSpan;
 
-constexpr int64_t kLayers = 2, kHeads = 4, kHd = 32, kRow = kHeads * kHd;
-
-// The K and V rows of the token at `pos` in `layer`: a pure function, so two sequences can be
-// given the same tokens.
-void store_token(SequenceKV& kv, int64_t layer, int64_t pos) {
-  std::mt19937 rng(static_cast<uint32_t>(pos * kLayers + layer + 1));
-  std::normal_distribution<float> nd;
-  std::vector<float> k(kRow), v(kRow);
-  for (auto& x : k) x = nd(rng);
-  for (auto& x : v) x = nd(rng);
-  kv.store(layer, pos, k.data(), v.data());
-}
-
-void append_segment(SequenceKV& kv, int64_t n, std::vector<int64_t> unit_offsets = {}) {
-  kv.begin_segment();
-  const int64_t first = kv.length();
-  for (int64_t u : unit_offsets) kv.begin_unit(first + u);
-  kv.append(n, true);
-  for (int64_t l = 0; l < kLayers; ++l)
-    for (int64_t p = first; p < first + n; ++p) store_token(kv, l, p);
-}
-
-void generate(SequenceKV& kv, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t pos = kv.append(1, false);
-    for (int64_t l = 0; l < kLayers; ++l) store_token(kv, l, pos);
-  }
-}
-
-// Attention of a fixed query at `pos` over what each layer and head reads.
-std::vector<float> attend_at(const SequenceKV& kv, int64_t pos) {
-  std::mt19937 rng(77);
-  std::normal_distribution<float> nd;
-  std::vector<float> q(kRow);
-  for (auto& x : q) x = nd(rng);
-  std::vector<float> out(kLayers * kRow), scratch(4096);
-  for (int64_t l = 0; l < kLayers; ++l)
-    for (int64_t h = 0; h < kHeads; ++h) {
-      std::vector<KVSpan> spans;
-      kv.query_spans(l, pos, h, q.data() + h * kHd, 1, spans);
-      kernels::attend(q.data(), spans, {kHeads, kHeads, kHd, 1.f / std::sqrt(float(kHd))}, out.data() + l * kRow, h, h + 1,
-                      scratch.data());
-    }
-  return out;
-}
+constexpr int64_t kLayers = test::kFillLayers, kHeads = test::kFillHeads, kHd = test::kFillHd;
+using test::append_segment;
+using test::attend_at;
+using test::generate;
 
 // "mixed": q8 keys, q4 values, f16 window.
 KVTypes types_of(const std::string& name) {

@@ -14,52 +14,20 @@
 #include "kv/kv_dtype.h"
 #include "kv/ram_tier.h"
 #include "kv/sequence_kv.h"
+#include "sequence_fill.h"
 #include "tier_test_util.h"
 
 namespace folio {
 namespace {
 
-using kernels::KVSpan;
 
-constexpr int64_t kLayers = 2, kHeads = 4, kHd = 32, kRow = kHeads * kHd;
-
-void store_token(SequenceKV& kv, int64_t layer, int64_t pos) {
-  std::mt19937 rng(static_cast<uint32_t>(pos * kLayers + layer + 7));
-  std::normal_distribution<float> nd;
-  std::vector<float> k(kRow), v(kRow);
-  for (auto& x : k) x = nd(rng);
-  for (auto& x : v) x = nd(rng);
-  kv.store(layer, pos, k.data(), v.data());
-}
+constexpr int64_t kLayers = test::kFillLayers, kHeads = test::kFillHeads, kHd = test::kFillHd;
+using test::attend_at;
+using test::store_token;
 
 void fill(SequenceKV& kv, const std::vector<int64_t>& segments, int64_t generated) {
-  for (int64_t n : segments) {
-    kv.begin_segment();
-    const int64_t first = kv.append(n, true);
-    for (int64_t l = 0; l < kLayers; ++l)
-      for (int64_t p = first; p < first + n; ++p) store_token(kv, l, p);
-  }
-  for (int64_t i = 0; i < generated; ++i) {
-    const int64_t pos = kv.append(1, false);
-    for (int64_t l = 0; l < kLayers; ++l) store_token(kv, l, pos);
-  }
-}
-
-std::vector<float> attend_at(const SequenceKV& kv, int64_t pos) {
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd;
-  std::vector<float> q(kRow), out(kLayers * kRow), scratch(8192);
-  for (auto& x : q) x = nd(rng);
-  for (int64_t l = 0; l < kLayers; ++l) {
-    for (int64_t h = 0; h < kHeads; ++h) {
-      std::vector<KVSpan> spans;
-      kv.query_spans(l, pos, h, q.data() + h * kHd, 1, spans);
-      kernels::attend(q.data(), spans, {kHeads, kHeads, kHd, 1.f / std::sqrt(float(kHd))}, out.data() + l * kRow, h, h + 1,
-                      scratch.data());
-    }
-    kv.end_reads();
-  }
-  return out;
+  for (int64_t n : segments) test::append_segment(kv, n);
+  test::generate(kv, generated);
 }
 
 const std::vector<int64_t> kSegments = {70, 45, 100};
