@@ -173,10 +173,13 @@ KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin)
   const ColdBlock& c = s.cold[layer][i];
   KVBlock b = c.meta;
   if (!pin) return b;
-  uint8_t* base = const_cast<uint8_t*>(store_->acquire(c.key));
+  uint8_t* base;
   {
+    // The heads of a layer read the same blocks: one pin each until end_reads.
     std::lock_guard lk(pin_mu_);
-    pinned_.push_back(c.key);
+    auto it = pinned_.find(c.key);
+    if (it == pinned_.end()) it = pinned_.emplace(c.key, store_->acquire(c.key)).first;
+    base = const_cast<uint8_t*>(it->second);
   }
   b.k = base;
   b.k_params = reinterpret_cast<uint16_t*>(base + c.k_params);
@@ -187,7 +190,7 @@ KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin)
 
 void SequenceKV::end_reads() const {
   std::lock_guard lk(pin_mu_);
-  for (const BlockKey& k : pinned_) store_->release(k);
+  for (const auto& [key, ptr] : pinned_) store_->release(key);
   pinned_.clear();
 }
 

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -226,7 +227,8 @@ class SequenceKV {
   int64_t next_cold_ = 0;             // next BlockKey::block number in the store
   size_t offloaded_bytes_ = 0;
   mutable std::mutex pin_mu_;         // queries of one sequence run on many threads
-  mutable std::vector<BlockKey> pinned_;
+  // Blocks pinned since the last end_reads, by key (one pin per block, whichever heads read it).
+  mutable std::unordered_map<BlockKey, const uint8_t*, BlockKeyHash> pinned_;
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.
