@@ -97,10 +97,7 @@ int run_accuracy(const AccuracyArgs& a) {
     const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
     OcrOptions run, base;
     run.policy = a.policy.policy();
-    run.kv_types = a.kv.types();
-    run.kv_offload_dir = a.kv.offload_dir;
-    run.kv_hot_bytes = a.kv.hot_bytes;
-    run.kv_cold_bytes = a.kv.cold_bytes;
+    a.kv.apply(run);
     // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
     base.policy = run.policy;
     base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;

@@ -55,10 +55,7 @@ int run_ocr_command(const OcrArgs& a) {
   OcrOptions opt;
   opt.mode = mode;
   opt.policy = a.policy.policy();
-  opt.kv_types = a.kv.types();
-  opt.kv_offload_dir = a.kv.offload_dir;
-  opt.kv_hot_bytes = a.kv.hot_bytes;
-  opt.kv_cold_bytes = a.kv.cold_bytes;
+  a.kv.apply(opt);
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;

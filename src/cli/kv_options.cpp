@@ -9,6 +9,13 @@ namespace folio::cli {
 
 KVTypes KVOptions::types() const { return parse_kv_types(all, k, v, window); }
 
+void KVOptions::apply(OcrOptions& opt) const {
+  opt.kv_types = types();
+  opt.kv_offload_dir = offload_dir;
+  opt.kv_hot_bytes = hot_bytes;
+  opt.kv_cold_bytes = cold_bytes;
+}
+
 void add_kv_options(CLI::App& app, KVOptions& o, bool tiers) {
   app.add_option("--kv-dtype", o.all, "KV storage: f32, f16, bf16, q8 or q4 (keys and values, reference and window)")
       ->capture_default_str();

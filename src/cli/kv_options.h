@@ -6,6 +6,7 @@
 
 #include "kv/kv_layout.h"
 #include "kv/kv_policy.h"
+#include "runtime/ocr_pipeline.h"
 
 namespace CLI {
 class App;
@@ -19,6 +20,8 @@ struct KVOptions {
   size_t hot_bytes = size_t{64} << 20, cold_bytes = size_t{64} << 30;
   // InvalidInput naming the option when a name is unknown.
   KVTypes types() const;
+  // Sets an OCR run's storage types and tiered reference from these options.
+  void apply(OcrOptions& opt) const;
 };
 
 // Registers --kv-dtype, --kv-dtype-k, --kv-dtype-v, --kv-dtype-window and, with `tiers`,

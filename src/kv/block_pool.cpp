@@ -16,9 +16,24 @@ KVBlockPool::~KVBlockPool() {
   for (auto& e : blocks_) std::free(e.raw);
 }
 
+KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v) {
+  const KVBlockGeometry g = layout.geometry(k, v, tokens);
+  KVBlock b;
+  b.k = base;
+  b.k_params = reinterpret_cast<uint16_t*>(base + g.k_params);
+  b.v = base + g.v;
+  b.v_params = reinterpret_cast<uint16_t*>(base + g.v_params);
+  b.tokens = tokens;
+  b.k_type = k;
+  b.v_type = v;
+  b.k_head_stride = g.k_head_stride;
+  b.v_head_stride = g.v_head_stride;
+  b.bytes = g.bytes;
+  return b;
+}
+
 int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v) {
-  const KVBlockGeometry g = layout_.geometry(k, v, tokens);
-  const size_t bytes = g.bytes;
+  const size_t bytes = block_bytes(tokens, k, v);
   if (!can_allocate(bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool full: " + std::to_string(in_use_) + " of " +
                                               std::to_string(capacity_) + " bytes in use, " +
@@ -36,17 +51,7 @@ int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType 
     id = static_cast<int64_t>(blocks_.size()) - 1;
   }
   Entry& e = blocks_[static_cast<size_t>(id)];
-  auto* base = static_cast<uint8_t*>(e.raw);
-  e.mem.k = base;
-  e.mem.k_params = reinterpret_cast<uint16_t*>(base + g.k_params);
-  e.mem.v = base + g.v;
-  e.mem.v_params = reinterpret_cast<uint16_t*>(base + g.v_params);
-  e.mem.tokens = tokens;
-  e.mem.k_type = k;
-  e.mem.v_type = v;
-  e.mem.k_head_stride = g.k_head_stride;
-  e.mem.v_head_stride = g.v_head_stride;
-  e.mem.bytes = bytes;
+  e.mem = place_block(layout_, static_cast<uint8_t*>(e.raw), tokens, k, v);
   e.seq = seq;
   e.layer = layer;
   e.live = true;

@@ -34,6 +34,10 @@ struct KVBlock {
   size_t bytes = 0;
 };
 
+// The block of `tokens` rows storing keys as k and values as v whose bytes start at `base` (64-byte
+// aligned, layout.block_bytes(k, v, tokens) long): where its parts are, by the layout's geometry.
+KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v);
+
 class KVBlockPool {
  public:
   // capacity_bytes == 0 means unlimited.

@@ -134,9 +134,6 @@ void SequenceKV::offload(Segment& s) {
         c.meta = b;
         c.meta.k = c.meta.v = nullptr;
         c.meta.k_params = c.meta.v_params = nullptr;
-        c.k_params = static_cast<size_t>(reinterpret_cast<uint8_t*>(b.k_params) - b.k);
-        c.v = static_cast<size_t>(b.v - b.k);
-        c.v_params = static_cast<size_t>(reinterpret_cast<uint8_t*>(b.v_params) - b.k);
         store_->put(c.key, std::span<const uint8_t>(b.k, b.bytes));
         cold[l].push_back(c);
       }
@@ -171,8 +168,7 @@ void SequenceKV::erase_offloaded(Segment& s) {
 KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin) const {
   if (!s.offloaded) return pool_.block(s.blocks[layer][i]);
   const ColdBlock& c = s.cold[layer][i];
-  KVBlock b = c.meta;
-  if (!pin) return b;
+  if (!pin) return c.meta;
   uint8_t* base;
   {
     // The heads of a layer read the same blocks: one pin each until end_reads.
@@ -181,11 +177,7 @@ KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin)
     if (it == pinned_.end()) it = pinned_.emplace(c.key, store_->acquire(c.key)).first;
     base = const_cast<uint8_t*>(it->second);
   }
-  b.k = base;
-  b.k_params = reinterpret_cast<uint16_t*>(base + c.k_params);
-  b.v = base + c.v;
-  b.v_params = reinterpret_cast<uint16_t*>(base + c.v_params);
-  return b;
+  return place_block(pool_.layout(), base, c.meta.tokens, c.meta.k_type, c.meta.v_type);
 }
 
 void SequenceKV::end_reads() const {

@@ -166,8 +166,7 @@ class SequenceKV {
   // A block that lives in the store: its key and where its parts sit relative to its first byte.
   struct ColdBlock {
     BlockKey key;
-    KVBlock meta;                  // pointers null
-    size_t k_params = 0, v = 0, v_params = 0;  // offsets of the parts from the block's first byte
+    KVBlock meta;  // pointers null; placed at the store's bytes by place_block when read
   };
   struct Segment {
     int64_t first = 0, length = 0;

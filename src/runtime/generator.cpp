@@ -35,6 +35,24 @@ ReferencePart ReferencePart::lazy(std::vector<int32_t> ids, std::function<std::v
   return p;
 }
 
+void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {
+  kv.begin_segment();
+  const auto n = static_cast<int64_t>(part.ids.size());
+  for (int64_t off : part.unit_starts)
+    if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
+}
+
+std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
+  std::vector<size_t> out;
+  size_t page = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (!reference[i].page) continue;
+    if (page >= page_now && page < page_now + static_cast<size_t>(policy.focus_pages)) out.push_back(i);
+    ++page;
+  }
+  return out;
+}
+
 GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
   const ReferencePart part = ReferencePart::tokens(prompt);
@@ -81,9 +99,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
                                                " values, expected " + std::to_string(n) + " rows of " + std::to_string(H));
     }
     auto t0 = std::chrono::steady_clock::now();
-    kv.begin_segment();
-    for (int64_t off : part.unit_starts)
-      if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
+    begin_reference_part(kv, part);
     for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
       const int64_t c = std::min(n - i, opt.prefill_chunk);
       Decoder::Input in;
@@ -110,16 +126,9 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   const double before_decode_ms = res.prefill_ms + res.produce_ms;
 
   // sparse: the pages read whole, from the one the decoder is on.
-  std::vector<size_t> page_segments;
-  for (size_t pi = 0; pi < reference.size(); ++pi)
-    if (reference[pi].page) page_segments.push_back(pi);  // one segment per part
   size_t page_now = 0;
   auto focus = [&] {
-    if (opt.policy.kind != KVPolicyKind::Sparse || opt.page_separator < 0) return;
-    std::vector<size_t> f;
-    for (size_t i = page_now; i < page_segments.size() && i < page_now + static_cast<size_t>(opt.policy.focus_pages); ++i)
-      f.push_back(page_segments[i]);
-    kv.set_focus(std::move(f));
+    if (opt.policy.kind == KVPolicyKind::Sparse && opt.page_separator >= 0) kv.set_focus(focus_segments(reference, page_now, opt.policy));
   };
   focus();
   Sampler sampler(opt.sampling);

@@ -101,6 +101,17 @@ struct GenerationResult {
   size_t kv_offloaded_bytes_peak = 0;  // most of this sequence's bytes in the reference store at once
 };
 
+class SequenceKV;
+
+// Starts the KV segment of `part` in `kv` (each reference part is one segment: what sparse selects
+// within, rolling drops and the prefix cache reuses), with its sparse unit starts. Call before
+// its first row is appended.
+void begin_reference_part(SequenceKV& kv, const ReferencePart& part);
+
+// sparse: the KV segments read whole when the decoder is on page `page_now` (counting the parts
+// marked `page`, one segment per part): that page and the policy's focus_pages - 1 after it.
+std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy);
+
 class Generator {
  public:
   Generator(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads) : dec_(decoder), pool_(pool), threads_(threads) {}

@@ -46,6 +46,8 @@ struct Scheduler::Active {
   bool finished = false;
 
   explicit Active(const SamplingParams& p) : sampler(p) {}
+  // The part prefill is in: a page entering a rolling reference, else the next reference part.
+  const ReferencePart& prefill_part() const { return entering ? *entering : req.reference[part]; }
 };
 
 Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, SchedulerOptions options)
@@ -263,15 +265,7 @@ void Scheduler::reuse_prefix(Active& a) {
 
 void Scheduler::refocus(Active& a) {
   if (opt_.policy.kind != KVPolicyKind::Sparse || a.req.page_separator < 0) return;
-  // One KV segment per part, as in Generator.
-  std::vector<size_t> focus;
-  size_t page = 0;
-  for (size_t i = 0; i < a.req.reference.size(); ++i) {
-    if (!a.req.reference[i].page) continue;
-    if (page >= a.page_now && page < a.page_now + static_cast<size_t>(opt_.policy.focus_pages)) focus.push_back(i);
-    ++page;
-  }
-  a.kv->set_focus(std::move(focus));
+  a.kv->set_focus(focus_segments(a.req.reference, a.page_now, opt_.policy));
 }
 
 void Scheduler::keep_prefix(Active& a) {
@@ -361,7 +355,7 @@ void Scheduler::step(std::vector<Done>& done) {
     try {
       if (a.entering || a.prefilled < P) {
         if (budget == 0) continue;
-        const ReferencePart& part = a.entering ? *a.entering : a.req.reference[a.part];
+        const ReferencePart& part = a.prefill_part();
         const int64_t rows = static_cast<int64_t>(part.ids.size());
         if (part.is_embedding() && !a.rows_ready) {
           // Produced when prefill reaches the part, as Generator does, so its rows live only while
@@ -372,13 +366,7 @@ void Scheduler::step(std::vector<Done>& done) {
                                                    " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
           a.rows_ready = true;
         }
-        if (a.part_offset == 0) {
-          // Each part is a KV segment (what sparse selects within and the prefix cache reuses), as
-          // in Generator.
-          a.kv->begin_segment();
-          for (int64_t off : part.unit_starts)
-            if (off > 0 && off < rows) a.kv->begin_unit(a.kv->length() + off);
-        }
+        if (a.part_offset == 0) begin_reference_part(*a.kv, part);
         const int64_t n = std::min(rows - a.part_offset, budget);
         budget -= n;
         in.reference = true;
@@ -434,7 +422,7 @@ void Scheduler::step(std::vector<Done>& done) {
     if (prefill[i] > 0) {
       counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
       a.part_offset += prefill[i];
-      const ReferencePart& part = a.entering ? *a.entering : a.req.reference[a.part];
+      const ReferencePart& part = a.prefill_part();
       const bool part_done = a.part_offset == static_cast<int64_t>(part.ids.size());
       if (part_done) {
         if (a.req.rolling && part.page) a.resident.push_back(a.kv->segment_count() - 1);
