@@ -130,7 +130,9 @@ std::string decode_row(const std::string& policy, const std::string& dtype, cons
   }
   const json& rf = member(j, "roofline", false);
   const std::string roof = rf.empty() ? "-" : percent(num(rf, "efficiency")) + " / " + percent(num(rf, "read_efficiency"));
-  const std::string read = rf.empty() ? "-" : grouped(num(rf, "kv_bytes_read_per_token_mean"));
+  const std::string read = rf.empty()                                        ? "-"
+                           : rf.contains("kv_bytes_read_per_token_mean") ? grouped(num(rf, "kv_bytes_read_per_token_mean"))
+                                                                         : grouped(num(rf, "kv_bytes_read_per_token_max")) + " (most)";
   return row({policy, dtype, grouped(num(j, "ref_tokens")), grouped(num(j, "gen_tokens")), kv, ms, fixed(num(j, "decode_tokens_per_s"), 2),
               grouped(num(j, "kv_bytes_peak")), read, mib(num(j, "rss_peak_bytes")), roof, file});
 }
@@ -158,8 +160,22 @@ std::string decode_finding(const std::string& label, const json& j) {
     out += "KV bytes grow from " + grouped(num(a, "kv_bytes")) + " to " + grouped(num(b, "kv_bytes")) + " (" +
            grouped((num(b, "kv_bytes") - num(a, "kv_bytes")) / dpos * 1024) + " bytes per 1024 generated tokens)";
   }
-  return out + "; ms/token " + fixed(num(a, "ms_per_token"), 2) + " at position " + grouped(num(a, "pos")) + ", " +
+  out += "; ms/token " + fixed(num(a, "ms_per_token"), 2) + " at position " + grouped(num(a, "pos")) + ", " +
          fixed(num(b, "ms_per_token"), 2) + " at " + grouped(num(b, "pos")) + " (last/first " + fixed(ratio, 3) + ").\n";
+  if (str(j, "reference") != "pages") return out;
+  // An OCR document: its pages were encoded by the model in the same process, so the peak RSS holds
+  // the checkpoint's mapped weights, the encoder's activations and the KV.
+  const double ckpt = num(j, "checkpoint_bytes"), peak = num(j, "rss_peak_bytes"), limit = ckpt + 1.2e9;
+  if (num(j, "context") > num(j, "trained_context"))
+    out += "  - Positions run to " + grouped(num(j, "ref_tokens") + num(j, "gen_tokens")) + ", past the checkpoint's context of " +
+           grouped(num(j, "trained_context")) + " (`--context`): RoPE continues, so speed and memory are what this run measures.\n";
+  out += "  - " + grouped(num(j, "pages")) + " synthetic " + integer(num(j, "page_width")) + "x" + integer(num(j, "page_height")) +
+         " pages encoded by the model (" + str(j, "vision_mode") + " mode, " + fixed(num(j, "encode_ms_per_page_median") / 1000, 1) +
+         " s per page, median) into P = " + grouped(num(j, "ref_tokens")) + " reference tokens; prefill " +
+         fixed(num(j, "prefill_ms") / 1000, 1) + " s. RSS at the first and last sample: " + mib(num(a, "rss_bytes")) + ", " +
+         mib(num(b, "rss_bytes")) + "; peak " + mib(peak) + " against the checkpoint's " + mib(ckpt) + " of weights: " +
+         mib(peak - ckpt) + " above them (bound: weights + 1.2 GB = " + mib(limit) + ", " + (peak <= limit ? "met" : "NOT met") + ").\n";
+  return out;
 }
 
 std::string model_title(const std::string& key) {
@@ -484,6 +500,14 @@ model's home ground. On real documents tesseract wins, since our model cannot re
 // The command that wrote an archived JSON, rebuilt from its fields.
 std::string archived_command(const json& j) {
   const std::string suite = str(j, "suite");
+  if (suite == "decode" && str(j, "reference") == "pages")
+    return "folio bench decode --model " + str(j, "model") + " --pages " + integer(num(j, "pages")) + " --gen-tokens " +
+           integer(num(j, "gen_tokens")) +
+           (num(j, "context") > num(j, "trained_context") ? " --context " + integer(num(j, "context")) : std::string()) + " --policy " + str(j, "policy") + " --window " + integer(num(j, "window")) + " --kv-dtype " +
+           str(j, "kv_dtype") + " --threads " + integer(num(j, "threads"));
+  if (suite == "encode")
+    return "folio bench encode --model " + str(j, "model") + " --mode " + str(j, "mode") + " --runs " + integer(num(j, "runs")) +
+           " --threads " + integer(num(j, "threads"));
   if (suite == "decode")
     return "folio bench decode --model " + str(j, "model") + " --policy " + str(j, "policy") +
            (str(j, "policy") == "sparse" ? " --sparse-top-k " + integer(num(j, "sparse_top_k")) : "") + " --window " + integer(num(j, "window")) +
@@ -527,7 +551,7 @@ figures are read from the files like every other figure here).
 
 )";
   out += image(plots, "decode_archive.png", "Earlier decode runs: KV bytes and ms/token vs generated tokens", image_prefix);
-  std::string dec, acc, srv, div, cmds;
+  std::string dec, acc, srv, div, enc, cmds;
   for (const auto& [name, j] : archive) {
     const std::string file = "[" + name + "](" + dir + name + ")", suite = str(j, "suite");
     if (suite == "decode") dec += decode_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
@@ -536,6 +560,10 @@ figures are read from the files like every other figure here).
                   "-", "-", "-", "-", "-", fixed(num(j, "pages_per_s"), 2), file});
     else if (suite == "accuracy") acc += accuracy_row(str(j, "policy"), str(j, "kv_dtype"), j, file);
     else if (suite == "serve") srv += serve_row(j, file);
+    else if (suite == "encode")
+      enc += row({str(j, "mode"), integer(num(j, "page_width")) + "x" + integer(num(j, "page_height")), grouped(num(j, "image_tokens")),
+                  grouped(num(j, "tiles")), fixed(num(j, "ms_per_page_median"), 1), fixed(num(j, "global_view_ms_median"), 1),
+                  integer(num(j, "runs")), integer(num(j, "threads")), mib(num(j, "rss_peak_bytes")), file});
     else if (suite == "divergence")
       div += row({str(j, "policy") + (str(j, "policy") == "sparse" ? " (top-" + integer(num(j, "sparse_top_k")) + ")" : std::string()),
                   str(j, "kv_dtype"), str(j, "baseline_policy") + ", f32",
@@ -550,6 +578,9 @@ figures are read from the files like every other figure here).
     if (str(j, "suite") == "decode") out += decode_finding(name, j);
   if (!acc.empty()) out += "\n" + header(kAccColumns) + acc + "\n";
   if (!srv.empty()) out += header(kServeColumns) + srv + "\n";
+  if (!enc.empty())
+    out += "Vision encoder time per page (median of the runs; preprocessing, the views, the tiles and assembly):\n\n" +
+           header({"mode", "page", "image tokens", "tiles", "ms per page", "global view ms", "runs", "threads", "RSS peak", "JSON"}) + enc + "\n";
   if (!div.empty())
     out += "Logit divergence, teacher-forced on the baseline's greedy tokens (KL of the run's next-token distribution from the "
            "baseline's, in nats; top-1: the run's choice is the baseline's token):\n\n" +
@@ -605,7 +636,7 @@ std::vector<std::pair<std::string, json>> load_archive(const fs::path& archive_d
     std::ifstream in(e.path());
     json j = json::parse(in, nullptr, false);
     if (j.is_object() && (str(j, "suite") == "decode" || str(j, "suite") == "accuracy" || str(j, "suite") == "serve" ||
-                            str(j, "suite") == "divergence"))
+                            str(j, "suite") == "divergence" || str(j, "suite") == "encode"))
       out.emplace_back(e.path().filename().string(), std::move(j));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

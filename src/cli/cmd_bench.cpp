@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -22,6 +26,10 @@
 #include "doc/preprocess.h"
 #include "model/vision/image_assembly.h"
 #include "runtime/loaded_model.h"
+#include "doc/image_write.h"
+#include "runtime/generator.h"
+#include "runtime/ocr_model.h"
+#include "runtime/ocr_pages.h"
 #include "runtime/ocr_unlimited.h"
 #include "text/sampler.h"
 
@@ -37,20 +45,113 @@ struct DecodeArgs {
   int threads = 0;
   bool synthetic_ref = true;
   uint64_t seed = 1;
+  // OCR models: a reference of this many synthetic pages, encoded by the model's own vision tower
+  // (Base mode) and laid out by its multi-page prompt, instead of random token ids.
+  int pages = 0;
+  int page_width = 2480, page_height = 3508;  // A4 at 300 DPI
+  int64_t context = 0;  // > 0: positions allowed past the checkpoint's context (Decoder::set_context)
 };
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A deterministic page that looks like print: white, with dark text-line bands of varying length.
+RgbImage synthetic_page(int w, int h, unsigned seed = 7) {
+  RgbImage img(w, h, 255);
+  std::mt19937 rng(seed);
+  const int line = std::max(4, h / 60);
+  for (int y0 = line; y0 + line < h; y0 += 2 * line) {
+    const int x1 = w / 10 + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, w * 8 / 10)));
+    for (int y = y0; y < y0 + line * 2 / 3; ++y)
+      for (int x = w / 10; x < x1; ++x)
+        if ((x / std::max(1, line / 2)) % 4 != 3) std::fill_n(img.row(y) + x * 3, 3, static_cast<uint8_t>(rng() % 64));
+  }
+  return img;
+}
+
+// What a decode run measured; the roofline, JSON and summary are the same for both kinds of reference.
+struct DecodeRun {
+  int64_t ref_tokens = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  nlohmann::json samples = nlohmann::json::array();
+  size_t kv_peak = 0;
+  double kv_read_bytes = 0;           // KV bytes a generated token read: the mean, or the most (basis "max")
+  std::string kv_read_basis = "mean";
+  nlohmann::json extra = nlohmann::json::object();  // keys of the reference kind
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv_types, const Decoder& dec, double kv_bytes_per_token,
+                  ThreadPool& threads, const DecodeRun& r) {
+  // The run's own peak, before the bandwidth measurement below allocates its buffers (2 x 512 MiB).
+  const size_t rss_peak = peak_rss_bytes();
+  // Roofline: a decode step must at least stream the active weights and the cached KV once.
+  const ModelConfig& cfg = dec.config();
+  double bw = kernels::measure_copy_bandwidth_gbs(threads);
+  double read_bw = kernels::measure_read_bandwidth_gbs(threads);
+  double weight_bytes = static_cast<double>(dec.active_weight_bytes_per_token());
+  double kv_bytes_mean = r.kv_read_bytes;
+  double roofline_ms = (weight_bytes + kv_bytes_mean) / (bw * 1e9) * 1e3;
+  double ms_per_token = r.decode_ms / static_cast<double>(a.gen_tokens);
+  const size_t kv_peak = r.kv_peak;
+  nlohmann::json j = {{"suite", "decode"},
+                      {"model", a.model},
+                      {"architecture", cfg.arch_name()},
+                      {"policy", policy.name()},
+                      {"window", policy.window}, {"sparse_top_k", policy.top_k}, {"sparse_focus_pages", policy.focus_pages},
+                      {"kv_dtype", kv_types.name()},
+                      {"threads", threads.size()},
+                      {"isa", kernels::isa_name(kernels::active_isa())},
+                      {"ref_tokens", r.ref_tokens},
+                      {"gen_tokens", a.gen_tokens},
+                      {"prefill_ms", r.prefill_ms},
+                      {"samples", r.samples},
+                      {"kv_bytes_peak", kv_peak},
+                      {"kv_bytes_per_token", kv_bytes_per_token},
+                      {"rss_peak_bytes", rss_peak},
+                      {"decode_tokens_per_s", 1000.0 / ms_per_token},
+                      {"ms_per_token", ms_per_token},
+                      {"roofline",
+                       {{"copy_bandwidth_gbs", bw},
+                        {"active_weight_bytes_per_token", weight_bytes},
+                        {std::string("kv_bytes_read_per_token_") + r.kv_read_basis, kv_bytes_mean},
+                        {"roofline_ms_per_token", roofline_ms},
+                        {"efficiency", roofline_ms / ms_per_token},
+                        {"read_bandwidth_gbs", read_bw},
+                        {"read_roofline_ms_per_token", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3},
+                        {"read_efficiency", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3 / ms_per_token}}}};
+  j.update(r.extra);
+  std::ofstream out(a.json);
+  if (!out) throw_invalid("cannot write " + a.json);
+  out << j.dump(2) << "\n";
+  double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
+  std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
+              "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
+              policy.name().c_str(), kv_types.name().c_str(), 1000.0 / ms_per_token, ms_per_token, kv_peak, rss_peak,
+              bw, roofline_ms, 100.0 * roofline_ms / ms_per_token, read_bw, read_roofline_ms,
+              100.0 * read_roofline_ms / ms_per_token);
+  return 0;
+}
+
+
+int run_decode_pages(const DecodeArgs& a);
+
 int run_decode(const DecodeArgs& a) {
+  if (a.pages > 0) return run_decode_pages(a);
   KVPolicy policy = a.policy.policy();
   const KVTypes kv_types = a.kv.types();
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
   if (a.json.empty()) throw_invalid("--json FILE is required");
 
   LoadedModel m = load_model(a.model, false);
-  const ModelConfig& cfg = m.config;
+  if (a.context > 0) m.decoder->set_context(a.context);
+  const ModelConfig& cfg = m.decoder->config();
   if (a.ref_tokens + a.gen_tokens > cfg.max_positions)
     throw_invalid("--ref-tokens + --gen-tokens = " + std::to_string(a.ref_tokens + a.gen_tokens) +
                   " exceeds the model's context of " + std::to_string(cfg.max_positions));
@@ -92,57 +193,119 @@ int run_decode(const DecodeArgs& a) {
     if (g % a.sample_every == 0) {
       double t = now_ms();
       double ms = (t - window_start) / static_cast<double>(a.sample_every);
-      samples.push_back({{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms}});
+      samples.push_back({{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
+                         {"rss_bytes", current_rss_bytes()}});
       std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token\n", (long long)g, kv.bytes(), ms);
       window_start = t;
     }
   }
-  double decode_ms = now_ms() - decode_start;
+  DecodeRun r;
+  r.ref_tokens = a.ref_tokens;
+  r.prefill_ms = prefill_ms;
+  r.decode_ms = now_ms() - decode_start;
+  r.samples = std::move(samples);
+  r.kv_peak = kv_peak;
+  r.kv_read_bytes = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
+  return report_decode(a, policy, kv_types, *m.decoder, pool.layout().reference_bytes_per_token(), threads, r);
+}
 
-  // Roofline: a decode step must at least stream the active weights and the cached KV once.
-  double bw = kernels::measure_copy_bandwidth_gbs(threads);
-  double read_bw = kernels::measure_read_bandwidth_gbs(threads);
-  double weight_bytes = static_cast<double>(m.decoder->active_weight_bytes_per_token());
-  double kv_bytes_mean = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
-  double roofline_ms = (weight_bytes + kv_bytes_mean) / (bw * 1e9) * 1e3;
-  double ms_per_token = decode_ms / static_cast<double>(a.gen_tokens);
+// Bytes of the checkpoint's weight files (every .safetensors file in the directory): what a process
+// that touches every weight has mapped.
+uint64_t checkpoint_bytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".safetensors") total += e.file_size(ec);
+  return total;
+}
 
-  nlohmann::json j = {{"suite", "decode"},
-                      {"model", a.model},
-                      {"architecture", cfg.arch_name()},
-                      {"policy", policy.name()},
-                      {"window", policy.window}, {"sparse_top_k", policy.top_k}, {"sparse_focus_pages", policy.focus_pages},
-                      {"kv_dtype", kv_types.name()},
-                      {"threads", threads.size()},
-                      {"isa", kernels::isa_name(kernels::active_isa())},
-                      {"ref_tokens", a.ref_tokens},
-                      {"gen_tokens", a.gen_tokens},
-                      {"prefill_ms", prefill_ms},
-                      {"samples", samples},
-                      {"kv_bytes_peak", kv_peak},
-                      {"kv_bytes_per_token", pool.layout().reference_bytes_per_token()},
-                      {"rss_peak_bytes", peak_rss_bytes()},
-                      {"decode_tokens_per_s", 1000.0 / ms_per_token},
-                      {"ms_per_token", ms_per_token},
-                      {"roofline",
-                       {{"copy_bandwidth_gbs", bw},
-                        {"active_weight_bytes_per_token", weight_bytes},
-                        {"kv_bytes_read_per_token_mean", kv_bytes_mean},
-                        {"roofline_ms_per_token", roofline_ms},
-                        {"efficiency", roofline_ms / ms_per_token},
-                        {"read_bandwidth_gbs", read_bw},
-                        {"read_roofline_ms_per_token", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3},
-                        {"read_efficiency", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3 / ms_per_token}}}};
-  std::ofstream out(a.json);
-  if (!out) throw_invalid("cannot write " + a.json);
-  out << j.dump(2) << "\n";
-  double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
-  std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
-              "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
-              policy.name().c_str(), kv_types.name().c_str(), 1000.0 / ms_per_token, ms_per_token, kv_peak, peak_rss_bytes(),
-              bw, roofline_ms, 100.0 * roofline_ms / ms_per_token, read_bw, read_roofline_ms,
-              100.0 * read_roofline_ms / ms_per_token);
-  return 0;
+// The reference is `--pages` synthetic pages run through the OCR model's own path: its vision tower
+// encodes each page when prefill reaches it (Base mode) and its multi-page prompt lays them out, as
+// `folio ocr` would for a document of that many pages. Then `--gen-tokens` tokens are decoded with
+// the model's decoding recipe (n-gram guard included), end token ignored.
+int run_decode_pages(const DecodeArgs& a) {
+  const KVPolicy policy = a.policy.policy();
+  const KVTypes kv_types = a.kv.types();
+  if (a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--gen-tokens and --sample-every must be positive");
+  check_image_size(a.page_width, a.page_height, "--page-width x --page-height");
+  std::unique_ptr<OcrModel> model = load_ocr_model(a.model);
+  Decoder& dec = model->decoder();
+  const int64_t trained_context = dec.config().max_positions;
+  if (a.context > 0) dec.set_context(a.context);
+
+  // A few distinct pages written once and cycled, so that writing them does not dominate the run.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("folio-bench-pages-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
+  } cleanup{dir};
+  constexpr int kDistinctPages = 4;
+  std::vector<std::string> files;
+  for (int i = 0; i < a.pages; ++i) {
+    const std::string f = (dir / ("page" + std::to_string(i % kDistinctPages) + ".png")).string();
+    if (i < kDistinctPages) write_png(synthetic_page(a.page_width, a.page_height, static_cast<unsigned>(7 + i)), f);
+    files.push_back(f);
+  }
+  const OcrPages pages = OcrPages::open(files, "", model->pdf_dpi());
+  ThreadPool threads(a.threads);
+  std::vector<double> encode_ms;
+  OcrPass pass = model->prepare(pages, 0, pages.size(), VisionMode::Base, threads,
+                                [&](size_t, double ms) { encode_ms.push_back(ms); });
+  int64_t ref_tokens = 0;
+  for (const ReferencePart& part : pass.reference) ref_tokens += static_cast<int64_t>(part.ids.size());
+  if (ref_tokens + a.gen_tokens > dec.config().max_positions)
+    throw_invalid(std::to_string(a.pages) + " pages (" + std::to_string(ref_tokens) + " reference tokens) + --gen-tokens " +
+                  std::to_string(a.gen_tokens) + " exceed the model's context of " + std::to_string(dec.config().max_positions) +
+                  " (--context raises it, for speed and memory only)");
+
+  KVBlockPool pool(dec.kv_layout(kv_types), 0);
+  GenerationOptions opt = pass.generation;
+  opt.policy = policy;
+  opt.max_tokens = a.gen_tokens;
+  opt.stop_at_eos = false;
+  opt.prefill_chunk = a.prefill_chunk;
+  nlohmann::json samples = nlohmann::json::array();
+  int64_t g = 0;
+  double window_start = 0;
+  int64_t window_first = 1;
+  // The first token comes from the prefill's logits: the clock starts there, and each sample is the
+  // mean over the steps since the previous one.
+  Generator gen(dec, pool, threads);
+  const GenerationResult res = gen.generate(pass.reference, opt, [&](int32_t) {
+    ++g;
+    const double t = now_ms();
+    if (g == 1) window_start = t;
+    if (g % a.sample_every == 0) {
+      const double ms = (t - window_start) / static_cast<double>(std::max<int64_t>(1, g - window_first));
+      samples.push_back({{"pos", g}, {"kv_bytes", pool.bytes_in_use()}, {"ms_per_token", ms}, {"rss_bytes", current_rss_bytes()}});
+      std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token  RSS %zu\n", static_cast<long long>(g), pool.bytes_in_use(), ms,
+                   current_rss_bytes());
+      window_start = t;
+      window_first = g;
+    }
+    return true;
+  });
+  DecodeRun r;
+  r.ref_tokens = ref_tokens;
+  r.prefill_ms = res.prefill_ms;
+  r.decode_ms = res.decode_ms;
+  r.samples = std::move(samples);
+  r.kv_peak = res.kv_bytes_peak;
+  r.kv_read_bytes = static_cast<double>(res.kv_active_bytes_max);
+  r.kv_read_basis = "max";
+  r.extra = {{"reference", "pages"},
+             {"pages", a.pages},
+             {"page_width", a.page_width},
+             {"page_height", a.page_height},
+             {"vision_mode", "base"},
+             {"encode_ms_total", std::accumulate(encode_ms.begin(), encode_ms.end(), 0.0)},
+             {"encode_ms_per_page_median", median(encode_ms)},
+             {"decoder_weight_bytes", dec.weight_bytes()},
+             {"checkpoint_bytes", checkpoint_bytes(a.model)},
+             {"trained_context", trained_context},
+             {"context", dec.config().max_positions}};
+  return report_decode(a, policy, kv_types, dec, pool.layout().reference_bytes_per_token(), threads, r);
 }
 
 struct EncodeArgs {
@@ -150,25 +313,6 @@ struct EncodeArgs {
   int runs = 5, threads = 0, page_width = 2480, page_height = 3508;  // A4 at 300 DPI
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// A deterministic page that looks like print: white, with dark text-line bands of varying length.
-RgbImage synthetic_page(int w, int h) {
-  RgbImage img(w, h, 255);
-  std::mt19937 rng(7);
-  const int line = std::max(4, h / 60);
-  for (int y0 = line; y0 + line < h; y0 += 2 * line) {
-    const int x1 = w / 10 + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, w * 8 / 10)));
-    for (int y = y0; y < y0 + line * 2 / 3; ++y)
-      for (int x = w / 10; x < x1; ++x)
-        if ((x / std::max(1, line / 2)) % 4 != 3) std::fill_n(img.row(y) + x * 3, 3, static_cast<uint8_t>(rng() % 64));
-  }
-  return img;
-}
 
 int run_encode(const EncodeArgs& a) {
   VisionMode mode;
@@ -250,6 +394,15 @@ Runner add_bench(CLI::App& app) {
   d->add_option("--sample-every", a->sample_every, "Record a sample every K generated tokens")->capture_default_str();
   d->add_option("--prefill-chunk", a->prefill_chunk, "Reference tokens per forward pass")->capture_default_str();
   d->add_option("--seed", a->seed, "Seed of the synthetic reference")->capture_default_str();
+  d->add_option("--pages", a->pages,
+                 "OCR models: the reference is this many synthetic pages encoded by the model (Base mode) instead of --ref-tokens")
+      ->check(CLI::Range(1, 100000));
+  d->add_option("--page-width", a->page_width, "Synthetic page width in pixels (--pages)")->capture_default_str();
+  d->add_option("--page-height", a->page_height, "Synthetic page height in pixels (--pages)")->capture_default_str();
+  d->add_option("--context", a->context,
+                 "Allow positions up to this many instead of the checkpoint's context (RoPE continues past its trained range: "
+                 "speed and memory only)")
+      ->check(CLI::PositiveNumber);
   d->add_flag("--synthetic-ref", a->synthetic_ref, "Reference of random token ids (the only kind for decoder-only models)");
   d->add_option("--json", a->json, "Output JSON file")->required();
   auto e = std::make_shared<EncodeArgs>();

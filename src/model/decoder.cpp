@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <string>
 
@@ -56,6 +57,7 @@ Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming n
     for (int64_t e = 0; e < cfg_.n_routed; ++e) L.experts.push_back(load_mlp("mlp.experts." + std::to_string(e) + ".", cfg_.moe_intermediate));
     if (cfg_.n_shared > 0) L.shared = load_mlp("mlp.shared_experts.", cfg_.moe_intermediate * cfg_.n_shared);
   }
+  active_weight_bytes_ = count_active_weight_bytes();
   // A tensor nobody asked for means the checkpoint and the config disagree (wrong layer count, a
   // different architecture): refuse rather than silently ignore weights. Vision-tower tensors of
   // OCR checkpoints (and the mini OCR model's front end, "mini_ocr.*") belong to the encoder and are expected.
@@ -70,7 +72,12 @@ Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming n
   }
 }
 
-size_t Decoder::active_weight_bytes_per_token() const {
+void Decoder::set_context(int64_t positions) {
+  if (positions < 1) throw_invalid("context must be at least 1 position, got " + std::to_string(positions));
+  cfg_.max_positions = positions;
+}
+
+size_t Decoder::count_active_weight_bytes() const {
   size_t b = lm_head_->nbytes() + embed_->row_bytes();
   for (const Layer& L : layers_) {
     b += L.wq->nbytes() + L.wk->nbytes() + L.wv->nbytes() + L.wo->nbytes();
@@ -179,7 +186,7 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   }
 }
 
-void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::vector<int64_t>& first_pos, float* q,
+void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64_t* first_pos, float* q,
                         float* k, float* v, float* out, ThreadPool& pool) {
   const int64_t nh = cfg_.n_heads, hd = cfg_.head_dim, kv_row = cfg_.n_kv_heads * hd;
   struct Task {
@@ -251,8 +258,6 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const std::
 }
 
 void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& pool) {
-  const int64_t H = cfg_.hidden, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, hd = cfg_.head_dim;
-  int64_t T = 0;
   for (const Input& in : batch) {
     if (!in.kv) throw Error(Error::Kind::Internal, "decoder input without a KV sequence");
     if (in.count() == 0) throw_invalid("empty input: at least one token is needed");
@@ -263,7 +268,6 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
       for (int32_t tok : in.tokens)
         if (tok < 0 || tok >= cfg_.vocab)
           throw_invalid("token id " + std::to_string(tok) + " is outside the vocabulary of " + std::to_string(cfg_.vocab));
-    T += in.count();
   }
   // Reserve KV for every input up front. If one does not fit, the ones already extended are
   // rolled back, so a refused batch leaves every sequence as it was.
@@ -279,6 +283,39 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
     throw;
   }
 
+  if (!split_by_sequence(batch, pool)) {
+    run(batch, first_pos.data(), logits, pool);
+    return;
+  }
+  // Each thread runs whole sequences through every layer on its own: one hand-off per step instead
+  // of several per layer. Exceptions are carried back to this thread (a worker must not throw).
+  const int64_t B = static_cast<int64_t>(batch.size()), parts = std::min<int64_t>(pool.size(), B);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  pool.run_on_all([&](int tid) {
+    if (tid >= parts) return;
+    const int64_t b = B * tid / parts, e = B * (tid + 1) / parts;
+    try {
+      ThreadPool solo(1);
+      run(batch.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b)), first_pos.data() + b, logits + b * cfg_.vocab, solo);
+    } catch (...) {
+      errors[static_cast<size_t>(tid)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+bool Decoder::split_by_sequence(std::span<const Input> batch, const ThreadPool& pool) const {
+  if (pool.size() < 2 || batch.size() < 2) return false;
+  for (const Input& in : batch)
+    if (in.count() != 1) return false;
+  return active_weight_bytes_ <= kSplitBySequenceMaxWeightBytes;
+}
+
+void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool) {
+  const int64_t H = cfg_.hidden, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, hd = cfg_.head_dim;
+  int64_t T = 0;
+  for (const Input& in : batch) T += in.count();
   std::vector<float> x(static_cast<size_t>(T * H)), xn(static_cast<size_t>(T * H));
   {
     int64_t r = 0;

@@ -40,6 +40,10 @@ class Decoder {
   Decoder(ModelConfig config, const TensorSource& weights, WeightNaming naming);
 
   const ModelConfig& config() const { return cfg_; }
+  // Accepts positions up to `positions` instead of the checkpoint's max_position_embeddings. RoPE
+  // simply continues past the trained range, so outputs there are untrustworthy; this exists for
+  // benchmarks of speed and memory beyond the model's context (`folio bench decode --context`).
+  void set_context(int64_t positions);
   KVLayout kv_layout(DType kv_dtype) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, kv_dtype}; }
   KVLayout kv_layout(const KVTypes& types) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, types}; }
 
@@ -54,7 +58,18 @@ class Decoder {
   int64_t parameter_count() const { return params_; }
   // Weight bytes read for one decoded token (dense layers, attention, the experts a token uses on
   // average, router, lm_head): the numerator of the memory-bandwidth roofline.
-  size_t active_weight_bytes_per_token() const;
+  size_t active_weight_bytes_per_token() const { return active_weight_bytes_; }
+
+  // Decode steps of models whose active weights are at most this size run whole sequences per
+  // thread (the batch split in contiguous groups, every layer on one thread) instead of splitting
+  // each matmul and attention across the pool. Such weights stay in the shared L3 cache, so two
+  // threads reading them cost no extra memory traffic, and a step needs one hand-off between
+  // threads instead of several per layer, which dominated small models' batched steps. Bigger
+  // models are bound by reading their weights and keep one split read per step.
+  static constexpr size_t kSplitBySequenceMaxWeightBytes = size_t{8} << 20;
+  // True when forward() runs this batch whole sequences per thread: a decode step (every input a
+  // single token) of two or more sequences, more than one thread, and small active weights.
+  bool split_by_sequence(std::span<const Input> batch, const ThreadPool& pool) const;
   size_t weight_bytes() const { return weight_bytes_; }
 
  private:
@@ -74,7 +89,10 @@ class Decoder {
   };
 
   const TensorView* need(const std::string& name, std::vector<int64_t> shape);
-  void attention(int64_t layer, std::span<const Input> batch, const std::vector<int64_t>& first_pos, float* q, float* k,
+  size_t count_active_weight_bytes() const;
+  // The layers and logits of a batch whose KV positions are reserved (first_pos[i]: input i's first).
+  void run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool);
+  void attention(int64_t layer, std::span<const Input> batch, const int64_t* first_pos, float* q, float* k,
                  float* v, float* out, ThreadPool& pool);
   void mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool);
   void moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool);
@@ -90,6 +108,7 @@ class Decoder {
   std::set<std::string> used_;
   int64_t params_ = 0;
   size_t weight_bytes_ = 0;
+  size_t active_weight_bytes_ = 0;
 };
 
 }  // namespace folio

@@ -155,6 +155,44 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   if (!HasFailure()) fs::remove_all(dir.parent_path());
 }
 
+// Archived runs of an OCR document (bench decode --pages) and of the encoder: the RSS bound of
+// issue 3 is computed from the run's own figures, and each command is rebuilt from its file.
+TEST(BenchReport, RendersArchivedOcrDocumentAndEncoderRuns) {
+  const fs::path dir = fabricate("archive");
+  fs::create_directories(dir / "archive");
+  json doc = decode_run("rswa", true);
+  doc.update({{"reference", "pages"}, {"pages", 40}, {"page_width", 2480}, {"page_height", 3508}, {"vision_mode", "base"},
+              {"encode_ms_per_page_median", 14800.0}, {"ref_tokens", 10932}, {"gen_tokens", 40000}, {"prefill_ms", 180000.0},
+              {"checkpoint_bytes", 6.0e9}, {"rss_peak_bytes", 7.0e9}, {"trained_context", 32768}, {"context", 65536}});
+  doc["roofline"]["kv_bytes_read_per_token_max"] = 671000000;
+  for (auto& x : doc["samples"]) x["rss_bytes"] = 6.5e9;
+  write_json(dir / "archive/ocr_40pages.json", doc);
+  json over = doc;
+  over["rss_peak_bytes"] = 7.3e9;  // 1.3 GB above the weights
+  write_json(dir / "archive/ocr_40pages_over.json", over);
+  write_json(dir / "archive/ocr_encode.json", {{"suite", "encode"}, {"model", "M"}, {"mode", "base"}, {"page_width", 2480}, {"page_height", 3508},
+                                              {"image_tokens", 273}, {"tiles", 0}, {"ms_per_page_median", 14839.2}, {"global_view_ms_median", 14779.8},
+                                              {"runs", 3}, {"threads", 2}, {"rss_peak_bytes", 1 << 30}});
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path(), "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string md = slurp(dir.parent_path() / "bench.md");
+  EXPECT_NE(md.find("| rswa | bf16 | 10,932 | 40,000 | 428,000 -> 428,000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 671,000,000 (most) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("40 synthetic 2480x3508 pages encoded by the model (base mode, 14.8 s per page, median) into P = 10,932 reference tokens"),
+            std::string::npos) << md;
+  const std::string bound = "(bound: weights + 1.2 GB = " + fmt("%.1f", (6.0e9 + 1.2e9) / (1 << 20)) + " MiB, ";
+  EXPECT_NE(md.find("peak " + fmt("%.1f", 7.0e9 / (1 << 20)) + " MiB against the checkpoint's " + fmt("%.1f", 6.0e9 / (1 << 20)) +
+                    " MiB of weights: " + fmt("%.1f", 1.0e9 / (1 << 20)) + " MiB above them " + bound + "met)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find(bound + "NOT met)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Positions run to 50,932, past the checkpoint's context of 32,768"), std::string::npos) << md;
+  EXPECT_NE(md.find("| base | 2480x3508 | 273 | 0 | 14839.2 | 14779.8 | 3 | 2 | 1024.0 MiB | [ocr_encode.json]"), std::string::npos) << md;
+  EXPECT_NE(md.find("folio bench decode --model M --pages 40 --gen-tokens 40000 --context 65536 --policy rswa --window 128 --kv-dtype bf16 --threads 2"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("folio bench encode --model M --mode base --runs 3 --threads 2"), std::string::npos) << md;
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
 TEST(BenchReport, DrawsPngPlotsWithGnuplot) {
   if (access("/usr/bin/gnuplot", X_OK) != 0) GTEST_SKIP() << "gnuplot not installed (optional)";
   const fs::path dir = fabricate("plot");

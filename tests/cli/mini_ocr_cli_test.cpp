@@ -111,5 +111,36 @@ TEST_F(MiniOcrCli, BenchAccuracyWritesTheContractFields) {
   EXPECT_NE(r.err.find("no held-out set of 7-page documents; --docs must be 1"), std::string::npos) << r.err;
 }
 
+// bench decode with a reference of pages: the model encodes synthetic pages and lays them out as
+// `folio ocr` does; KV stays flat once the window is full, and RSS is sampled along the way.
+TEST_F(MiniOcrCli, BenchDecodeOverEncodedPages) {
+  const fs::path json = scratch / "pages.json";
+  const std::string model = kSrc + "/models/folio-mini-ocr";
+  const std::string base = "bench decode --model " + model + " --pages 3 --page-width 600 --page-height 800 --policy rswa --window 16 ";
+  auto r = run_folio(base + "--gen-tokens 120 --sample-every 40 --threads 1 --json " + json.string(), scratch);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j["suite"], "decode");
+  EXPECT_EQ(j["reference"], "pages");
+  EXPECT_EQ(j["pages"], 3);
+  EXPECT_GT(j["ref_tokens"].get<int64_t>(), 3);
+  EXPECT_GT(j["encode_ms_per_page_median"].get<double>(), 0.0);
+  EXPECT_EQ(j["checkpoint_bytes"].get<uint64_t>(), fs::file_size(model + "/model.safetensors"));
+  ASSERT_EQ(j["samples"].size(), 3u);
+  for (const auto& s : j["samples"]) {
+    EXPECT_EQ(s["kv_bytes"], j["samples"][0]["kv_bytes"]) << s.dump();
+    EXPECT_GT(s["rss_bytes"].get<size_t>(), 0u);
+  }
+  EXPECT_EQ(j["kv_bytes_peak"], j["samples"][0]["kv_bytes"]);
+  // --context bounds the positions (here below what the pages need), with a clear message.
+  r = run_folio(base + "--gen-tokens 10 --context 20 --json " + json.string(), scratch);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("exceed the model's context of 20"), std::string::npos) << r.err;
+  // A decoder-only checkpoint has no pages to encode.
+  r = run_folio("bench decode --model " + kSrc + "/tests/fixtures/decoder/llama-tiny --pages 2 --json " + json.string(), scratch);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("llama-tiny"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace folio

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/matmul.h"
 #include "kernel_test_util.h"
 
@@ -50,6 +51,33 @@ TEST(VectorOps, DotMatchesReference) {
         EXPECT_NEAR(got, ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " n=" << n << " " << isa_name(isa);
       }
     }
+  }
+}
+
+// dot_rows scores rows in groups; each score must be bitwise the single-row dot of that row, so a
+// row's score never depends on how many rows its span has or where in the span it sits.
+TEST(VectorOps, DotRowsEqualsDotOfEachRowBitwise) {
+  IsaGuard guard;
+  for (Isa isa : supported_isas()) {
+    set_isa(isa);
+    const detail::KernelTable& table = detail::table_for(isa);
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      for (int64_t n : {8, 32, 33, 128})
+        for (int64_t count : {1, 3, 4, 5, 9, 16}) {
+          const size_t stride = dtype_row_bytes(t, n) + 64;  // rows apart, as the heads of a KV block are
+          std::vector<uint8_t> rows(stride * static_cast<size_t>(count + 17));  // + prefetch distance
+          for (int64_t r = 0; r < count; ++r) {
+            const std::vector<float> v = random_floats(n, static_cast<uint32_t>(10 + r));
+            convert_from_f32(t, v.data(), rows.data() + r * stride, n);
+          }
+          const std::vector<float> q = random_floats(n, 3);
+          std::vector<float> out(static_cast<size_t>(count));
+          const float scale = 0.125f;
+          table.dot_rows[t == DType::F32 ? 0 : t == DType::F16 ? 1 : 2](q.data(), rows.data(), stride, count, n, scale, out.data());
+          for (int64_t r = 0; r < count; ++r)
+            EXPECT_EQ(out[r], scale * dot(q.data(), rows.data() + r * stride, t, n))
+                << dtype_name(t) << " n=" << n << " count=" << count << " row " << r << " " << isa_name(isa);
+        }
   }
 }
 

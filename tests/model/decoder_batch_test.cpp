@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -86,6 +87,45 @@ TEST_P(DecoderBatch, BatchEqualsAlone) {
     EXPECT_LT(max_diff(la, both.data()), kTol) << "step " << s;
     EXPECT_LT(max_diff(lb, both.data() + V), kTol) << "step " << s;
   }
+}
+
+// A decode step of several sequences on a small model runs whole sequences per thread; each must
+// still get the logits it gets alone, whatever group and thread it lands in.
+TEST_P(DecoderBatch, DecodeSplitBySequenceEqualsAlone) {
+  Model m(GetParam());
+  ThreadPool pool(2);
+  KVBlockPool kvpool(m.dec.kv_layout(DType::F32), 0);
+  const int64_t V = m.dec.config().vocab;
+  constexpr int B = 5;  // not a multiple of the thread count
+  const char* policies[B] = {"rswa", "full", "rswa", "full", "rswa"};
+  std::vector<std::unique_ptr<SequenceKV>> alone, together;
+  std::vector<std::vector<int32_t>> tok(B);
+  for (int i = 0; i < B; ++i) {
+    alone.push_back(std::make_unique<SequenceKV>(kvpool, 1 + i, KVPolicy::parse(policies[i], 4)));
+    together.push_back(std::make_unique<SequenceKV>(kvpool, 100 + i, KVPolicy::parse(policies[i], 4)));
+    const auto prompt = ids(5 + 7 * i, i);
+    step(m.dec, *alone.back(), prompt, true, pool);
+    step(m.dec, *together.back(), prompt, true, pool);
+  }
+  std::vector<Decoder::Input> in(B);
+  std::vector<float> all(static_cast<size_t>(B * V));
+  for (int s = 0; s < 9; ++s) {  // past the window of 4
+    for (int i = 0; i < B; ++i) {
+      tok[i] = {static_cast<int32_t>(20 + 13 * i + s)};
+      in[i].kv = together[i].get();
+      in[i].tokens = tok[i];
+    }
+    ASSERT_TRUE(m.dec.split_by_sequence(in, pool));
+    m.dec.forward(in, all.data(), pool);
+    for (int i = 0; i < B; ++i) EXPECT_LT(max_diff(step(m.dec, *alone[i], tok[i], false, pool), all.data() + i * V), kTol) << "step " << s << " seq " << i;
+  }
+  // Prefill chunks, one thread, or a single sequence: split across the pool as before.
+  ThreadPool one(1);
+  EXPECT_FALSE(m.dec.split_by_sequence(in, one));
+  EXPECT_FALSE(m.dec.split_by_sequence({in.data(), 1}, pool));
+  const auto chunk = ids(3, 9);
+  in[0].tokens = chunk;
+  EXPECT_FALSE(m.dec.split_by_sequence(in, pool));
 }
 
 TEST_P(DecoderBatch, GeneratedChunkIntoRingEqualsOneByOne) {

@@ -209,25 +209,6 @@ void rows_to_f32(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* d
 
 // ---- vector helpers for attention over KV caches ------------------------------------------------
 template <class V, class L>
-float dot(const float* a, const void* b, int64_t n) {
-  using reg = typename V::reg;
-  const auto* row = static_cast<const uint8_t*>(b);
-  reg s0 = V::zero(), s1 = V::zero();
-  int64_t i = 0;
-  for (; i + 2 * V::W <= n; i += 2 * V::W) {
-    s0 = V::fma(V::load(a + i), L::load1(row, i), s0);
-    s1 = V::fma(V::load(a + i + V::W), L::load1(row, i + V::W), s1);
-  }
-  if (i + V::W <= n) {
-    s0 = V::fma(V::load(a + i), L::load1(row, i), s0);
-    i += V::W;
-  }
-  float s = V::hsum(V::add(s0, s1));
-  for (; i < n; ++i) s += a[i] * L::scalar(row, i);
-  return s;
-}
-
-template <class V, class L>
 void axpy(float alpha, const void* x, float* y, int64_t n) {
   const auto* row = static_cast<const uint8_t*>(x);
   const typename V::reg va = V::set1(alpha);
@@ -238,19 +219,67 @@ void axpy(float alpha, const void* x, float* y, int64_t n) {
 
 constexpr int64_t kAttnPrefetchRows = 16;
 
+// R rows of dot<V, L> at once: the rows' independent FMA chains interleave and share each load of
+// q. Every row sums in exactly dot's order (two accumulators taking alternate vectors, then the
+// scalar tail), so a row's score does not depend on whether it was computed in a group or alone.
+template <class V, class L, int R>
+void dot_group(const float* q, const uint8_t* const* row, int64_t n, float scale, float* out) {
+  using reg = typename V::reg;
+  reg s0[R], s1[R];
+  for (int r = 0; r < R; ++r) s0[r] = s1[r] = V::zero();
+  int64_t i = 0;
+  for (; i + 2 * V::W <= n; i += 2 * V::W) {
+    const reg qa = V::load(q + i), qb = V::load(q + i + V::W);
+    for (int r = 0; r < R; ++r) {
+      s0[r] = V::fma(qa, L::load1(row[r], i), s0[r]);
+      s1[r] = V::fma(qb, L::load1(row[r], i + V::W), s1[r]);
+    }
+  }
+  if (i + V::W <= n) {
+    const reg qa = V::load(q + i);
+    for (int r = 0; r < R; ++r) s0[r] = V::fma(qa, L::load1(row[r], i), s0[r]);
+    i += V::W;
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = V::hsum(V::add(s0[r], s1[r]));
+    for (int64_t j = i; j < n; ++j) sum += q[j] * L::scalar(row[r], j);
+    out[r] = scale * sum;
+  }
+}
+
+template <class V, class L>
+float dot(const float* a, const void* b, int64_t n) {
+  const auto* row = static_cast<const uint8_t*>(b);
+  float out;
+  dot_group<V, L, 1>(a, &row, n, 1.f, &out);
+  return out;
+}
+
 // Scores of one query against many cached rows (one attention head's keys): the loop over rows
 // lives here, not in the caller, so a step costs no call or dispatch per row, and the next rows
-// are prefetched (they are `stride` apart: the other heads' slices sit in between).
+// are prefetched (they are `stride` apart: the other heads' slices sit in between). Rows go four at a time
+// through dot_group.
 template <class V, class L>
 void dot_rows(const float* q, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float scale, float* out) {
   const size_t row_len = reinterpret_cast<const uint8_t*>(L::at(rows, n)) - rows;
-  for (int64_t t = 0; t < count; ++t) {
+  constexpr int R = 4;
+  int64_t t = 0;
+  for (; t + R <= count; t += R) {
+    const uint8_t* row[R];
+    for (int r = 0; r < R; ++r) {
+      row[r] = rows + static_cast<size_t>(t + r) * stride;
+      const uint8_t* ahead = row[r] + kAttnPrefetchRows * stride;
+      for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
+    }
+    dot_group<V, L, R>(q, row, n, scale, out + t);
+  }
+  for (; t < count; ++t) {
     const uint8_t* row = rows + static_cast<size_t>(t) * stride;
     // Rows are short and strided, which the hardware prefetcher follows poorly: ask for the row
     // kAttnPrefetchRows ahead, every cache line of it (prefetches past the end cannot fault).
     const uint8_t* ahead = row + kAttnPrefetchRows * stride;
     for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
-    out[t] = scale * dot<V, L>(q, row, n);
+    dot_group<V, L, 1>(q, &row, n, scale, out + t);
   }
 }
 
