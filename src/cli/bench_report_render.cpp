@@ -119,6 +119,11 @@ std::string image(const std::map<std::string, std::string>& plots, const std::st
 const std::vector<std::string> kDecodeColumns = {"policy", "KV dtype", "P", "N", "KV bytes: first -> last sample", "ms/token: first -> last (last/first)",
                                                  "tokens/s", "KV peak", "KV read per token", "RSS peak", "roofline: copy / read", "JSON"};
 
+// Decode runs written before the peak was taken ahead of the bandwidth test include its buffers.
+std::string rss_peak_cell(const json& j) {
+  return mib(num(j, "rss_peak_bytes")) + (j.contains("rss_peak_before_bandwidth_test") || !j.contains("roofline") ? "" : " (incl. 1 GiB of bandwidth-test buffers)");
+}
+
 std::string decode_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
   const json& s = samples_of(j);
   std::string kv = "-", ms = "-";
@@ -134,7 +139,7 @@ std::string decode_row(const std::string& policy, const std::string& dtype, cons
                            : rf.contains("kv_bytes_read_per_token_mean") ? grouped(num(rf, "kv_bytes_read_per_token_mean"))
                                                                          : grouped(num(rf, "kv_bytes_read_per_token_max")) + " (most)";
   return row({policy, dtype, grouped(num(j, "ref_tokens")), grouped(num(j, "gen_tokens")), kv, ms, fixed(num(j, "decode_tokens_per_s"), 2),
-              grouped(num(j, "kv_bytes_peak")), read, mib(num(j, "rss_peak_bytes")), roof, file});
+              grouped(num(j, "kv_bytes_peak")), read, rss_peak_cell(j), roof, file});
 }
 
 // What a run's samples show, computed: constant or growing KV bytes, the ms/token trend.
@@ -449,7 +454,7 @@ MiB buffers, can count too). Speeds on a shared machine are noisy; both engines 
       };
       out += row({pol, size, cell(f, fj, fixed(num(fj, "decode_tokens_per_s"), 2)), cell(t, tj, fixed(num(tj, "decode_tokens_per_s"), 2)),
                   fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "decode_tokens_per_s") / num(tj, "decode_tokens_per_s"), 2) + "**",
-                  cell(f, fj, mib(num(fj, "rss_peak_bytes"))), cell(t, tj, mib(num(tj, "rss_peak_bytes"))),
+                  cell(f, fj, rss_peak_cell(fj)), cell(t, tj, mib(num(tj, "rss_peak_bytes"))),
                   fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "rss_peak_bytes") / num(tj, "rss_peak_bytes"), 2) + "**",
                   (f ? file_cell(*f, json_prefix) : "") + (f && t ? ", " : "") + (t ? file_cell(*t, json_prefix) : "")});
     }

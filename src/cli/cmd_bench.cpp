@@ -115,6 +115,7 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                       {"kv_bytes_peak", kv_peak},
                       {"kv_bytes_per_token", kv_bytes_per_token},
                       {"rss_peak_bytes", rss_peak},
+                      {"rss_peak_before_bandwidth_test", true},
                       {"decode_tokens_per_s", 1000.0 / ms_per_token},
                       {"ms_per_token", ms_per_token},
                       {"roofline",
