@@ -30,6 +30,7 @@ struct Sizes {
   std::vector<std::pair<int, int>> tesseract;  // (pages, docs): the same documents as accuracy
   std::vector<std::pair<int, int>> serve;      // (concurrency, requests)
   int64_t peer_ref, peer_gen;
+  std::string peer_measure_at = "";  // PyTorch's timed windows (empty: every token timed)
 };
 
 Sizes sizes_for(bool quick) {
@@ -38,7 +39,8 @@ Sizes sizes_for(bool quick) {
             {{1, 8}, {4, 16}, {16, 32}}, 32, 16};
   // Full: positions up to the full-size decoder's context of 32K (P + N = 32768).
   return {4096, 28672, 1024, 4096, 32768, 1024, {"f32", "bf16", "q8", "q4"}, {1, 10, 40, 100, 500},
-          {{1, 20, true}, {20, 3, true}, {100, 1, true}}, {{1, 20}, {20, 3}}, {{1, 100}, {4, 200}, {16, 200}}, 4096, 8192};
+          {{1, 20, true}, {20, 3, true}, {100, 1, true}}, {{1, 20}, {20, 3}}, {{1, 100}, {4, 200}, {16, 200}}, 4096, 8192,
+          "0,2048,4096,6144,8128"};
 }
 
 std::string s(int64_t v) { return std::to_string(v); }
@@ -132,11 +134,15 @@ ReportPlan plan_report(const ReportOptions& o) {
             "--ref-tokens", s(z.peer_ref), "--gen-tokens", s(z.peer_gen), "--sample-every", every, "--threads", threads, "--json",
             json_dir + "peer_folio_" + policy + ".json"},
            {{"kind", "peer"}, {"engine", "folio"}, {"policy", policy}}, true, ""});
-      add({"peer_pytorch_" + policy, "peer",
-           {o.python, o.peer_script.empty() ? "tools/reference/bench_decode.py" : o.peer_script, "--model", o.decoder_model, "--policy",
-            policy, "--window", "128", "--dtype", "f32", "--ref-tokens", s(z.peer_ref), "--gen-tokens", s(z.peer_gen), "--sample-every",
-            every, "--threads", s(o.threads), "--json", json_dir + "peer_pytorch_" + policy + ".json"},
-           {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", policy}}, true, o.peer_script.empty() ? o.peer_unavailable : ""});
+      std::vector<std::string> torch_argv = {o.python, o.peer_script.empty() ? "tools/reference/bench_decode.py" : o.peer_script, "--model",
+                                             o.decoder_model, "--policy", policy, "--window", "128", "--dtype", "f32", "--ref-tokens",
+                                             s(z.peer_ref), "--gen-tokens", s(z.peer_gen), "--sample-every", every, "--threads",
+                                             s(o.threads), "--json", json_dir + "peer_pytorch_" + policy + ".json"};
+      // At the full size PyTorch eager would take hours per policy: it is timed in windows spread
+      // over the output (bench_decode.py --measure-at), folio decodes every token.
+      if (!z.peer_measure_at.empty()) torch_argv.insert(torch_argv.end() - 2, {"--measure-at", z.peer_measure_at, "--measure-tokens", "64"});
+      add({"peer_pytorch_" + policy, "peer", torch_argv, {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", policy}}, true,
+           o.peer_script.empty() ? o.peer_unavailable : ""});
     }
     // Tesseract on the documents of the accuracy section's sets (same pages, same CER code).
     for (auto [p, d] : z.tesseract) {

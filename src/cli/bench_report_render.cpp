@@ -434,8 +434,8 @@ so folio runs with f32 KV too. Both decode N tokens after a P-token random refer
 (every token cached) and `rswa` (reference + ring of W = 128 generated tokens: the golden generator's
 mask). Ratios are folio / PyTorch: speed above 1 means folio is faster, RSS below 1 means folio needs
 less memory (peak RSS of the whole process, getrusage, weights included: folio maps the bf16 file,
-PyTorch holds f32 copies; `folio bench decode`'s own bandwidth measurement after decoding, 2 x 512
-MiB buffers, can count too). Speeds on a shared machine are noisy; both engines ran back to back.
+PyTorch holds f32 copies; folio's peak is taken before its bandwidth test, except in runs labelled
+otherwise). Speeds on a shared machine are noisy; both engines ran back to back.
 
 )";
     const std::vector<std::string> cols = {"policy", "P + N", "folio tokens/s", "PyTorch tokens/s", "speed ratio", "folio peak RSS",
@@ -459,6 +459,20 @@ MiB buffers, can count too). Speeds on a shared machine are noisy; both engines 
                   (f ? file_cell(*f, json_prefix) : "") + (f && t ? ", " : "") + (t ? file_cell(*t, json_prefix) : "")});
     }
     out += "\n";
+    for (const RunData* r : peers)
+      if (str(r->data, "measured") == "sampled") {
+        const json& at = member(r->data, "measure_at", true);
+        std::string list;
+        for (const json& x : at) list += (list.empty() ? "" : ", ") + grouped(x.get<double>());
+        out += "PyTorch " + param(*r, "policy") + " was timed in windows of " + grouped(num(r->data, "measure_tokens")) +
+               " decoded tokens from generated positions " + list +
+               " (`--measure-at`), not over every token: at its speed the whole output takes hours. Between windows the "
+               "positions are fast-forwarded (full: the skipped tokens go through the model in chunks, so the cache holds them "
+               "all; rswa: the " + grouped(num(r->data, "window")) + " tokens before a window are decoded into the ring), so each "
+               "window reads exactly the cache rows a decoded run reads there. Its tokens/s is over the whole output, from ms/token "
+               "interpolated linearly between the windows (a step's work grows linearly with the cached tokens; folio's own samples "
+               "show how straight that line is). Time spent fast-forwarding: " + fixed(num(r->data, "fill_ms") / 1000, 1) + " s.\n\n";
+      }
     out += commands(peers);
     if (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") || num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens"))
       out += "The issue's size (4096-token reference + 8192 generated tokens, hours on 2 cores) is what a full "

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,7 +33,7 @@ using nlohmann::json;
 
 struct ReportArgs {
   std::string out, sections, policies, kv_dtypes, folio, cache, decoder_model, mini_model, python = "/usr/bin/python3";
-  bool quick = false, render_only = false;
+  bool quick = false, render_only = false, resume = false;
   int threads = 0;
 };
 
@@ -147,9 +148,20 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     folio_exe = fs::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw Error(Error::Kind::Io, "cannot find this executable (/proc/self/exe): pass --folio PATH");
   }
+  // --resume: runs that an earlier report.json in this directory lists as done, with the very same
+  // command and their JSON still there, are kept rather than run again (a full report takes hours).
+  std::map<std::string, json> done_before;
+  if (a.resume && fs::exists(json_dir / "report.json")) {
+    std::ifstream in(json_dir / "report.json");
+    const json prev = json::parse(in, nullptr, false);
+    if (prev.is_object() && prev.contains("runs") && prev["runs"].is_array())
+      for (const json& e : prev["runs"])
+        if (e.is_object() && e.value("status", "") == "ok") done_before[e.value("id", "")] = e;
+  }
+  const json machine = describe_machine(fs::current_path().string());
   json manifest = {{"folio_report", 1}, {"command", report_command(a)}, {"quick", a.quick}, {"threads", o.threads},
                    {"json_dir", display_path(json_dir.string()) + "/"},
-                   {"machine", describe_machine(fs::current_path().string())}, {"sizes", plan.sizes}, {"runs", json::array()}};
+                   {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
   std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
   std::fflush(stdout);
   size_t i = 0;
@@ -160,6 +172,16 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
                   {"json", r.writes_json ? r.id + ".json" : ""}};
     const fs::path json_path = json_dir / (r.id + ".json"), log = json_dir / (r.id + ".log");
     std::error_code ec;
+    const auto before = done_before.find(r.id);
+    if (before != done_before.end() && before->second.value("command", "") == command && (!r.writes_json || fs::exists(json_path))) {
+      json kept = before->second;
+      kept["resumed"] = true;
+      std::printf("[%zu/%zu] %s\n        kept from an earlier run (%s)\n", i, plan.runs.size(), command.c_str(),
+                  kept.value("finished", std::string("date unknown")).c_str());
+      manifest["runs"].push_back(kept);
+      write_file(json_dir / "report.json", manifest.dump(2) + "\n");
+      continue;
+    }
     fs::remove(json_path, ec);  // never report a figure from an earlier run
     fs::remove(log, ec);
     std::printf("[%zu/%zu] %s\n", i, plan.runs.size(), command.c_str());
@@ -172,7 +194,8 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
       if (argv[0] == "folio") argv[0] = folio_exe;
       const ProcessResult p = run_process(argv, log.string());
       const bool ok = p.exit_code == 0 && (!r.writes_json || fs::exists(json_path));
-      entry.update({{"status", ok ? "ok" : "failed"}, {"exit_code", p.exit_code}, {"wall_s", p.wall_s}});
+      entry.update({{"status", ok ? "ok" : "failed"}, {"exit_code", p.exit_code}, {"wall_s", p.wall_s}, {"commit", machine.value("commit", "")},
+                    {"finished", utc_now()}});
       if (ok) {
         fs::remove(log, ec);
       } else {
@@ -255,6 +278,8 @@ SubRunner add_bench_report(CLI::App& bench) {
   c->add_option("--python", a->python, "Python with torch for the PyTorch peer")->capture_default_str();
   c->add_option("--threads", a->threads, "Threads of every run (0 = one per core)")->capture_default_str();
   c->add_flag("--render-only", a->render_only, "Rewrite DIR.md and the plots from DIR/json (no runs)");
+  c->add_flag("--resume", a->resume,
+              "Keep the runs an earlier report in DIR finished with the same command (their JSON files stay); run the rest");
   return {c, [a]() { return run_report(*a); }};
 }
 

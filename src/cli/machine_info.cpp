@@ -51,15 +51,19 @@ nlohmann::json describe_machine(const std::string& source_dir) {
   while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
   if (commit.empty()) commit = "unknown";
   else if (!command_output(git + "status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return {{"cpu", cpu_model()},
           {"cores", std::thread::hardware_concurrency()},
           {"isa", kernels::isa_name(kernels::best_isa())},
           {"memory_bytes", mem_total_bytes()},
           {"commit", commit},
-          {"date", date}};
+          {"date", utc_now()}};
+}
+
+std::string utc_now() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
 }
 
 }  // namespace folio::cli

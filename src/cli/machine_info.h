@@ -12,4 +12,7 @@ namespace folio::cli {
 //  when `git status --porcelain` lists changes) or "unknown", "date": UTC ISO 8601}.
 nlohmann::json describe_machine(const std::string& source_dir);
 
+// The time now, UTC, ISO 8601 ("2026-11-29T23:40:00Z").
+std::string utc_now();
+
 }  // namespace folio::cli

@@ -83,7 +83,9 @@ fs::path fabricate(const std::string& name) {
   write_json(dir / "json/peer_folio_rswa.json", {{"suite", "decode"}, {"policy", "rswa"}, {"ref_tokens", 64}, {"gen_tokens", 16},
                                                   {"decode_tokens_per_s", 12.0}, {"rss_peak_bytes", 6.0 * (1 << 30)}});
   write_json(dir / "json/peer_pytorch_rswa.json", {{"suite", "decode"}, {"engine", "pytorch-eager"}, {"policy", "rswa"}, {"ref_tokens", 64},
-                                                    {"gen_tokens", 16}, {"decode_tokens_per_s", 0.8}, {"rss_peak_bytes", 12.0 * (1 << 30)}});
+                                                    {"gen_tokens", 16}, {"decode_tokens_per_s", 0.8}, {"rss_peak_bytes", 12.0 * (1 << 30)},
+                                                    {"measured", "sampled"}, {"measure_at", {0, 2048, 8128}}, {"measure_tokens", 64},
+                                                    {"window", 128}, {"fill_ms", 61500.0}});
   json runs = json::array();
   runs.push_back(run_entry("decode_uocr-full_full_bf16", "decode", {{"kind", "decode"}, {"model_key", "uocr-full"}, {"policy", "full"}, {"kv_dtype", "bf16"}}, "ok"));
   runs.push_back(run_entry("decode_uocr-full_rswa_bf16", "decode", {{"kind", "decode"}, {"model_key", "uocr-full"}, {"policy", "rswa"}, {"kv_dtype", "bf16"}}, "ok"));
@@ -148,6 +150,8 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   EXPECT_NE(md.find("| rswa | 64 + 16 | 12.00 | 0.80 | **" + fmt("%.2f", 12.0 / 0.8) + "** | 6144.0 MiB | 12288.0 MiB | **" + fmt("%.2f", 0.5) + "** |"),
             std::string::npos) << md;
   EXPECT_NE(md.find("peer_folio_full.json is missing"), std::string::npos);
+  EXPECT_NE(md.find("PyTorch rswa was timed in windows of 64 decoded tokens from generated positions 0, 2,048, 8,128"), std::string::npos) << md;
+  EXPECT_NE(md.find("Time spent fast-forwarding: 61.5 s."), std::string::npos) << md;
   EXPECT_NE(md.find("--ref-tokens 4096 --gen-tokens 8192"), std::string::npos);
   EXPECT_NE(md.find("| 5 x 1-page | 1.83% | 2.35% | 8.50 | 0.30 | " + fmt("%.1f", 8.5 / 0.3) + "x |"), std::string::npos) << md;
   // Plots: not drawn, with the reason, and nothing pretends otherwise.
@@ -269,5 +273,27 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
   EXPECT_NE(md.find("### folio-mini-ocr's decoder"), std::string::npos);
   EXPECT_NE(md.find("Commit: unknown"), std::string::npos);  // no git in PATH
   EXPECT_NE(r.out.find("--quick sizes"), std::string::npos);
+  // --resume keeps what the earlier report finished with the same command; a run whose command
+  // differs (another thread count) or whose JSON is gone runs again.
+  for (const json& run : manifest["runs"]) EXPECT_TRUE(run.contains("finished")) << run.dump();
+  const std::string first_json = manifest["runs"][0]["json"].get<std::string>();
+  const std::string kept = slurp(dir / "json" / first_json);
+  fs::remove(dir / "json" / manifest["runs"][1]["json"].get<std::string>());
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 1 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume",
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const json resumed = json::parse(slurp(dir / "json/report.json"));
+  ASSERT_EQ(resumed["runs"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(resumed["runs"][i]["status"], "ok");
+    EXPECT_EQ(resumed["runs"][i].value("resumed", false), i != 1) << i;
+  }
+  EXPECT_EQ(slurp(dir / "json" / first_json), kept);  // not rewritten
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 2 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume",
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  for (const json& run : json::parse(slurp(dir / "json/report.json"))["runs"]) EXPECT_FALSE(run.value("resumed", false)) << run.dump();
   if (!HasFailure()) fs::remove_all(s);
 }

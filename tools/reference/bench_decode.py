@@ -177,6 +177,63 @@ def decode(model, reference, gen_tokens, sample_every, prefill_chunk=512):
     return prefill_ms, samples, decode_ms, ids
 
 
+def decode_sampled(model, reference, gen_tokens, measure_at, measure_tokens, prefill_chunk=512):
+    """Greedy decode timed only in windows: measure_tokens tokens from each generated position in
+    measure_at; the positions in between are fast-forwarded, not decoded one by one.
+
+    full: the skipped tokens (the last greedy token repeated) go through the model in chunks, so the
+    cache holds every position as a decoded run would. rswa: positions that would have left the ring
+    before the next window are skipped outright and the W tokens before it are decoded one at a time
+    into the ring, so it is full, at the right positions, when the window starts. Either way each
+    window's step reads exactly the cache rows a decoded run reads there; only the token values
+    differ. Returns (prefill_ms, samples, fill_ms, mean ms/token over the whole output by linear
+    interpolation between the windows (a step's work grows linearly with the cached tokens), ids)."""
+    P = len(reference)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        for s in range(0, P, prefill_chunk):
+            logits = model.forward_cached(reference[s:s + prefill_chunk], s)
+        prefill_ms = (time.perf_counter() - t0) * 1e3
+        ids, samples, fill_ms = [], [], 0.0
+        g = 0  # generated tokens fed so far; the next one is fed at position P + g
+        nxt = int(logits.argmax())
+        for at in measure_at:
+            t1 = time.perf_counter()
+            if model.policy == "full":
+                while g < at:
+                    n = min(prefill_chunk, at - g)
+                    logits = model.forward_cached([nxt] * n, P + g)
+                    g += n
+            else:
+                g = max(g, at - model.window)
+                while g < at:
+                    logits = model.forward_cached([nxt], P + g)
+                    g += 1
+            fill_ms += (time.perf_counter() - t1) * 1e3
+            nxt = int(logits.argmax())
+            t1 = time.perf_counter()
+            for _ in range(measure_tokens):
+                ids.append(nxt)
+                logits = model.forward_cached([nxt], P + g)
+                g += 1
+                nxt = int(logits.argmax())
+            ms = (time.perf_counter() - t1) * 1e3 / measure_tokens
+            samples.append({"pos": g, "window_start": at, "cached_tokens": model.visible(P + g - 1), "ms_per_token": ms})
+    # Mean over generated tokens 0 .. gen_tokens - 1 of the piecewise-linear ms/token through the
+    # windows' midpoints (held constant before the first and after the last).
+    xs = [s["window_start"] + (measure_tokens - 1) / 2 for s in samples]
+    ys = [s["ms_per_token"] for s in samples]
+    def at_pos(x):
+        if x <= xs[0]:
+            return ys[0]
+        for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+            if x <= x1:
+                return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        return ys[-1]
+    mean_ms = sum(at_pos(x) for x in range(gen_tokens)) / gen_tokens
+    return prefill_ms, samples, fill_ms, mean_ms, ids
+
+
 def check(model_dir, steps=20):
     """Greedy ids of the cached decoder against decoder.greedy_decode (uncached, explicit mask)."""
     cfg = ref.load_config(model_dir)
@@ -206,6 +263,10 @@ def main():
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--measure-at", default="",
+                    help="comma-separated generated positions: time --measure-tokens tokens from each and fast-forward "
+                         "the rest (see decode_sampled); empty: decode every token")
+    ap.add_argument("--measure-tokens", type=int, default=64)
     ap.add_argument("--check", action="store_true", help="compare with decoder.greedy_decode and exit")
     a = ap.parse_args()
     if a.check:
@@ -225,16 +286,25 @@ def main():
     load_s = time.perf_counter() - t0
     g = torch.Generator().manual_seed(a.seed)
     reference = torch.randint(2, cfg["vocab_size"], (a.ref_tokens,), generator=g).tolist()
-    every = a.sample_every or max(1, a.gen_tokens // 8)
-    prefill_ms, samples, decode_ms, ids = decode(model, reference, a.gen_tokens, every)
-    ms = decode_ms / a.gen_tokens
+    extra = {}
+    if a.measure_at:
+        at = sorted(int(x) for x in a.measure_at.split(","))
+        if at[0] < 0 or at[-1] + a.measure_tokens > a.gen_tokens or a.measure_tokens < 1:
+            ap.error("--measure-at positions + --measure-tokens must lie within --gen-tokens")
+        prefill_ms, samples, fill_ms, ms, ids = decode_sampled(model, reference, a.gen_tokens, at, a.measure_tokens)
+        extra = {"measured": "sampled", "measure_at": at, "measure_tokens": a.measure_tokens, "fill_ms": fill_ms,
+                 "decoded_tokens": len(ids)}
+    else:
+        every = a.sample_every or max(1, a.gen_tokens // 8)
+        prefill_ms, samples, decode_ms, ids = decode(model, reference, a.gen_tokens, every)
+        ms = decode_ms / a.gen_tokens
     out = {"suite": "decode", "engine": "pytorch-eager", "torch": torch.__version__, "model": a.model,
            "architecture": cfg["arch"], "policy": a.policy, "window": a.window, "dtype": a.dtype,
            "kv_dtype": a.dtype, "threads": torch.get_num_threads(), "ref_tokens": a.ref_tokens,
            "gen_tokens": a.gen_tokens, "load_s": load_s, "prefill_ms": prefill_ms, "samples": samples,
            "ms_per_token": ms, "decode_tokens_per_s": 1000.0 / ms,
            "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-           "greedy_ids_head": ids[:32]}
+           "greedy_ids_head": ids[:32], **extra}
     with open(a.json, "w") as f:
         json.dump(out, f, indent=2)
         f.write("\n")
