@@ -264,21 +264,26 @@ void dot_rows(const float* q, const uint8_t* rows, size_t stride, int64_t count,
   const size_t row_len = reinterpret_cast<const uint8_t*>(L::at(rows, n)) - rows;
   constexpr int R = 4;
   int64_t t = 0;
+  // Rows are short and strided, which the hardware prefetcher follows poorly: ask for the row
+  // kAttnPrefetchRows ahead, every cache line of it, while it is still in this span (past its end
+  // lie other heads' rows, read much later: fetching them now only doubles the traffic; the span
+  // after this one is prefetched by the caller, prefetch_span_rows).
+  auto prefetch = [&](int64_t t) {
+    if (t + kAttnPrefetchRows >= count) return;
+    const uint8_t* ahead = rows + static_cast<size_t>(t + kAttnPrefetchRows) * stride;
+    for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
+  };
   for (; t + R <= count; t += R) {
     const uint8_t* row[R];
     for (int r = 0; r < R; ++r) {
       row[r] = rows + static_cast<size_t>(t + r) * stride;
-      const uint8_t* ahead = row[r] + kAttnPrefetchRows * stride;
-      for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
+      prefetch(t + r);
     }
     dot_group<V, L, R>(q, row, n, scale, out + t);
   }
   for (; t < count; ++t) {
     const uint8_t* row = rows + static_cast<size_t>(t) * stride;
-    // Rows are short and strided, which the hardware prefetcher follows poorly: ask for the row
-    // kAttnPrefetchRows ahead, every cache line of it (prefetches past the end cannot fault).
-    const uint8_t* ahead = row + kAttnPrefetchRows * stride;
-    for (size_t o = 0; o < row_len; o += 64) __builtin_prefetch(ahead + o);
+    prefetch(t);
     dot_group<V, L, 1>(q, &row, n, scale, out + t);
   }
 }
@@ -292,8 +297,10 @@ void axpy_block(const float* p, const uint8_t* rows, size_t stride, int64_t coun
   for (int k = 0; k < B; ++k) acc[k] = V::load(y + d + k * V::W);
   for (int64_t t = 0; t < count; ++t) {
     const uint8_t* row = rows + static_cast<size_t>(t) * stride;
-    const uint8_t* ahead = reinterpret_cast<const uint8_t*>(L::at(row + kAttnPrefetchRows * stride, d));
-    for (size_t o = 0; o < B * V::W * sizeof(*L::at(row, 0)); o += 64) __builtin_prefetch(ahead + o);
+    if (t + kAttnPrefetchRows < count) {  // within the span, as in dot_rows
+      const uint8_t* ahead = reinterpret_cast<const uint8_t*>(L::at(row + kAttnPrefetchRows * stride, d));
+      for (size_t o = 0; o < B * V::W * sizeof(*L::at(row, 0)); o += 64) __builtin_prefetch(ahead + o);
+    }
     const reg pt = V::set1(p[t]);
     for (int k = 0; k < B; ++k) acc[k] = V::fma(pt, L::load1(row, d + k * V::W), acc[k]);
   }
