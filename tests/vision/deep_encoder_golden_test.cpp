@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generated_weights.h"
+#include "golden_compare.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
@@ -39,37 +40,10 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-struct Diff {
-  float max_abs = 0;
-  double rel_l2 = 0;
-};
+using testing::compare;
+using testing::nchw_to_tokens;
 
-// a[i] vs b[i] over n values.
-Diff compare(const float* a, const float* b, int64_t n) {
-  Diff d;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    d.max_abs = std::max(d.max_abs, std::fabs(a[i] - b[i]));
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  d.rel_l2 = std::sqrt(num / std::max(den, 1e-30));
-  return d;
-}
-
-void expect_close(const char* what, const Diff& d, float tol, double rel = kRelL2) {
-  std::cout << "[golden] " << what << ": max |diff| " << d.max_abs << ", rel L2 " << d.rel_l2 << "\n";
-  EXPECT_LE(d.max_abs, tol) << what;
-  EXPECT_LE(d.rel_l2, rel) << what;
-}
-
-// NCHW [C, g, g] -> token-major [g*g, C].
-std::vector<float> nchw_to_tokens(const float* x, int64_t C, int64_t n) {
-  std::vector<float> t(static_cast<size_t>(C * n));
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i * C + c)] = x[c * n + i];
-  return t;
-}
+void expect_close(const char* what, const testing::Diff& d, float tol, double rel = kRelL2) { testing::expect_close(what, d, tol, rel); }
 
 struct Fixture {
   testing::GeneratedWeights weights{kDir + "generated_weights.json"};

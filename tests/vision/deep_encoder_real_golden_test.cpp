@@ -14,6 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "generated_weights.h"
+#include "golden_compare.h"
 #include "model/io/safetensors.h"
 #include "model/vision/deep_encoder.h"
 #include "model/vision/vision_config.h"
@@ -29,35 +30,10 @@ const std::string kDir = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/vision
 constexpr float kMaxAbs = 2e-4f;
 constexpr double kRelL2 = 2e-5;
 
-struct Diff {
-  float max_abs = 0;
-  double rel_l2 = 0;
-};
+using testing::compare;
+using testing::nchw_to_tokens;
 
-Diff compare(const float* a, const float* b, int64_t n) {
-  Diff d;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    d.max_abs = std::max(d.max_abs, std::fabs(a[i] - b[i]));
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  d.rel_l2 = std::sqrt(num / std::max(den, 1e-30));
-  return d;
-}
-
-void expect_close(const std::string& what, const Diff& d) {
-  std::cout << "[golden] " << what << ": max |diff| " << d.max_abs << ", rel L2 " << d.rel_l2 << "\n";
-  EXPECT_LE(d.max_abs, kMaxAbs) << what;
-  EXPECT_LE(d.rel_l2, kRelL2) << what;
-}
-
-std::vector<float> nchw_to_tokens(const float* x, int64_t C, int64_t n) {
-  std::vector<float> t(static_cast<size_t>(C * n));
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i * C + c)] = x[c * n + i];
-  return t;
-}
+void expect_close(const std::string& what, const testing::Diff& d) { testing::expect_close(what, d, kMaxAbs, kRelL2); }
 
 std::vector<float> golden_tensor(const SafetensorsFile& f, const std::string& name) {
   const TensorView& t = f.get(name);

@@ -154,14 +154,19 @@ class CachedDecoder(ref.Decoder):
         return torch.nn.functional.linear(h, head).float()
 
 
+def prefill(model, reference, chunk):
+    """The reference in chunks; returns (logits after it, milliseconds)."""
+    t0 = time.perf_counter()
+    for s in range(0, len(reference), chunk):
+        logits = model.forward_cached(reference[s:s + chunk], s)
+    return logits, (time.perf_counter() - t0) * 1e3
+
+
 def decode(model, reference, gen_tokens, sample_every, prefill_chunk=512):
     """Prefill then greedy decode; returns (prefill_ms, samples, decode_ms, greedy ids)."""
     P = len(reference)
     with torch.no_grad():
-        t0 = time.perf_counter()
-        for s in range(0, P, prefill_chunk):
-            logits = model.forward_cached(reference[s:s + prefill_chunk], s)
-        prefill_ms = (time.perf_counter() - t0) * 1e3
+        logits, prefill_ms = prefill(model, reference, prefill_chunk)
         ids, samples = [], []
         t_start = t_win = time.perf_counter()
         for g in range(1, gen_tokens + 1):
@@ -190,10 +195,7 @@ def decode_sampled(model, reference, gen_tokens, measure_at, measure_tokens, pre
     interpolation between the windows (a step's work grows linearly with the cached tokens), ids)."""
     P = len(reference)
     with torch.no_grad():
-        t0 = time.perf_counter()
-        for s in range(0, P, prefill_chunk):
-            logits = model.forward_cached(reference[s:s + prefill_chunk], s)
-        prefill_ms = (time.perf_counter() - t0) * 1e3
+        logits, prefill_ms = prefill(model, reference, prefill_chunk)
         ids, samples, fill_ms = [], [], 0.0
         g = 0  # generated tokens fed so far; the next one is fed at position P + g
         nxt = int(logits.argmax())
