@@ -119,9 +119,11 @@ std::string image(const std::map<std::string, std::string>& plots, const std::st
 const std::vector<std::string> kDecodeColumns = {"policy", "KV dtype", "P", "N", "KV bytes: first -> last sample", "ms/token: first -> last (last/first)",
                                                  "tokens/s", "KV peak", "KV read per token", "RSS peak", "roofline: copy / read", "JSON"};
 
-// Decode runs written before the peak was taken ahead of the bandwidth test include its buffers.
+// Decode runs written before the peak was taken ahead of the bandwidth test include its buffers
+// (page-reference runs never did: they came with that change).
 std::string rss_peak_cell(const json& j) {
-  return mib(num(j, "rss_peak_bytes")) + (j.contains("rss_peak_before_bandwidth_test") || !j.contains("roofline") ? "" : " (incl. 1 GiB of bandwidth-test buffers)");
+  const bool before = j.contains("rss_peak_before_bandwidth_test") || !j.contains("roofline") || str(j, "reference") == "pages";
+  return mib(num(j, "rss_peak_bytes")) + (before ? "" : " (incl. 1 GiB of bandwidth-test buffers)");
 }
 
 std::string decode_row(const std::string& policy, const std::string& dtype, const json& j, const std::string& file) {
