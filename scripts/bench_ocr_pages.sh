@@ -4,8 +4,9 @@
 # mode, and a 40-page document (synthetic A4 pages encoded by the model, its multi-page prompt)
 # followed by 40,000 generated tokens under rswa: decode tokens/s, KV bytes every 1,000 tokens and
 # peak RSS. 40 pages (10,932 tokens) + 40,000 is past the checkpoint's 32K positions: --context lets
-# RoPE continue (random weights, so only speed and memory mean anything). Writes docs/benchmarks/archive/ocr_*.json, then re-renders docs/benchmarks.md.
-# About 75 minutes on 2 idle cores. Resumable (a finished run is not repeated).
+# RoPE continue (random weights, so only speed and memory mean anything). Writes
+# docs/benchmarks/archive/ocr_*.json, then re-renders docs/benchmarks.md. About 1.5 hours on 2 idle
+# cores. Resumable (a finished run is not repeated).
 set -euo pipefail
 source "$(dirname "$0")/bench_archive.sh"
 MODEL=${MODEL:-$HOME/.cache/folio/uocr-ocr-full}
