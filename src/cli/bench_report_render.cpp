@@ -181,7 +181,7 @@ std::string decode_finding(const std::string& label, const json& j) {
          " s per page, median) into P = " + grouped(num(j, "ref_tokens")) + " reference tokens; prefill " +
          fixed(num(j, "prefill_ms") / 1000, 1) + " s. RSS at the first and last sample: " + mib(num(a, "rss_bytes")) + ", " +
          mib(num(b, "rss_bytes")) + "; peak " + mib(peak) + " against the checkpoint's " + mib(ckpt) + " of weights: " +
-         mib(peak - ckpt) + " above them (bound: weights + 1.2 GB = " + mib(limit) + ", " + (peak <= limit ? "met" : "NOT met") + ").\n";
+         (peak >= ckpt ? mib(peak - ckpt) + " above them" : mib(ckpt - peak) + " below them (only the weight pages touched count)") + " (bound: weights + 1.2 GB = " + mib(limit) + ", " + (peak <= limit ? "met" : "NOT met") + ").\n";
   return out;
 }
 

@@ -176,6 +176,9 @@ TEST(BenchReport, RendersArchivedOcrDocumentAndEncoderRuns) {
   json over = doc;
   over["rss_peak_bytes"] = 7.3e9;  // 1.3 GB above the weights
   write_json(dir / "archive/ocr_40pages_over.json", over);
+  json under = doc;
+  under["rss_peak_bytes"] = 5.0e9;  // mmap: only the weight pages touched count
+  write_json(dir / "archive/ocr_40pages_under.json", under);
   write_json(dir / "archive/ocr_encode.json", {{"suite", "encode"}, {"model", "M"}, {"mode", "base"}, {"page_width", 2480}, {"page_height", 3508},
                                               {"image_tokens", 273}, {"tiles", 0}, {"ms_per_page_median", 14839.2}, {"global_view_ms_median", 14779.8},
                                               {"runs", 3}, {"threads", 2}, {"rss_peak_bytes", 1 << 30}});
@@ -191,6 +194,8 @@ TEST(BenchReport, RendersArchivedOcrDocumentAndEncoderRuns) {
                     " MiB of weights: " + fmt("%.1f", 1.0e9 / (1 << 20)) + " MiB above them " + bound + "met)"),
             std::string::npos) << md;
   EXPECT_NE(md.find(bound + "NOT met)"), std::string::npos) << md;
+  EXPECT_NE(md.find(fmt("%.1f", 1.0e9 / (1 << 20)) + " MiB below them (only the weight pages touched count) " + bound + "met)"),
+            std::string::npos) << md;
   EXPECT_NE(md.find("Positions run to 50,932, past the checkpoint's context of 32,768"), std::string::npos) << md;
   EXPECT_NE(md.find("| base | 2480x3508 | 273 | 0 | 14839.2 | 14779.8 | 3 | 2 | 1024.0 MiB | [ocr_encode.json]"), std::string::npos) << md;
   EXPECT_NE(md.find("folio bench decode --model M --pages 40 --gen-tokens 40000 --context 65536 --policy rswa --window 128 --kv-dtype bf16 --threads 2"),
