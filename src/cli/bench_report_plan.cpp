@@ -137,10 +137,11 @@ ReportPlan plan_report(const ReportOptions& o) {
       std::vector<std::string> torch_argv = {o.python, o.peer_script.empty() ? "tools/reference/bench_decode.py" : o.peer_script, "--model",
                                              o.decoder_model, "--policy", policy, "--window", "128", "--dtype", "f32", "--ref-tokens",
                                              s(z.peer_ref), "--gen-tokens", s(z.peer_gen), "--sample-every", every, "--threads",
-                                             s(o.threads), "--json", json_dir + "peer_pytorch_" + policy + ".json"};
+                                             s(o.threads)};
       // At the full size PyTorch eager would take hours per policy: it is timed in windows spread
       // over the output (bench_decode.py --measure-at), folio decodes every token.
-      if (!z.peer_measure_at.empty()) torch_argv.insert(torch_argv.end() - 2, {"--measure-at", z.peer_measure_at, "--measure-tokens", "64"});
+      if (!z.peer_measure_at.empty()) torch_argv.insert(torch_argv.end(), {"--measure-at", z.peer_measure_at, "--measure-tokens", "64"});
+      torch_argv.insert(torch_argv.end(), {"--json", json_dir + "peer_pytorch_" + policy + ".json"});
       add({"peer_pytorch_" + policy, "peer", torch_argv, {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", policy}}, true,
            o.peer_script.empty() ? o.peer_unavailable : ""});
     }

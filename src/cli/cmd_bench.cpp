@@ -93,12 +93,12 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   const size_t rss_peak = peak_rss_bytes();
   // Roofline: a decode step must at least stream the active weights and the cached KV once.
   const ModelConfig& cfg = dec.config();
-  double bw = kernels::measure_copy_bandwidth_gbs(threads);
-  double read_bw = kernels::measure_read_bandwidth_gbs(threads);
-  double weight_bytes = static_cast<double>(dec.active_weight_bytes_per_token());
-  double kv_bytes_mean = r.kv_read_bytes;
-  double roofline_ms = (weight_bytes + kv_bytes_mean) / (bw * 1e9) * 1e3;
-  double ms_per_token = r.decode_ms / static_cast<double>(a.gen_tokens);
+  const double bw = kernels::measure_copy_bandwidth_gbs(threads);
+  const double read_bw = kernels::measure_read_bandwidth_gbs(threads);
+  const double weight_bytes = static_cast<double>(dec.active_weight_bytes_per_token());
+  const double step_bytes = weight_bytes + r.kv_read_bytes;
+  const double roofline_ms = step_bytes / (bw * 1e9) * 1e3, read_roofline_ms = step_bytes / (read_bw * 1e9) * 1e3;
+  const double ms_per_token = r.decode_ms / static_cast<double>(a.gen_tokens);
   const size_t kv_peak = r.kv_peak;
   nlohmann::json j = {{"suite", "decode"},
                       {"model", a.model},
@@ -121,17 +121,16 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                       {"roofline",
                        {{"copy_bandwidth_gbs", bw},
                         {"active_weight_bytes_per_token", weight_bytes},
-                        {std::string("kv_bytes_read_per_token_") + r.kv_read_basis, kv_bytes_mean},
+                        {std::string("kv_bytes_read_per_token_") + r.kv_read_basis, r.kv_read_bytes},
                         {"roofline_ms_per_token", roofline_ms},
                         {"efficiency", roofline_ms / ms_per_token},
                         {"read_bandwidth_gbs", read_bw},
-                        {"read_roofline_ms_per_token", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3},
-                        {"read_efficiency", (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3 / ms_per_token}}}};
+                        {"read_roofline_ms_per_token", read_roofline_ms},
+                        {"read_efficiency", read_roofline_ms / ms_per_token}}}};
   j.update(r.extra);
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
-  double read_roofline_ms = (weight_bytes + kv_bytes_mean) / (read_bw * 1e9) * 1e3;
   std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
               "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
               policy.name().c_str(), kv_types.name().c_str(), 1000.0 / ms_per_token, ms_per_token, kv_peak, rss_peak,
