@@ -195,36 +195,43 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     int64_t pos;  // absolute position
   };
   auto store = [&](const Task& t) { t.kv->store(layer, t.pos, k + t.row * kv_row, v + t.row * kv_row); };
-  // Attends every (token, head) of `tasks`, spread over the pool. Consecutive task indices of one
-  // thread share a token, so its visible spans are gathered once per token.
+  // Attends every (token, head) of `tasks`, spread over the pool: the (token, head) pairs in order
+  // are cut into one contiguous range per thread, and each token's heads in a range go to the kernel
+  // in one call, which reads a KV block's rows of all those heads in one pass (they lie side by side).
   auto attend_all = [&](const std::vector<Task>& tasks) {
     int64_t max_rows = 0;
     for (const Task& t : tasks) max_rows = std::max(max_rows, t.pos + 1);
     const int64_t total = static_cast<int64_t>(tasks.size()) * nh;
-    const int nthreads = static_cast<int>(std::min<int64_t>(pool.size(), total));
+    const int64_t nthreads = std::min<int64_t>(pool.size(), total);
+    const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+    const int64_t group = nh / cfg_.n_kv_heads;
     pool.run_on_all([&](int tid) {
       if (tid >= nthreads) return;
+      // Kept between calls: a fresh zeroed buffer per layer would cost a memset of every score row.
+      thread_local std::vector<float> scratch;
+      const size_t need = kernels::attend_scratch_floats(max_rows, nh, hd);
+      if (scratch.size() < need) scratch.resize(need);
       std::vector<kernels::KVSpan> spans;
-      std::vector<float> scratch(static_cast<size_t>(max_rows + hd));
-      int64_t cur = -1;
-      const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-      const int64_t group = nh / cfg_.n_kv_heads;
-      // Contiguous head ranges per token when there are few tokens, strided tokens otherwise.
-      for (int64_t idx = tid; idx < total; idx += nthreads) {
-        int64_t ti = idx / nh, h = idx % nh;
+      const int64_t begin = total * tid / nthreads, end = total * (tid + 1) / nthreads;
+      for (int64_t idx = begin; idx < end;) {
+        const int64_t ti = idx / nh, h0 = idx % nh, h1 = std::min(nh, h0 + (end - idx));
         const Task& t = tasks[static_cast<size_t>(ti)];
+        const float* qt = q + t.row * nh * hd;
+        float* ot = out + t.row * nh * hd;
         if (t.kv->per_head_spans(t.pos)) {
           // Sparse selection: each KV head reads its own units, chosen by the query heads it serves.
-          cur = -1;
-          spans.clear();
-          const int64_t kvh = h / group;
-          t.kv->query_spans(layer, t.pos, kvh, q + t.row * nh * hd + kvh * group * hd, group, spans);
-        } else if (ti != cur) {
-          cur = ti;
+          for (int64_t h = h0; h < h1; ++h) {
+            spans.clear();
+            const int64_t kvh = h / group;
+            t.kv->query_spans(layer, t.pos, kvh, qt + kvh * group * hd, group, spans);
+            kernels::attend(qt, spans, shape, ot, h, h + 1, scratch.data());
+          }
+        } else {
           spans.clear();
           t.kv->visible_spans(layer, t.pos, spans);
+          kernels::attend(qt, spans, shape, ot, h0, h1, scratch.data());
         }
-        kernels::attend(q + t.row * nh * hd, spans, shape, out + t.row * nh * hd, h, h + 1, scratch.data());
+        idx += h1 - h0;
       }
     });
   };

@@ -50,7 +50,7 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
       };
       std::vector<KVSpan> spans = {span(0, 5), span(5, 16), span(21, 16)};
       AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-      std::vector<float> out(q.size()), scratch(rows + hd);
+      std::vector<float> out(q.size()), scratch(attend_scratch_floats(rows, heads, hd));
       attend(q.data(), spans, shape, out.data(), 0, heads, scratch.data());
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t kh = h / (heads / kv_heads);
@@ -69,6 +69,15 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
           EXPECT_NEAR(out[h * hd + i], o, 2e-5) << isa_name(active_isa()) << " " << dtype_name(dt) << " head " << h;
         }
       }
+      // The decoder hands a thread any contiguous range of heads: each head's result must not
+      // depend on the range it was computed in, bit for bit.
+      for (int64_t h0 = 0; h0 < heads; ++h0)
+        for (int64_t h1 = h0 + 1; h1 <= heads; ++h1) {
+          std::vector<float> part(q.size(), -1.f);
+          attend(q.data(), spans, shape, part.data(), h0, h1, scratch.data());
+          for (int64_t i = h0 * hd; i < h1 * hd; ++i)
+            ASSERT_EQ(part[i], out[i]) << isa_name(active_isa()) << " " << dtype_name(dt) << " heads " << h0 << ".." << h1;
+        }
     }
   }
   set_isa(best_isa());

@@ -130,7 +130,7 @@ TEST(KVQuant, AttentionOverQuantisedSpansEqualsDequantisedCopy) {
       fstore.push_back(std::move(vf));
     }
     AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-    std::vector<float> a(q.size()), b(q.size()), scratch(2 * G + hd);
+    std::vector<float> a(q.size()), b(q.size()), scratch(attend_scratch_floats(qspans.size() * G, heads, hd));
     attend(q.data(), qspans, shape, a.data(), 0, heads, scratch.data());
     attend(q.data(), fspans, shape, b.data(), 0, heads, scratch.data());
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-5f + 2e-5f * std::fabs(b[i])) << kv_dtype_name(t) << " " << i;

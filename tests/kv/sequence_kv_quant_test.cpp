@@ -107,7 +107,7 @@ TEST(SequenceKVQuant, AttentionCloseToF32) {
     }
     std::vector<KVSpan> spans;
     kv.visible_spans(0, 299, spans);
-    std::vector<float> out(kRow), scratch(400);
+    std::vector<float> out(kRow), scratch(kernels::attend_scratch_floats(300, kHeads, kHd));
     kernels::attend(q.data(), spans, {kHeads, kHeads, kHd, 1.f / std::sqrt(float(kHd))}, out.data(), 0, kHeads, scratch.data());
     return out;
   };

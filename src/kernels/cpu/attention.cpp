@@ -27,58 +27,66 @@ void prefetch_span_rows(const uint8_t* head_rows, size_t row_bytes, int64_t toke
 void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape& s, float* out,
             int64_t head_begin, int64_t head_end, float* scratch) {
   const detail::KernelTable& table = detail::table_for(active_isa());
-  const int64_t group = s.n_heads / s.n_kv_heads, hd = s.head_dim;
+  const int64_t group = s.n_heads / s.n_kv_heads, hd = s.head_dim, heads = head_end - head_begin;
   int64_t total = 0;
   for (const KVSpan& sp : spans) total += sp.tokens;
-  float* qs = scratch + total;  // per-group scaled query of quantised keys
-  for (int64_t h = head_begin; h < head_end; ++h) {
-    const float* qh = q + h * hd;
-    float* oh = out + h * hd;
-    const auto kv_head = h / group;
-    // Pass 1: scaled scores over every row of every span.
-    int64_t rows = 0;
-    for (size_t si = 0; si < spans.size(); ++si) {
-      const KVSpan& sp = spans[si];
+  // Scratch: each head's scores (total rows), then each head's 1/sum, then the scaled query of
+  // quantised keys.
+  auto scores = [&](int64_t h) { return scratch + (h - head_begin) * total; };
+  float* inv_sum = scratch + heads * total;
+  float* qs = inv_sum + heads;
+  // Spans outer, heads inner: a span's rows of consecutive heads lie next to each other, so this
+  // reads each KV block front to back instead of hopping between blocks once per head. Every head
+  // still sums its rows in the same order, so the result does not depend on the head range.
+  // Pass 1: scaled scores over every row of every span.
+  int64_t rows = 0;
+  for (size_t si = 0; si < spans.size(); ++si) {
+    const KVSpan& sp = spans[si];
+    const size_t rb = kv_row_bytes(sp.k_type, hd);
+    const KVSpan* next = si + 1 < spans.size() ? &spans[si + 1] : nullptr;
+    for (int64_t h = head_begin; h < head_end; ++h) {
+      const auto kv_head = h / group;
+      if (next) prefetch_span_rows(next->k + static_cast<size_t>(kv_head) * next->k_head_stride, kv_row_bytes(next->k_type, hd), next->tokens);
       const uint8_t* kh = sp.k + static_cast<size_t>(kv_head) * sp.k_head_stride;
-      const size_t rb = kv_row_bytes(sp.k_type, hd);
-      if (si + 1 < spans.size()) {
-        const KVSpan& nx = spans[si + 1];
-        prefetch_span_rows(nx.k + static_cast<size_t>(kv_head) * nx.k_head_stride, kv_row_bytes(nx.k_type, hd), nx.tokens);
-      }
       if (kv_quantized(sp.k_type)) {
         const uint16_t* params = sp.k_params + kv_head * kv_params_per_group(sp.k_type) * hd;
-        dot_key_rows(sp.k_type, qh, kh, rb, params, sp.tokens, hd, s.scale, qs, scratch + rows);
+        dot_key_rows(sp.k_type, q + h * hd, kh, rb, params, sp.tokens, hd, s.scale, qs, scores(h) + rows);
       } else {
-        table.dot_rows[static_cast<int>(kv_float_dtype(sp.k_type))](qh, kh, rb, sp.tokens, hd, s.scale, scratch + rows);
+        table.dot_rows[static_cast<int>(kv_float_dtype(sp.k_type))](q + h * hd, kh, rb, sp.tokens, hd, s.scale, scores(h) + rows);
       }
-      rows += sp.tokens;
     }
-    // Softmax numerators in place; normalised once at the end.
-    float m = -INFINITY;
-    for (int64_t i = 0; i < rows; ++i) m = std::max(m, scratch[i]);
-    const double sum = table.exp_sum(scratch, rows, m);
-    // Pass 2: probability-weighted sum of the value rows.
-    std::memset(oh, 0, sizeof(float) * static_cast<size_t>(hd));
-    rows = 0;
-    for (size_t si = 0; si < spans.size(); ++si) {
-      const KVSpan& sp = spans[si];
-      const uint8_t* vh = sp.v + static_cast<size_t>(kv_head) * sp.v_head_stride;
-      const size_t rb = kv_row_bytes(sp.v_type, hd);
-      if (si + 1 < spans.size()) {
-        const KVSpan& nx = spans[si + 1];
-        prefetch_span_rows(nx.v + static_cast<size_t>(kv_head) * nx.v_head_stride, kv_row_bytes(nx.v_type, hd), nx.tokens);
-      }
-      if (kv_quantized(sp.v_type)) {
-        axpy_value_rows(sp.v_type, scratch + rows, vh, rb, sp.v_params, sp.v_param_stride, kv_head * hd / sp.v_group,
-                        sp.v_group, sp.tokens, hd, oh);
-      } else {
-        table.axpy_rows[static_cast<int>(kv_float_dtype(sp.v_type))](scratch + rows, vh, rb, sp.tokens, hd, oh);
-      }
-      rows += sp.tokens;
-    }
-    const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.f;
-    for (int64_t i = 0; i < hd; ++i) oh[i] *= inv;
+    rows += sp.tokens;
   }
+  // Softmax numerators in place; normalised once at the end.
+  for (int64_t h = head_begin; h < head_end; ++h) {
+    float* sc = scores(h);
+    float m = -INFINITY;
+    for (int64_t i = 0; i < total; ++i) m = std::max(m, sc[i]);
+    const double sum = table.exp_sum(sc, total, m);
+    inv_sum[h - head_begin] = sum > 0 ? static_cast<float>(1.0 / sum) : 0.f;
+    std::memset(out + h * hd, 0, sizeof(float) * static_cast<size_t>(hd));
+  }
+  // Pass 2: probability-weighted sum of the value rows.
+  rows = 0;
+  for (size_t si = 0; si < spans.size(); ++si) {
+    const KVSpan& sp = spans[si];
+    const size_t rb = kv_row_bytes(sp.v_type, hd);
+    const KVSpan* next = si + 1 < spans.size() ? &spans[si + 1] : nullptr;
+    for (int64_t h = head_begin; h < head_end; ++h) {
+      const auto kv_head = h / group;
+      if (next) prefetch_span_rows(next->v + static_cast<size_t>(kv_head) * next->v_head_stride, kv_row_bytes(next->v_type, hd), next->tokens);
+      const uint8_t* vh = sp.v + static_cast<size_t>(kv_head) * sp.v_head_stride;
+      if (kv_quantized(sp.v_type)) {
+        axpy_value_rows(sp.v_type, scores(h) + rows, vh, rb, sp.v_params, sp.v_param_stride, kv_head * hd / sp.v_group,
+                        sp.v_group, sp.tokens, hd, out + h * hd);
+      } else {
+        table.axpy_rows[static_cast<int>(kv_float_dtype(sp.v_type))](scores(h) + rows, vh, rb, sp.tokens, hd, out + h * hd);
+      }
+    }
+    rows += sp.tokens;
+  }
+  for (int64_t h = head_begin; h < head_end; ++h)
+    for (int64_t i = 0; i < hd; ++i) out[h * hd + i] *= inv_sum[h - head_begin];
 }
 
 }  // namespace folio::kernels

@@ -43,9 +43,14 @@ struct AttentionShape {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
+// Floats of scratch attend() needs for `heads` heads over `rows` span rows in all.
+inline size_t attend_scratch_floats(int64_t rows, int64_t heads, int64_t head_dim) {
+  return static_cast<size_t>(heads * (rows + 1) + head_dim);
+}
+
 // For heads [head_begin, head_end): out[h] = softmax(scale * q[h] . K^T) V over every span row.
-// q and out are [n_heads, head_dim] f32. `scratch` holds at least the total span rows + head_dim
-// floats.
+// q and out are [n_heads, head_dim] f32; `scratch` holds attend_scratch_floats(rows, heads, head_dim).
+// Each head's result is the same whatever head range it is computed in.
 void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape& shape, float* out,
             int64_t head_begin, int64_t head_end, float* scratch);
 
