@@ -164,6 +164,26 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
                    {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
   std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
   std::fflush(stdout);
+  // Runs --resume keeps are listed in report.json from the start, not only when the loop reaches
+  // them: a resumed report stopped part way must not forget runs it was keeping (the next --resume
+  // would run them again, hours at the full size).
+  auto keeps = [&](const PlannedRun& r) {
+    const auto before = done_before.find(r.id);
+    return before != done_before.end() && before->second.value("command", "") == shell_join(r.argv) &&
+           (!r.writes_json || fs::exists(json_dir / (r.id + ".json")));
+  };
+  std::map<std::string, json> kept_ahead;
+  for (const PlannedRun& r : plan.runs)
+    if (keeps(r)) {
+      kept_ahead[r.id] = done_before[r.id];
+      kept_ahead[r.id]["resumed"] = true;
+    }
+  auto save = [&] {
+    json m = manifest;
+    for (const auto& [id, e] : kept_ahead) m["runs"].push_back(e);
+    write_file(json_dir / "report.json", m.dump(2) + "\n");  // renderable after every run
+  };
+  if (!kept_ahead.empty()) save();
   size_t i = 0;
   for (const PlannedRun& r : plan.runs) {
     ++i;
@@ -172,14 +192,14 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
                   {"json", r.writes_json ? r.id + ".json" : ""}};
     const fs::path json_path = json_dir / (r.id + ".json"), log = json_dir / (r.id + ".log");
     std::error_code ec;
-    const auto before = done_before.find(r.id);
-    if (before != done_before.end() && before->second.value("command", "") == command && (!r.writes_json || fs::exists(json_path))) {
-      json kept = before->second;
+    if (keeps(r)) {
+      json kept = done_before[r.id];
       kept["resumed"] = true;
+      kept_ahead.erase(r.id);
       std::printf("[%zu/%zu] %s\n        kept from an earlier run (%s)\n", i, plan.runs.size(), command.c_str(),
                   kept.value("finished", std::string("date unknown")).c_str());
       manifest["runs"].push_back(kept);
-      write_file(json_dir / "report.json", manifest.dump(2) + "\n");
+      save();
       continue;
     }
     fs::remove(json_path, ec);  // never report a figure from an earlier run
@@ -206,7 +226,7 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     }
     std::fflush(stdout);
     manifest["runs"].push_back(entry);
-    write_file(json_dir / "report.json", manifest.dump(2) + "\n");  // renderable after every run
+    save();
   }
   return manifest;
 }

@@ -294,6 +294,24 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
     EXPECT_EQ(resumed["runs"][i].value("resumed", false), i != 1) << i;
   }
   EXPECT_EQ(slurp(dir / "json" / first_json), kept);  // not rewritten
+  // A resumed report stopped part way still lists every run it was keeping, including those after
+  // the one it stopped in: here that run's "folio" snapshots report.json and fails.
+  fs::remove(dir / "json" / manifest["runs"][1]["json"].get<std::string>());
+  const fs::path stop = s / "stop.sh", snapshot = s / "snapshot.json";
+  {
+    std::ofstream(stop) << "#!/bin/sh\n/bin/cp " << (dir / "json/report.json").string() << " " << snapshot.string() << "\nexit 3\n";
+  }
+  fs::permissions(stop, fs::perms::owner_all);
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 1 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume --folio " + stop.string(),
+                s, "PATH=/nonexistent");
+  const json during = json::parse(slurp(snapshot));
+  ASSERT_EQ(during["runs"].size(), 3u) << during.dump();
+  for (const json& run : during["runs"]) {
+    EXPECT_EQ(run["status"], "ok");
+    EXPECT_TRUE(run.value("resumed", false));
+    EXPECT_NE(run["id"], manifest["runs"][1]["id"]);
+  }
   r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 2 --decoder-model " +
                     model.string() + " --mini-model " + model.string() + " --resume",
                 s, "PATH=/nonexistent");
