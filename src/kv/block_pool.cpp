@@ -1,6 +1,5 @@
 #include "kv/block_pool.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -12,9 +11,7 @@ KVBlockPool::KVBlockPool(KVLayout layout, size_t capacity_bytes) : layout_(layou
     throw_invalid("KV layout needs positive layers, heads and head_dim");
 }
 
-KVBlockPool::~KVBlockPool() {
-  for (auto& e : blocks_) std::free(e.raw);
-}
+KVBlockPool::~KVBlockPool() = default;
 
 KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v) {
   const KVBlockGeometry g = layout.geometry(k, v, tokens);
@@ -45,13 +42,13 @@ int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType 
     free_list.pop_back();
   } else {
     Entry e;
-    e.raw = std::aligned_alloc(64, bytes);
+    e.raw = arena_.allocate(bytes);
     if (!e.raw) throw Error(Error::Kind::OutOfMemory, "KV pool: system allocation of " + std::to_string(bytes) + " bytes failed");
     blocks_.push_back(e);
     id = static_cast<int64_t>(blocks_.size()) - 1;
   }
   Entry& e = blocks_[static_cast<size_t>(id)];
-  e.mem = place_block(layout_, static_cast<uint8_t*>(e.raw), tokens, k, v);
+  e.mem = place_block(layout_, e.raw, tokens, k, v);
   e.seq = seq;
   e.layer = layer;
   e.live = true;

@@ -2,7 +2,8 @@
 //
 // Storage is handed out as blocks of `tokens` token rows of K and V for one layer, each in the
 // storage types the caller names (kv_layout.h gives the byte layout). Blocks are allocated lazily
-// and recycled through free lists by byte size, so resident memory follows use. Each block is tagged with its owner
+// from huge-page chunks (block_arena.h) and recycled through free lists by byte size, so resident
+// memory follows use. Each block is tagged with its owner
 // sequence and layer; the pool keeps bytes in use per sequence and per layer, the peak, and refuses
 // (Error::Kind::OutOfMemory) an allocation that would exceed the byte capacity. Benchmarks and
 // metrics read these counters; nothing else estimates KV memory.
@@ -17,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "kv/block_arena.h"
 #include "kv/kv_layout.h"
 
 namespace folio {
@@ -75,10 +77,11 @@ class KVBlockPool {
     SeqId seq = -1;
     int64_t layer = -1;
     bool live = false;
-    void* raw = nullptr;
+    uint8_t* raw = nullptr;  // in arena_
   };
   KVLayout layout_;
   size_t capacity_;
+  BlockArena arena_;  // block memory: huge-page chunks (block_arena.h)
   size_t in_use_ = 0;
   size_t peak_ = 0;
   std::vector<Entry> blocks_;

@@ -78,6 +78,16 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
           for (int64_t i = h0 * hd; i < h1 * hd; ++i)
             ASSERT_EQ(part[i], out[i]) << isa_name(active_isa()) << " " << dtype_name(dt) << " heads " << h0 << ".." << h1;
         }
+      // Nor on how the rows are cut into spans (blocks of any size; the kernel hands rows to the
+      // row kernels in pieces of its own): one span, or one span per row, gives the same bits.
+      std::vector<KVSpan> whole = {span(0, rows)}, singles;
+      for (int64_t t = 0; t < rows; ++t) singles.push_back(span(t, 1));
+      for (const auto* cut : {&whole, &singles}) {
+        std::vector<float> again(q.size(), -1.f);
+        attend(q.data(), *cut, shape, again.data(), 0, heads, scratch.data());
+        for (size_t i = 0; i < out.size(); ++i)
+          ASSERT_EQ(again[i], out[i]) << isa_name(active_isa()) << " " << dtype_name(dt) << " " << cut->size() << " spans";
+      }
     }
   }
   set_isa(best_isa());

@@ -1,0 +1,55 @@
+#include "kv/block_arena.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace folio {
+
+namespace {
+constexpr size_t kAlign = 64;
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+}  // namespace
+
+BlockArena::BlockArena(size_t chunk_bytes) : chunk_bytes_(round_up(chunk_bytes == 0 ? kHugePage : chunk_bytes, kHugePage)) {}
+
+BlockArena::~BlockArena() {
+  for (const Chunk& c : chunks_) ::munmap(c.map, c.map_len);
+}
+
+bool BlockArena::add_chunk(size_t at_least) {
+  const size_t size = std::max(chunk_bytes_, round_up(at_least, kHugePage));
+  // One huge page more than needed, so the usable part can start on a 2 MiB boundary.
+  const size_t map_len = size + kHugePage;
+  void* p = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  Chunk c;
+  c.map = p;
+  c.map_len = map_len;
+  c.base = reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
+  c.size = size;
+#ifdef MADV_HUGEPAGE
+  // Advice only: without THP (or when refused) the chunk stays on normal pages.
+  ::madvise(c.base, c.size, MADV_HUGEPAGE);
+#endif
+  chunks_.push_back(c);
+  reserved_ += size;
+  return true;
+}
+
+uint8_t* BlockArena::allocate(size_t bytes) {
+  bytes = round_up(bytes == 0 ? kAlign : bytes, kAlign);
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().next < bytes) {
+    // The rest of the current chunk stays unused: blocks of one pool come in few sizes, and a
+    // chunk holds hundreds of them.
+    if (!add_chunk(bytes)) return nullptr;
+  }
+  Chunk& c = chunks_.back();
+  uint8_t* p = c.base + c.next;
+  c.next += bytes;
+  used_ += bytes;
+  return p;
+}
+
+}  // namespace folio
