@@ -12,5 +12,5 @@ GEN_FULL=${GEN_FULL:-8192}  # full grows, so 8192 already shows it (and takes ~1
 [ -f "$MODEL_DIR/model.safetensors" ] || ./build/folio make-model --arch unlimited-ocr-decoder --preset full --seed 1 --dtype bf16 --out "$MODEL_DIR"
 for policy in ${POLICIES:-rswa full}; do
   ./build/folio bench decode --model "$MODEL_DIR" --policy "$policy" --window 128 --kv-dtype bf16 \
-    --ref-tokens 4096 --gen-tokens "$([ "$policy" = full ] && echo "$GEN_FULL" || echo "$GEN")" --sample-every 1024 --threads 2 --json "docs/benchmarks/archive/decode_${policy}.json"
+    --ref-tokens 4096 --gen-tokens "$([ "$policy" = full ] && echo "$GEN_FULL" || echo "$GEN")" --sample-every 1024 --sample-bandwidth --threads 2 --json "docs/benchmarks/archive/decode_${policy}.json"
 done

@@ -50,6 +50,9 @@ struct DecodeArgs {
   int pages = 0;
   int page_width = 2480, page_height = 3508;  // A4 at 300 DPI
   int64_t context = 0;  // > 0: positions allowed past the checkpoint's context (Decoder::set_context)
+  // Measure the copy bandwidth again at every sample (in a child process, outside the timed steps),
+  // so each sample's efficiency is judged by the bandwidth of its own moment.
+  bool sample_bandwidth = false;
 };
 
 double now_ms() {
@@ -127,6 +130,23 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                         {"read_bandwidth_gbs", read_bw},
                         {"read_roofline_ms_per_token", read_roofline_ms},
                         {"read_efficiency", read_roofline_ms / ms_per_token}}}};
+  // Per-sample rooflines (--sample-bandwidth): the median efficiency over the samples, each judged
+  // by the bandwidth measured right after it.
+  std::vector<double> sample_eff, sample_bw;
+  for (const auto& s : r.samples)
+    if (s.contains("efficiency")) sample_eff.push_back(s["efficiency"].get<double>()), sample_bw.push_back(s["copy_bandwidth_gbs"].get<double>());
+  if (!sample_eff.empty()) {
+    j["roofline"]["per_sample"] = {{"samples", sample_eff.size()},
+                                   {"efficiency_median", median(sample_eff)},
+                                   {"efficiency_min", *std::min_element(sample_eff.begin(), sample_eff.end())},
+                                   {"efficiency_max", *std::max_element(sample_eff.begin(), sample_eff.end())},
+                                   {"copy_bandwidth_gbs_median", median(sample_bw)},
+                                   {"copy_bandwidth_gbs_min", *std::min_element(sample_bw.begin(), sample_bw.end())},
+                                   {"copy_bandwidth_gbs_max", *std::max_element(sample_bw.begin(), sample_bw.end())}};
+    std::printf("per-sample roofline: median efficiency %.0f%% (%.0f-%.0f%%), copy %.1f GB/s median (%.1f-%.1f)\n", 100 * median(sample_eff),
+                100 * *std::min_element(sample_eff.begin(), sample_eff.end()), 100 * *std::max_element(sample_eff.begin(), sample_eff.end()),
+                median(sample_bw), *std::min_element(sample_bw.begin(), sample_bw.end()), *std::max_element(sample_bw.begin(), sample_bw.end()));
+  }
   j.update(r.extra);
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
@@ -182,6 +202,7 @@ int run_decode(const DecodeArgs& a) {
   size_t kv_peak = kv.bytes();
   double window_start = now_ms(), decode_start = window_start;
   double kv_read_bytes_sum = 0;
+  double paused_ms = 0;  // spent measuring bandwidth between samples (not decoding)
   for (int64_t g = 1; g <= a.gen_tokens; ++g) {
     int32_t next = greedy.sample(logits);  // EOS ignored: always decode gen_tokens tokens
     Decoder::Input in;
@@ -193,16 +214,28 @@ int run_decode(const DecodeArgs& a) {
     if (g % a.sample_every == 0) {
       double t = now_ms();
       double ms = (t - window_start) / static_cast<double>(a.sample_every);
-      samples.push_back({{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
-                         {"rss_bytes", current_rss_bytes()}});
-      std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token\n", (long long)g, kv.bytes(), ms);
+      nlohmann::json sample = {{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
+                               {"rss_bytes", current_rss_bytes()}};
+      std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token", (long long)g, kv.bytes(), ms);
+      if (a.sample_bandwidth) {
+        // This sample's own roofline: the bytes its last step read over the bandwidth measured now.
+        const double bw = kernels::measure_copy_bandwidth_in_child_gbs(threads.size());
+        const double step_bytes = static_cast<double>(m.decoder->active_weight_bytes_per_token() + kv.active_bytes(kv.length() - 1));
+        sample["copy_bandwidth_gbs"] = bw;
+        if (bw > 0) sample["efficiency"] = step_bytes / (bw * 1e6) / ms;
+        std::fprintf(stderr, "  copy %.1f GB/s", bw);
+        paused_ms += now_ms() - t;
+        t = now_ms();
+      }
+      std::fprintf(stderr, "\n");
+      samples.push_back(std::move(sample));
       window_start = t;
     }
   }
   DecodeRun r;
   r.ref_tokens = a.ref_tokens;
   r.prefill_ms = prefill_ms;
-  r.decode_ms = now_ms() - decode_start;
+  r.decode_ms = now_ms() - decode_start - paused_ms;
   r.samples = std::move(samples);
   r.kv_peak = kv_peak;
   r.kv_read_bytes = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
@@ -403,6 +436,8 @@ Runner add_bench(CLI::App& app) {
                  "Allow positions up to this many instead of the checkpoint's context (RoPE continues past its trained range: "
                  "speed and memory only)")
       ->check(CLI::PositiveNumber);
+  d->add_flag("--sample-bandwidth", a->sample_bandwidth,
+              "Measure the copy bandwidth again at every sample (child process, untimed): each sample gets its own efficiency");
   d->add_flag("--synthetic-ref", a->synthetic_ref, "Reference of random token ids (the only kind for decoder-only models)");
   d->add_option("--json", a->json, "Output JSON file")->required();
   auto e = std::make_shared<EncodeArgs>();

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "core/error.h"
 
 namespace folio::kernels {
@@ -72,6 +75,38 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int repeats) {
     best = std::max(best, static_cast<double>(words) * 8.0 / sec / 1e9);
   }
   return best;
+}
+
+double measure_copy_bandwidth_in_child_gbs(int threads, size_t bytes, int repeats) {
+  int fds[2];
+  if (::pipe(fds) != 0) return 0;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    // The child: only this thread exists here, so it makes its own pool; _exit skips the parent's
+    // atexit handlers and static destructors.
+    ::close(fds[0]);
+    double gbs = 0;
+    try {
+      ThreadPool pool(threads);
+      gbs = measure_copy_bandwidth_gbs(pool, bytes, repeats);
+    } catch (...) {
+      gbs = 0;
+    }
+    const bool ok = ::write(fds[1], &gbs, sizeof gbs) == static_cast<ssize_t>(sizeof gbs);
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(fds[1]);
+  double gbs = 0;
+  if (::read(fds[0], &gbs, sizeof gbs) != static_cast<ssize_t>(sizeof gbs)) gbs = 0;
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? gbs : 0;
 }
 
 }  // namespace folio::kernels

@@ -17,4 +17,10 @@ double measure_copy_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{512} <
 // slice of a `bytes`-sized buffer; best of `repeats`, in GB/s of bytes read.
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{512} << 20, int repeats = 5);
 
+// measure_copy_bandwidth_gbs run in a child process (fork) on a pool of its own `threads` threads,
+// so its buffers never count in this process's RSS or peak RSS: for measuring bandwidth in the
+// middle of a benchmark without touching its memory figures. Call it while this process's other
+// threads are idle. Returns 0 if the child could not be started or failed.
+double measure_copy_bandwidth_in_child_gbs(int threads, size_t bytes = size_t{512} << 20, int repeats = 5);
+
 }  // namespace folio::kernels
