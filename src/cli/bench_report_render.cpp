@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "cli/bench_report_plan.h"
+
 namespace folio::cli {
 
 namespace fs = std::filesystem;
@@ -136,7 +138,10 @@ std::string decode_row(const std::string& policy, const std::string& dtype, cons
          fixed(num(b, "ms_per_token") / num(a, "ms_per_token"), 3) + ")";
   }
   const json& rf = member(j, "roofline", false);
-  const std::string roof = rf.empty() ? "-" : percent(num(rf, "efficiency")) + " / " + percent(num(rf, "read_efficiency"));
+  std::string roof = rf.empty() ? "-" : percent(num(rf, "efficiency")) + " / " + percent(num(rf, "read_efficiency"));
+  if (const json& ps = member(rf, "per_sample", false); !ps.empty())
+    roof += "; copy per sample: median " + percent(num(ps, "efficiency_median")) + " (" + percent(num(ps, "efficiency_min")) + "-" +
+            percent(num(ps, "efficiency_max")) + ") at " + fixed(num(ps, "copy_bandwidth_gbs_median"), 1) + " GB/s";
   const std::string read = rf.empty()                                        ? "-"
                            : rf.contains("kv_bytes_read_per_token_mean") ? grouped(num(rf, "kv_bytes_read_per_token_mean"))
                                                                          : grouped(num(rf, "kv_bytes_read_per_token_max")) + " (most)";
@@ -207,7 +212,10 @@ Roofline (per run, in its JSON): a decode step must at least stream the active w
 the visible KV once: roofline ms/token = (active weight bytes per token + mean KV bytes read per
 token) / bandwidth, with two bandwidths measured in the same run (2 x 512 MiB, best of 5): copy
 (STREAM convention, bytes read + written per second of memcpy) and read (a pure streaming read, the
-real limit of a weight GEMV). Efficiency = roofline / measured ms/token.
+real limit of a weight GEMV). Efficiency = roofline / measured ms/token. Runs made with
+`--sample-bandwidth` also measure the copy bandwidth after every sample (in a child process, untimed)
+and judge each sample by its own: "copy per sample" gives the median, minimum and maximum of those
+efficiencies and the median bandwidth (it swings by half on a shared machine).
 
 )";
   for (const std::string key : {"uocr-full", "mini"}) {
@@ -728,6 +736,29 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& png_path) {
   return g.str();
 }
 
+// The runs of the standard set (manifest "planned") that have no result in this report yet: a
+// full-size report is filled over several invocations, and the page must say what it still lacks.
+std::string unfinished_section(const json& manifest, const std::vector<RunData>& runs) {
+  if (!manifest.contains("planned") || !manifest["planned"].is_array()) return "";
+  std::set<std::string> have;
+  for (const RunData& r : runs)
+    if (r.error.empty()) have.insert(str(*r.run, "id"));
+  std::map<std::string, std::vector<std::string>> missing;  // section -> commands
+  size_t count = 0;
+  for (const json& p : manifest["planned"])
+    if (!have.count(p.value("id", ""))) missing[p.value("section", "")].push_back(p.value("command", "")), ++count;
+  if (count == 0) return "";
+  std::string out = "## Not yet run\n\n" + std::to_string(count) + " of the standard set's " + std::to_string(manifest["planned"].size()) +
+                    " runs have no result in this report yet (`--resume` runs them and keeps the rest):\n\n";
+  for (const std::string& section : kReportSections) {
+    const auto it = missing.find(section);
+    if (it == missing.end()) continue;
+    out += "- " + section + ": " + std::to_string(it->second.size()) + " runs\n";
+    for (const std::string& c : it->second) out += "  - `" + c + "`\n";
+  }
+  return out + "\n";
+}
+
 std::string render_report(const json& manifest, const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive,
                           const std::map<std::string, std::string>& plots, const std::string& image_prefix, const std::string& json_prefix) {
   const json& m = member(manifest, "machine", false);
@@ -759,6 +790,7 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
   out += service_section(runs, json_prefix);
   out += peer_section(manifest, runs, json_prefix);
   out += archive_section(archive, plots, image_prefix);
+  out += unfinished_section(manifest, runs);
   return out;
 }
 

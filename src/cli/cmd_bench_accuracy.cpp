@@ -72,6 +72,7 @@ int run_accuracy(const AccuracyArgs& a) {
                       {"sets", sets}, {"page_marker", kPageMarker}};
   CerCount cer, base_cer;
   double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
+  double encode_ms = 0;  // rendering, preprocessing and vision encoding of the run's pages (not the baseline's)
   size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0;
   bool forced_unavailable = false;
   size_t offloaded = 0;
@@ -108,6 +109,7 @@ int run_accuracy(const AccuracyArgs& a) {
       const auto t0 = std::chrono::steady_clock::now();
       const OcrResult r = run_ocr(*model, pages, run, threads);
       seconds += seconds_since(t0);
+      encode_ms += r.stats.encode_ms;
       // The same settings: the run is its own baseline (not a copy: a long document's result is big).
       std::optional<OcrResult> other;
       if (!same) other = run_ocr(*model, pages, base, threads);
@@ -141,7 +143,8 @@ int run_accuracy(const AccuracyArgs& a) {
       base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
       base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
-                         {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"stop_reasons", r.stats.stop_reasons}});
+                         {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"encode_ms", r.stats.encode_ms},
+                         {"stop_reasons", r.stats.stop_reasons}});
     }
     j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
               {"sparse_top_k", run.policy.top_k}, {"sparse_focus_pages", run.policy.focus_pages}, {"resident_pages", run.policy.resident_pages},
@@ -151,6 +154,7 @@ int run_accuracy(const AccuracyArgs& a) {
               {"kv_bytes_peak", kv_peak}, {"baseline_kv_bytes_peak", base_kv_peak},
               {"kv_active_bytes_max", kv_active}, {"baseline_kv_active_bytes_max", base_kv_active},
               {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
+              {"encode_ms", encode_ms},
               {"documents", per_doc}});
     if (!run.kv_offload_dir.empty())
       j.update({{"kv_offload", true}, {"kv_hot_bytes", run.kv_hot_bytes}, {"kv_cold_bytes", run.kv_cold_bytes},

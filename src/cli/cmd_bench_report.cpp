@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -162,6 +163,16 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
   json manifest = {{"folio_report", 1}, {"command", report_command(a)}, {"quick", a.quick}, {"threads", o.threads},
                    {"json_dir", display_path(json_dir.string()) + "/"},
                    {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
+  // The whole standard set, whatever --sections this invocation runs: the page lists the runs of it
+  // that have no result yet (a full-size report is filled over several invocations).
+  {
+    ReportOptions all = o;
+    all.sections = kReportSections;
+    json planned = json::array();
+    for (const PlannedRun& r : plan_report(all).runs)
+      if (r.params.value("kind", "") != "make-model") planned.push_back({{"id", r.id}, {"section", r.section}, {"command", shell_join(r.argv)}});
+    manifest["planned"] = planned;
+  }
   std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
   std::fflush(stdout);
   // Runs --resume keeps are listed in report.json from the start, not only when the loop reaches
@@ -178,12 +189,27 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
       kept_ahead[r.id] = done_before[r.id];
       kept_ahead[r.id]["resumed"] = true;
     }
+  // Finished runs of sections this invocation does not run stay in the report as they were (a
+  // --resume with fewer --sections must not drop them), as long as their JSON is still there.
+  std::map<std::string, json> carried;
+  {
+    std::set<std::string> in_plan;
+    for (const PlannedRun& r : plan.runs) in_plan.insert(r.id);
+    for (const auto& [id, e] : done_before) {
+      const std::string file = e.value("json", "");
+      if (!in_plan.count(id) && (file.empty() || fs::exists(json_dir / file))) {
+        carried[id] = e;
+        carried[id]["resumed"] = true;
+      }
+    }
+  }
   auto save = [&] {
     json m = manifest;
     for (const auto& [id, e] : kept_ahead) m["runs"].push_back(e);
+    for (const auto& [id, e] : carried) m["runs"].push_back(e);
     write_file(json_dir / "report.json", m.dump(2) + "\n");  // renderable after every run
   };
-  if (!kept_ahead.empty()) save();
+  if (!kept_ahead.empty() || !carried.empty()) save();
   size_t i = 0;
   for (const PlannedRun& r : plan.runs) {
     ++i;
@@ -228,6 +254,7 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     manifest["runs"].push_back(entry);
     save();
   }
+  for (const auto& [id, e] : carried) manifest["runs"].push_back(e);
   return manifest;
 }
 

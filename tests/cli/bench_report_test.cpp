@@ -99,8 +99,12 @@ fs::path fabricate(const std::string& name) {
   runs.push_back(run_entry("peer_pytorch_rswa", "peer", {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", "rswa"}}, "ok"));
   runs.push_back(run_entry("peer_folio_full", "peer", {{"kind", "peer"}, {"engine", "folio"}, {"policy", "full"}}, "ok"));  // its file is missing
   runs.push_back(run_entry("tesseract_p1", "peer", {{"kind", "tesseract"}, {"pages", 1}, {"docs", 5}}, "ok"));
+  // The standard set: every run above, plus one that was never run.
+  json planned = json::array();
+  for (const json& r : runs) planned.push_back({{"id", r["id"]}, {"section", r["section"]}, {"command", r["command"]}});
+  planned.push_back({{"id", "decode_uocr-full_rswa_q4"}, {"section", "decode"}, {"command", "folio bench decode --policy rswa --kv-dtype q4"}});
   write_json(dir / "json/report.json",
-             {{"folio_report", 1}, {"command", "folio bench report --out bench --quick"}, {"quick", true}, {"threads", 2},
+             {{"folio_report", 1}, {"command", "folio bench report --out bench --quick"}, {"quick", true}, {"threads", 2}, {"planned", planned},
               {"machine", {{"cpu", "Test CPU 9000"}, {"cores", 2}, {"isa", "avx2"}, {"memory_bytes", 8.0 * (1 << 30)}, {"commit", "abc1234"},
                            {"date", "2026-01-02T03:04:05Z"}}},
               {"sizes", {{"peer", {{"ref_tokens", 64}, {"gen_tokens", 16}, {"full_size_command_ref_tokens", 4096}, {"full_size_command_gen_tokens", 8192}}}}},
@@ -154,6 +158,16 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   EXPECT_NE(md.find("Time spent fast-forwarding: 61.5 s."), std::string::npos) << md;
   EXPECT_NE(md.find("--ref-tokens 4096 --gen-tokens 8192"), std::string::npos);
   EXPECT_NE(md.find("| 5 x 1-page | 1.83% | 2.35% | 8.50 | 0.30 | " + fmt("%.1f", 8.5 / 0.3) + "x |"), std::string::npos) << md;
+  // The standard set's runs without a result: the three not available and the one never run, by
+  // section; finished runs are not listed there.
+  const size_t todo = md.find("## Not yet run\n\n4 of the standard set's 12 runs have no result in this report yet");
+  ASSERT_NE(todo, std::string::npos) << md;
+  const std::string rest = md.substr(todo);
+  EXPECT_NE(rest.find("- decode: 2 runs\n  - `folio bench x --json DIR/json/decode_uocr-full_sparse_bf16.json`\n"
+                      "  - `folio bench decode --policy rswa --kv-dtype q4`\n- pages: 1 runs\n"),
+            std::string::npos) << rest;
+  EXPECT_NE(rest.find("- peer: 1 runs\n  - `folio bench x --json DIR/json/peer_folio_full.json`"), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("serve_c1.json"), std::string::npos) << rest;
   // Plots: not drawn, with the reason, and nothing pretends otherwise.
   EXPECT_NE(md.find("plot decode_uocr-full.png not drawn: gnuplot not found"), std::string::npos);
   EXPECT_EQ(md.find("![Full-size"), std::string::npos);
@@ -317,5 +331,36 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
                 s, "PATH=/nonexistent");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   for (const json& run : json::parse(slurp(dir / "json/report.json"))["runs"]) EXPECT_FALSE(run.value("resumed", false)) << run.dump();
+  // A --resume of another section keeps the decode section's finished runs in the report (their
+  // JSON files are there), though this invocation does not plan them; the page lists what the
+  // standard set still lacks (here the service runs, which fail, and the sections never run).
+  const json before = json::parse(slurp(dir / "json/report.json"));
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections service --policies full,rswa --kv-dtypes bf16 --threads 2 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume --folio " + stop.string(),
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const json after = json::parse(slurp(dir / "json/report.json"));
+  size_t carried = 0, service = 0;
+  for (const json& run : after["runs"]) {
+    if (run["section"] == "decode") {
+      ++carried;
+      EXPECT_EQ(run["status"], "ok");
+      EXPECT_TRUE(run.value("resumed", false));
+    } else {
+      EXPECT_EQ(run["section"], "service");
+      EXPECT_EQ(run["status"], "failed");
+      ++service;
+    }
+  }
+  EXPECT_EQ(carried, before["runs"].size());
+  EXPECT_GT(service, 0u);
+  const std::string md2 = slurp(s / "out" / "bench.md");
+  for (const json& run : before["runs"]) EXPECT_NE(md2.find("| " + run["params"]["policy"].get<std::string>() + " | bf16 |"), std::string::npos);
+  const size_t todo = md2.find("## Not yet run");
+  ASSERT_NE(todo, std::string::npos) << md2;
+  const std::string rest = md2.substr(todo);
+  EXPECT_NE(rest.find("- service: " + std::to_string(service) + " runs"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("- pages: "), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("- decode: "), std::string::npos) << rest;
   if (!HasFailure()) fs::remove_all(s);
 }
