@@ -93,6 +93,69 @@ TEST(Attention, MatchesNaiveSoftmaxOverSpans) {
   set_isa(best_isa());
 }
 
+// A pass large enough to stream (kAttendStreamMinBytes), over spans of uneven sizes so the pieces
+// the kernel cuts them into do not line up with span starts: the same result as the plain softmax,
+// and the same bits whatever the cut (one span, uneven spans) and whatever the head range.
+TEST(Attention, StreamedPassMatchesNaiveSoftmaxAndIsCutIndependent) {
+  const int64_t heads = 4, kv_heads = 2, hd = 64, rows = 5000;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd;
+  std::vector<float> q(static_cast<size_t>(heads * hd)), k(static_cast<size_t>(kv_heads * rows * hd)),
+      v(static_cast<size_t>(kv_heads * rows * hd));
+  for (auto* vec : {&q, &k, &v})
+    for (auto& x : *vec) x = nd(rng);
+  // f32, head-major [kv_head][row][hd]: one head's keys are rows * 256 bytes.
+  const size_t rb = static_cast<size_t>(hd) * sizeof(float), head_stride = static_cast<size_t>(rows) * rb;
+  ASSERT_GE(head_stride, kAttendStreamMinBytes);  // even a one-head range streams
+  auto span = [&](int64_t first, int64_t n) {
+    KVSpan sp;
+    sp.k = reinterpret_cast<const uint8_t*>(k.data()) + first * rb;
+    sp.v = reinterpret_cast<const uint8_t*>(v.data()) + first * rb;
+    sp.tokens = n;
+    sp.k_head_stride = sp.v_head_stride = head_stride;
+    return sp;
+  };
+  std::vector<KVSpan> uneven;
+  for (int64_t first = 0, i = 0; first < rows; ++i) {
+    const int64_t n = std::min<int64_t>(rows - first, 1 + (i * 7) % 23);
+    uneven.push_back(span(first, n));
+    first += n;
+  }
+  const std::vector<KVSpan> whole = {span(0, rows)};
+  const AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+  std::vector<float> scratch(attend_scratch_floats(rows, heads, hd));
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_isa(isa);
+    std::vector<float> out(q.size()), again(q.size());
+    attend(q.data(), uneven, shape, out.data(), 0, heads, scratch.data());
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* kh = k.data() + (h / 2) * rows * hd;
+      const float* vh = v.data() + (h / 2) * rows * hd;
+      std::vector<double> sc(rows);
+      double m = -1e300, sum = 0;
+      for (int64_t t = 0; t < rows; ++t) {
+        double d = 0;
+        for (int64_t i = 0; i < hd; ++i) d += double(q[h * hd + i]) * kh[t * hd + i];
+        m = std::max(m, sc[t] = d * shape.scale);
+      }
+      for (auto& x : sc) sum += (x = std::exp(x - m));
+      for (int64_t i = 0; i < hd; ++i) {
+        double o = 0;
+        for (int64_t t = 0; t < rows; ++t) o += sc[t] / sum * vh[t * hd + i];
+        ASSERT_NEAR(out[h * hd + i], o, 2e-5) << isa_name(active_isa()) << " head " << h;
+      }
+    }
+    attend(q.data(), whole, shape, again.data(), 0, heads, scratch.data());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(again[i], out[i]) << isa_name(active_isa()) << " one span";
+    for (int64_t h0 = 0; h0 < heads; ++h0) {
+      std::vector<float> part(q.size(), -1.f);
+      attend(q.data(), uneven, shape, part.data(), h0, h0 + 1, scratch.data());
+      for (int64_t i = h0 * hd; i < (h0 + 1) * hd; ++i) ASSERT_EQ(part[i], out[i]) << isa_name(active_isa()) << " head " << h0 << " alone";
+    }
+  }
+  set_isa(best_isa());
+}
+
 }  // namespace
 }  // namespace folio::kernels
 

@@ -43,6 +43,11 @@ struct AttentionShape {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
+// A pass (the keys or the values of one call) that reads at least this many bytes streams its rows
+// with a software prefetch running ahead and hands them to the row kernels in pieces; smaller ones,
+// mostly in cache, go span by span (attention.cpp says why). Results are the same bits either way.
+inline constexpr size_t kAttendStreamMinBytes = size_t{1} << 20;
+
 // Floats of scratch attend() needs for `heads` heads over `rows` span rows in all.
 inline size_t attend_scratch_floats(int64_t rows, int64_t heads, int64_t head_dim) {
   return static_cast<size_t>(heads * (rows + 1) + head_dim);
