@@ -136,16 +136,15 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   for (const auto& s : r.samples)
     if (s.contains("efficiency")) sample_eff.push_back(s["efficiency"].get<double>()), sample_bw.push_back(s["copy_bandwidth_gbs"].get<double>());
   if (!sample_eff.empty()) {
-    j["roofline"]["per_sample"] = {{"samples", sample_eff.size()},
-                                   {"efficiency_median", median(sample_eff)},
-                                   {"efficiency_min", *std::min_element(sample_eff.begin(), sample_eff.end())},
-                                   {"efficiency_max", *std::max_element(sample_eff.begin(), sample_eff.end())},
-                                   {"copy_bandwidth_gbs_median", median(sample_bw)},
-                                   {"copy_bandwidth_gbs_min", *std::min_element(sample_bw.begin(), sample_bw.end())},
-                                   {"copy_bandwidth_gbs_max", *std::max_element(sample_bw.begin(), sample_bw.end())}};
-    std::printf("per-sample roofline: median efficiency %.0f%% (%.0f-%.0f%%), copy %.1f GB/s median (%.1f-%.1f)\n", 100 * median(sample_eff),
-                100 * *std::min_element(sample_eff.begin(), sample_eff.end()), 100 * *std::max_element(sample_eff.begin(), sample_eff.end()),
-                median(sample_bw), *std::min_element(sample_bw.begin(), sample_bw.end()), *std::max_element(sample_bw.begin(), sample_bw.end()));
+    const auto [eff_min, eff_max] = std::minmax_element(sample_eff.begin(), sample_eff.end());
+    const auto [bw_min, bw_max] = std::minmax_element(sample_bw.begin(), sample_bw.end());
+    const double eff_median = median(sample_eff), bw_median = median(sample_bw);
+    j["roofline"]["per_sample"] = {{"samples", sample_eff.size()},    {"efficiency_median", eff_median},
+                                   {"efficiency_min", *eff_min},       {"efficiency_max", *eff_max},
+                                   {"copy_bandwidth_gbs_median", bw_median}, {"copy_bandwidth_gbs_min", *bw_min},
+                                   {"copy_bandwidth_gbs_max", *bw_max}};
+    std::printf("per-sample roofline: median efficiency %.0f%% (%.0f-%.0f%%), copy %.1f GB/s median (%.1f-%.1f)\n", 100 * eff_median,
+                100 * *eff_min, 100 * *eff_max, bw_median, *bw_min, *bw_max);
   }
   j.update(r.extra);
   std::ofstream out(a.json);
@@ -224,8 +223,9 @@ int run_decode(const DecodeArgs& a) {
         sample["copy_bandwidth_gbs"] = bw;
         if (bw > 0) sample["efficiency"] = step_bytes / (bw * 1e6) / ms;
         std::fprintf(stderr, "  copy %.1f GB/s", bw);
-        paused_ms += now_ms() - t;
-        t = now_ms();
+        const double resumed = now_ms();
+        paused_ms += resumed - t;
+        t = resumed;
       }
       std::fprintf(stderr, "\n");
       samples.push_back(std::move(sample));

@@ -183,33 +183,26 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     return before != done_before.end() && before->second.value("command", "") == shell_join(r.argv) &&
            (!r.writes_json || fs::exists(json_dir / (r.id + ".json")));
   };
+  // Kept runs not yet reached by the loop below. Finished runs of sections this invocation does not
+  // run are kept too (a --resume with fewer --sections must not drop them), as long as their JSON
+  // is still there; the loop never reaches those, so they go after the planned runs.
   std::map<std::string, json> kept_ahead;
-  for (const PlannedRun& r : plan.runs)
-    if (keeps(r)) {
-      kept_ahead[r.id] = done_before[r.id];
-      kept_ahead[r.id]["resumed"] = true;
-    }
-  // Finished runs of sections this invocation does not run stay in the report as they were (a
-  // --resume with fewer --sections must not drop them), as long as their JSON is still there.
-  std::map<std::string, json> carried;
-  {
-    std::set<std::string> in_plan;
-    for (const PlannedRun& r : plan.runs) in_plan.insert(r.id);
-    for (const auto& [id, e] : done_before) {
-      const std::string file = e.value("json", "");
-      if (!in_plan.count(id) && (file.empty() || fs::exists(json_dir / file))) {
-        carried[id] = e;
-        carried[id]["resumed"] = true;
-      }
-    }
+  std::set<std::string> in_plan;
+  for (const PlannedRun& r : plan.runs) {
+    in_plan.insert(r.id);
+    if (keeps(r)) kept_ahead[r.id] = done_before[r.id];
   }
+  for (const auto& [id, e] : done_before) {
+    const std::string file = e.value("json", "");
+    if (!in_plan.count(id) && (file.empty() || fs::exists(json_dir / file))) kept_ahead[id] = e;
+  }
+  for (auto& [id, e] : kept_ahead) e["resumed"] = true;
   auto save = [&] {
     json m = manifest;
     for (const auto& [id, e] : kept_ahead) m["runs"].push_back(e);
-    for (const auto& [id, e] : carried) m["runs"].push_back(e);
     write_file(json_dir / "report.json", m.dump(2) + "\n");  // renderable after every run
   };
-  if (!kept_ahead.empty() || !carried.empty()) save();
+  if (!kept_ahead.empty()) save();
   size_t i = 0;
   for (const PlannedRun& r : plan.runs) {
     ++i;
@@ -218,13 +211,11 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
                   {"json", r.writes_json ? r.id + ".json" : ""}};
     const fs::path json_path = json_dir / (r.id + ".json"), log = json_dir / (r.id + ".log");
     std::error_code ec;
-    if (keeps(r)) {
-      json kept = done_before[r.id];
-      kept["resumed"] = true;
-      kept_ahead.erase(r.id);
+    if (const auto kept = kept_ahead.find(r.id); kept != kept_ahead.end()) {
       std::printf("[%zu/%zu] %s\n        kept from an earlier run (%s)\n", i, plan.runs.size(), command.c_str(),
-                  kept.value("finished", std::string("date unknown")).c_str());
-      manifest["runs"].push_back(kept);
+                  kept->second.value("finished", std::string("date unknown")).c_str());
+      manifest["runs"].push_back(kept->second);
+      kept_ahead.erase(kept);
       save();
       continue;
     }
@@ -254,7 +245,7 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     manifest["runs"].push_back(entry);
     save();
   }
-  for (const auto& [id, e] : carried) manifest["runs"].push_back(e);
+  for (const auto& [id, e] : kept_ahead) manifest["runs"].push_back(e);  // other sections' runs
   return manifest;
 }
 

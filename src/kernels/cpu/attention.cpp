@@ -38,6 +38,11 @@ void prefetch_span_rows(const uint8_t* head_rows, size_t row_bytes, int64_t toke
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(head_rows + o);
 }
 
+// Where KV head `kv_head`'s rows of a span start, in its keys or its values.
+const uint8_t* head_rows(const KVSpan& s, size_t kv_head, bool values) {
+  return values ? s.v + kv_head * s.v_head_stride : s.k + kv_head * s.k_head_stride;
+}
+
 class StreamPrefetch {
  public:
   StreamPrefetch(std::span<const KVSpan> spans, int64_t head_begin, int64_t head_end, int64_t group, int64_t hd, bool values)
@@ -67,9 +72,8 @@ class StreamPrefetch {
   void enter() {
     if (si_ >= spans_.size()) return;
     const KVSpan& s = spans_[si_];
-    const size_t kv_head = static_cast<size_t>(h_ / group_);
     run_ = kv_row_bytes(values_ ? s.v_type : s.k_type, hd_) * static_cast<size_t>(s.tokens);
-    base_ = values_ ? s.v + kv_head * s.v_head_stride : s.k + kv_head * s.k_head_stride;
+    base_ = head_rows(s, static_cast<size_t>(h_ / group_), values_);
   }
 
   std::span<const KVSpan> spans_;
@@ -94,9 +98,11 @@ KVSpan sub_span(const KVSpan& s, int64_t r, int64_t n, int64_t hd) {
 
 // Calls fn(rows, query head, KV head, rows before them) with spans outer and heads inner: a span's
 // rows of consecutive heads lie next to each other, so a KV block is read front to back instead of
-// once per head. Float rows come in pieces of kChunkRows, with the keys (or values) ahead in the
-// stream prefetched as each piece is handed out. The row kernels sum every row (scores) and every
-// output channel (values) in row order, so the pieces do not change any result.
+// once per head. A pass of at least kAttendStreamMinBytes hands float rows out in pieces (kChunkBytes
+// per head, at least kChunkRows rows) and prefetches the stream ahead as each piece goes; a smaller
+// one hands out whole spans and prefetches the next span's first rows of each head. The row kernels
+// sum every row (scores) and every output channel (values) in row order, so the pieces do not
+// change any result.
 template <class Fn>
 void for_spans_then_heads(std::span<const KVSpan> spans, int64_t head_begin, int64_t head_end, int64_t group, int64_t hd,
                           bool values, Fn&& fn) {
@@ -115,11 +121,9 @@ void for_spans_then_heads(std::span<const KVSpan> spans, int64_t head_begin, int
                                                        : std::max<int64_t>(kChunkRows, static_cast<int64_t>(kChunkBytes / std::max<size_t>(rb, 1)));
     const KVSpan* next = !prefetch && si + 1 < spans.size() ? &spans[si + 1] : nullptr;
     for (int64_t h = head_begin; h < head_end; ++h) {
-      if (next) {
-        const size_t kvh = static_cast<size_t>(h / group);
-        prefetch_span_rows(values ? next->v + kvh * next->v_head_stride : next->k + kvh * next->k_head_stride,
-                           kv_row_bytes(values ? next->v_type : next->k_type, hd), next->tokens);
-      }
+      if (next)
+        prefetch_span_rows(head_rows(*next, static_cast<size_t>(h / group), values), kv_row_bytes(values ? next->v_type : next->k_type, hd),
+                           next->tokens);
       for (int64_t r = 0; r < s.tokens; r += chunk) {
         const int64_t n = std::min(chunk, s.tokens - r);
         fn(n == s.tokens ? s : sub_span(s, r, n, hd), h, h / group, rows + r);
@@ -147,7 +151,7 @@ void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape&
   // order whatever the head range, so its result does not depend on the range.
   for_spans_then_heads(spans, head_begin, head_end, group, hd, false, [&](const KVSpan& sp, int64_t h, int64_t kv_head, int64_t rows) {
     const size_t rb = kv_row_bytes(sp.k_type, hd);
-    const uint8_t* kh = sp.k + static_cast<size_t>(kv_head) * sp.k_head_stride;
+    const uint8_t* kh = head_rows(sp, static_cast<size_t>(kv_head), false);
     if (kv_quantized(sp.k_type)) {
       const uint16_t* params = sp.k_params + kv_head * kv_params_per_group(sp.k_type) * hd;
       dot_key_rows(sp.k_type, q + h * hd, kh, rb, params, sp.tokens, hd, s.scale, qs, scores(h) + rows);
@@ -167,7 +171,7 @@ void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape&
   // Pass 2: probability-weighted sum of the value rows.
   for_spans_then_heads(spans, head_begin, head_end, group, hd, true, [&](const KVSpan& sp, int64_t h, int64_t kv_head, int64_t rows) {
     const size_t rb = kv_row_bytes(sp.v_type, hd);
-    const uint8_t* vh = sp.v + static_cast<size_t>(kv_head) * sp.v_head_stride;
+    const uint8_t* vh = head_rows(sp, static_cast<size_t>(kv_head), true);
     if (kv_quantized(sp.v_type)) {
       axpy_value_rows(sp.v_type, scores(h) + rows, vh, rb, sp.v_params, sp.v_param_stride, kv_head * hd / sp.v_group, sp.v_group,
                       sp.tokens, hd, out + h * hd);
