@@ -71,8 +71,10 @@ ReportPlan plan_report(const ReportOptions& o) {
   if (has(o.sections, "decode")) {
     struct M { std::string key, dir; int64_t ref, gen, every; std::vector<std::string> dtypes; };
     const std::string mini_dir = o.mini_model_display.empty() ? o.mini_model : o.mini_model_display;
-    for (const M& m : {M{"uocr-full", o.decoder_model, z.big_ref, z.big_gen, z.big_every, z.big_dtypes},
-                       M{"mini", mini_dir, z.mini_ref, z.mini_gen, z.mini_every, o.kv_dtypes}})
+    // The mini model's runs first: minutes each against about an hour for each full-size run, so a
+    // report stopped part way (and filled in later with --resume) already has one whole matrix.
+    for (const M& m : {M{"mini", mini_dir, z.mini_ref, z.mini_gen, z.mini_every, o.kv_dtypes},
+                       M{"uocr-full", o.decoder_model, z.big_ref, z.big_gen, z.big_every, z.big_dtypes}})
       for (const std::string policy : {"full", "rswa", "sparse"}) {
         if (!has(o.policies, policy)) continue;
         for (const std::string& dt : m.dtypes) {

@@ -263,6 +263,9 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const json manifest = json::parse(slurp(dir / "json/report.json"));
   ASSERT_EQ(manifest["runs"].size(), 4u);
+  // The mini model's runs (minutes each at full size) come before the full-size decoder's (an hour).
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(manifest["runs"][i]["id"].get<std::string>().rfind(i < 2 ? "decode_mini_" : "decode_uocr-full_", 0), 0u) << i;
   const std::string md = slurp(s / "out" / "bench.md");
   for (const json& run : manifest["runs"]) {
     ASSERT_EQ(run["status"], "ok") << run.dump();
