@@ -484,7 +484,8 @@ otherwise). Speeds on a shared machine are noisy; both engines ran back to back.
                "show how straight that line is). Time spent fast-forwarding: " + fixed(num(r->data, "fill_ms") / 1000, 1) + " s.\n\n";
       }
     out += commands(peers);
-    if (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") || num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens"))
+    if (sz.contains("ref_tokens") && (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") ||
+                                      num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens")))
       out += "The issue's size (4096-token reference + 8192 generated tokens, hours on 2 cores) is what a full "
              "`folio bench report` runs; this report ran P = " + grouped(num(sz, "ref_tokens")) + ", N = " + grouped(num(sz, "gen_tokens")) +
              ". The same commands with `--ref-tokens 4096 --gen-tokens 8192 --sample-every 1024` give the full-size figures.\n\n";
@@ -770,7 +771,21 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
   out += "- Machine: " + str(m, "cpu", "unknown CPU") + ", " + grouped(num(m, "cores")) + " cores, ISA " + str(m, "isa", "?") + ", " +
          fixed(num(m, "memory_bytes") / (1 << 30), 1) + " GiB memory\n";
   out += "- Threads per run: " + grouped(num(manifest, "threads")) + "\n";
-  out += "- Commit: " + str(m, "commit", "unknown") + "; date (UTC): " + str(m, "date", "unknown") + "\n";
+  // A report filled over several invocations (--resume) holds runs of several commits: name each.
+  std::map<std::string, int> commits;
+  size_t kept = 0;
+  for (const RunData& r : runs) {
+    if (param(r, "kind") == "make-model") continue;
+    ++commits[str(*r.run, "commit", "unknown")];
+    kept += r.run->value("resumed", false);
+  }
+  out += "- Commit: " + str(m, "commit", "unknown") + "; date (UTC): " + str(m, "date", "unknown") + " (this invocation)\n";
+  if (kept > 0 || commits.size() > 1) {
+    std::string list;
+    for (const auto& [c, n] : commits) list += (list.empty() ? "" : ", ") + c + " (" + std::to_string(n) + ")";
+    out += "- Runs by the commit they ran at: " + list + "; " + std::to_string(kept) +
+           " of them were kept from earlier invocations (`--resume`), each with its own command\n";
+  }
   out += std::string("- Sizes: ") + (quick ? "**--quick** (small sizes; a full run uses the issue's sizes)" : "full") + ": `" +
          manifest.value("sizes", json::object()).dump() + "`\n";
   double wall = 0;

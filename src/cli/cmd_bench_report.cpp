@@ -169,9 +169,11 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     ReportOptions all = o;
     all.sections = kReportSections;
     json planned = json::array();
-    for (const PlannedRun& r : plan_report(all).runs)
+    const ReportPlan whole = plan_report(all);
+    for (const PlannedRun& r : whole.runs)
       if (r.params.value("kind", "") != "make-model") planned.push_back({{"id", r.id}, {"section", r.section}, {"command", shell_join(r.argv)}});
     manifest["planned"] = planned;
+    manifest["sizes"] = whole.sizes;  // kept runs of other sections were made at these sizes too
   }
   std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
   std::fflush(stdout);

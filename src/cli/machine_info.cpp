@@ -50,7 +50,8 @@ nlohmann::json describe_machine(const std::string& source_dir) {
   std::string commit = command_output(git + "rev-parse --short HEAD 2>/dev/null");
   while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
   if (commit.empty()) commit = "unknown";
-  else if (!command_output(git + "status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
+  // docs/ is left out: a report writes its own results there while it runs, which changes no code.
+  else if (!command_output(git + "status --porcelain --untracked-files=no -- . ':!docs' 2>/dev/null").empty()) commit += "+dirty";
   return {{"cpu", cpu_model()},
           {"cores", std::thread::hardware_concurrency()},
           {"isa", kernels::isa_name(kernels::best_isa())},

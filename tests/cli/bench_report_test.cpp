@@ -57,7 +57,7 @@ json decode_run(const std::string& policy, bool flat) {
 
 json run_entry(const std::string& id, const std::string& section, const json& params, const std::string& status, const std::string& error = "") {
   json r = {{"id", id}, {"section", section}, {"command", "folio bench x --json DIR/json/" + id + ".json"}, {"params", params},
-            {"json", id + ".json"}, {"status", status}, {"wall_s", 1.5}};
+            {"json", id + ".json"}, {"status", status}, {"wall_s", 1.5}, {"commit", "abc1234"}};
   if (!error.empty()) r["error"] = error;
   return r;
 }
@@ -99,6 +99,8 @@ fs::path fabricate(const std::string& name) {
   runs.push_back(run_entry("peer_pytorch_rswa", "peer", {{"kind", "peer"}, {"engine", "pytorch"}, {"policy", "rswa"}}, "ok"));
   runs.push_back(run_entry("peer_folio_full", "peer", {{"kind", "peer"}, {"engine", "folio"}, {"policy", "full"}}, "ok"));  // its file is missing
   runs.push_back(run_entry("tesseract_p1", "peer", {{"kind", "tesseract"}, {"pages", 1}, {"docs", 5}}, "ok"));
+  // One run kept by --resume from an invocation at another commit.
+  runs[1].update({{"commit", "0ld0ne1"}, {"resumed", true}});
   // The standard set: every run above, plus one that was never run.
   json planned = json::array();
   for (const json& r : runs) planned.push_back({{"id", r["id"]}, {"section", r["section"]}, {"command", r["command"]}});
@@ -126,6 +128,8 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   EXPECT_NE(md.find("Commit: abc1234; date (UTC): 2026-01-02T03:04:05Z"), std::string::npos);
   EXPECT_NE(md.find("`folio bench report --out bench --quick`"), std::string::npos);
   EXPECT_NE(md.find("Runs: 11 (3 not available)"), std::string::npos);
+  EXPECT_NE(md.find("Runs by the commit they ran at: 0ld0ne1 (1), abc1234 (10); 1 of them were kept from earlier invocations"),
+            std::string::npos) << md;
   // Decode: rswa constant, (300 + 128) tokens x 1000 bytes; full grows by 1000 bytes per token.
   EXPECT_NE(md.find("| rswa | bf16 | 300 | 512 | 428,000 -> 428,000 | 10.00 -> 10.00 (1.000) | 100.00 |"), std::string::npos) << md;
   EXPECT_NE(md.find("identical at every sample from position 128 on: 428,000 bytes = 428 tokens x 1,000 bytes per token"), std::string::npos);
