@@ -170,4 +170,25 @@ ReportPlan plan_report(const ReportOptions& o) {
   return plan;
 }
 
+std::vector<PlannedRun> select_runs(const ReportPlan& plan, const std::vector<std::string>& ids, const std::string& decoder_model) {
+  if (ids.empty()) throw_invalid("--only: empty list (give run ids, e.g. decode_mini_rswa_bf16)");
+  for (const std::string& id : ids) {
+    const bool known = std::any_of(plan.runs.begin(), plan.runs.end(), [&](const PlannedRun& r) { return r.id == id && r.id != "make_model"; });
+    if (known) continue;
+    std::string some;
+    int listed = 0;
+    for (const PlannedRun& r : plan.runs)
+      if (r.id != "make_model" && listed++ < 4) some += (some.empty() ? "" : ", ") + r.id;
+    throw_invalid("--only: no run '" + id + "' in the sections, policies and KV dtypes given (run ids are the JSON file names" +
+                  (some.empty() ? std::string(")") : ", e.g. " + some + ")"));
+  }
+  std::vector<PlannedRun> out;
+  for (const PlannedRun& r : plan.runs)
+    if (has(ids, r.id)) out.push_back(r);
+  const bool reads_decoder = std::any_of(out.begin(), out.end(), [&](const PlannedRun& r) { return has(r.argv, decoder_model); });
+  for (const PlannedRun& r : plan.runs)
+    if (r.id == "make_model" && reads_decoder) out.insert(out.begin(), r);
+  return out;
+}
+
 }  // namespace folio::cli

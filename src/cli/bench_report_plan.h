@@ -44,4 +44,9 @@ struct ReportPlan {
 // InvalidInput for an unknown section, policy or KV dtype.
 ReportPlan plan_report(const ReportOptions& o);
 
+// The runs of `plan` named in `ids` (run ids: the names of their JSON files without .json), in plan
+// order, with the step that makes the full-size decoder when one of them reads it. InvalidInput for
+// an id that is not among the plan's runs, naming a few that are.
+std::vector<PlannedRun> select_runs(const ReportPlan& plan, const std::vector<std::string>& ids, const std::string& decoder_model);
+
 }  // namespace folio::cli

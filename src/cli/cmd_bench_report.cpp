@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct ReportArgs {
-  std::string out, sections, policies, kv_dtypes, folio, cache, decoder_model, mini_model, python = "/usr/bin/python3";
+  std::string out, sections, policies, kv_dtypes, only, folio, cache, decoder_model, mini_model, python = "/usr/bin/python3";
   bool quick = false, render_only = false, resume = false;
   int threads = 0;
 };
@@ -91,7 +91,7 @@ std::string report_command(const ReportArgs& a) {
   std::vector<std::string> argv = {"folio", "bench", "report", "--out", a.out};
   if (a.quick) argv.push_back("--quick");
   for (const auto& [flag, v] : {std::pair<const char*, std::string>{"--sections", a.sections}, {"--policies", a.policies},
-                                {"--kv-dtypes", a.kv_dtypes}, {"--decoder-model", a.decoder_model}, {"--cache", a.cache},
+                                {"--kv-dtypes", a.kv_dtypes}, {"--only", a.only}, {"--decoder-model", a.decoder_model}, {"--cache", a.cache},
                                 {"--mini-model", a.mini_model}})
     if (!v.empty()) argv.insert(argv.end(), {flag, v});
   if (a.threads) argv.insert(argv.end(), {"--threads", std::to_string(a.threads)});
@@ -142,6 +142,7 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     }
     plan = plan_report(o);
   }
+  if (!a.only.empty()) plan.runs = select_runs(plan, split_csv(a.only), o.decoder_model);
 
   std::string folio_exe = a.folio;
   if (folio_exe.empty()) {
@@ -192,7 +193,7 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
   std::set<std::string> in_plan;
   for (const PlannedRun& r : plan.runs) {
     in_plan.insert(r.id);
-    if (keeps(r)) kept_ahead[r.id] = done_before[r.id];
+    if (a.only.empty() && keeps(r)) kept_ahead[r.id] = done_before[r.id];  // runs named by --only run again
   }
   for (const auto& [id, e] : done_before) {
     const std::string file = e.value("json", "");
@@ -262,7 +263,9 @@ int run_report(const ReportArgs& a) {
     if (!a.sections.empty()) check.sections = split_csv(a.sections);
     if (!a.policies.empty()) check.policies = split_csv(a.policies);
     if (!a.kv_dtypes.empty()) check.kv_dtypes = split_csv(a.kv_dtypes);
-    plan_report(check);
+    check.quick = a.quick;
+    const ReportPlan plan = plan_report(check);
+    if (!a.only.empty()) select_runs(plan, split_csv(a.only), check.decoder_model);
   }
   json manifest;
   if (a.render_only) {
@@ -311,6 +314,9 @@ SubRunner add_bench_report(CLI::App& bench) {
   c->add_option("--sections", a->sections, "Comma-separated subset of decode,pages,accuracy,service,peer (default: all)");
   c->add_option("--policies", a->policies, "KV policies of the decode and accuracy matrices (default: full,rswa,sparse,rolling)");
   c->add_option("--kv-dtypes", a->kv_dtypes, "KV dtypes of the decode and accuracy matrices (default: f32,bf16,q8,q4)");
+  c->add_option("--only", a->only,
+                "Comma-separated run ids (their JSON file names, e.g. decode_mini_rswa_bf16): run just these of the set, "
+                "again if they have results; with --resume the report keeps the others it has");
   c->add_option("--folio", a->folio, "folio executable the runs use (default: this one)");
   c->add_option("--decoder-model", a->decoder_model, "Full-size decoder checkpoint (default: CACHE/uocr-full-bf16, made if missing)");
   c->add_option("--cache", a->cache, "Where the full-size decoder is made (default: $FOLIO_CACHE or ~/.cache/folio)");

@@ -249,6 +249,11 @@ TEST(BenchReport, BadInputExitsTwoWithAClearMessage) {
   r = run_folio("bench report --out " + (s / "file" / "b").string() + " --sections decode", s);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--out: cannot create"), std::string::npos) << r.err;
+  r = run_folio("bench report --out " + (s / "b").string() + " --sections decode --only decode_mini_rswa_bf16,decode_mini_rswa_q9", s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--only: no run 'decode_mini_rswa_q9' in the sections, policies and KV dtypes given"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("e.g. decode_mini_full_f32"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(s / "b"));
   r = run_folio("bench report --out " + (s / "none").string() + " --render-only", s);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("report.json not found"), std::string::npos) << r.err;
@@ -369,5 +374,19 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
   EXPECT_NE(rest.find("- service: " + std::to_string(service) + " runs"), std::string::npos) << rest;
   EXPECT_NE(rest.find("- pages: "), std::string::npos) << rest;
   EXPECT_EQ(rest.find("- decode: "), std::string::npos) << rest;
+  // --only runs just the runs named; --resume keeps the rest (here the other decode runs).
+  const std::string again = before["runs"][2]["id"].get<std::string>();
+  r = run_folio("bench report --out " + dir.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 2 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume --only " + again,
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("folio bench report: 1 runs"), std::string::npos) << r.out;
+  const json only = json::parse(slurp(dir / "json/report.json"));
+  ASSERT_EQ(only["runs"].size(), before["runs"].size());
+  for (const json& run : only["runs"]) {
+    EXPECT_EQ(run["status"], "ok");
+    EXPECT_EQ(run.value("resumed", false), run["id"] != again) << run.dump();
+  }
+  EXPECT_NE(only["command"].get<std::string>().find("--only " + again), std::string::npos);
   if (!HasFailure()) fs::remove_all(s);
 }
