@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace folio::kernels {
 namespace {
@@ -77,64 +78,83 @@ TEST(KVQuant, ConstantGroupIsExact) {
   }
 }
 
-// Attention reading codes directly == attention over an f32 copy of the dequantised rows. Two
-// spans (one partial), head_dim 128 with value groups of 64 channels (two per head), GQA.
+// Attention reading codes directly == attention over an f32 copy of the dequantised rows, on every
+// instruction set the CPU has. Two spans (one partial), GQA, in three shapes: head_dim 128 with
+// value groups of 64 channels (two per head; the full-size decoder), head_dim 32 with groups of 64
+// spanning two heads (folio-mini-ocr), and head_dim 20, one group per head (channels left over
+// after the vectors).
 TEST(KVQuant, AttentionOverQuantisedSpansEqualsDequantisedCopy) {
-  const int64_t heads = 4, kv_heads = 2, hd = 128, G = kKVKeyGroup, vg = 64, groups = kv_heads * hd / vg;
-  const std::vector<float> q = random_rows(heads * hd, 5);
-  for (KVDType t : {KVDType::Q8, KVDType::Q4}) {
-    const size_t rb = kv_row_bytes(t, hd), np = static_cast<size_t>(kv_params_per_group(t));
-    std::vector<KVSpan> qspans, fspans;
-    std::vector<std::vector<uint8_t>> store;
-    std::vector<std::vector<uint16_t>> pstore;
-    std::vector<std::vector<float>> fstore;
-    for (int64_t blk = 0; blk < 2; ++blk) {
-      const std::vector<float> k = random_rows(kv_heads * G * hd, 100 + blk), v = random_rows(G * kv_heads * hd, 200 + blk);
-      std::vector<uint8_t> kc(kv_heads * G * rb), vc(kv_heads * G * rb);
-      std::vector<uint16_t> kp(kv_heads * np * hd), vp(G * groups * np);
-      std::vector<float> kf(k.size()), vf(v.size());  // head-major dequantised copies
-      for (int64_t h = 0; h < kv_heads; ++h) {  // k is [head][row][hd]
-        quantize_key_group(t, &k[h * G * hd], G, hd, &kc[h * G * rb], &kp[h * np * hd]);
-        dequantize_key_rows(t, &kc[h * G * rb], &kp[h * np * hd], G, hd, &kf[h * G * hd]);
-      }
-      for (int64_t r = 0; r < G; ++r)  // v is [row][head][hd]: groups of 64 within a head
-        for (int64_t g = 0; g < groups; ++g) {
-          const int64_t h = g * vg / hd, off = g * vg % hd;
-          uint8_t* codes = &vc[h * G * rb + r * rb + kv_row_bytes(t, off)];
-          quantize_value_group(t, &v[(r * kv_heads) * hd + g * vg], vg, codes, &vp[(r * groups + g) * np]);
-          dequantize_value_group(t, codes, &vp[(r * groups + g) * np], vg, &vf[h * G * hd + r * hd + off]);
+  struct Shape { int64_t heads, kv_heads, hd, vg; };
+  for (const Shape& sh : {Shape{4, 2, 128, 64}, Shape{4, 4, 32, 64}, Shape{2, 1, 20, 20}})
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      set_isa(isa);
+      const int64_t heads = sh.heads, kv_heads = sh.kv_heads, hd = sh.hd, G = kKVKeyGroup, vg = sh.vg;
+      const int64_t groups = kv_heads * hd / vg;
+      const std::vector<float> q = random_rows(heads * hd, 5);
+      for (KVDType t : {KVDType::Q8, KVDType::Q4}) {
+        const size_t rb = kv_row_bytes(t, hd), np = static_cast<size_t>(kv_params_per_group(t));
+        std::vector<KVSpan> qspans, fspans;
+        std::vector<std::vector<uint8_t>> store;
+        std::vector<std::vector<uint16_t>> pstore;
+        std::vector<std::vector<float>> fstore;
+        for (int64_t blk = 0; blk < 2; ++blk) {
+          const std::vector<float> k = random_rows(kv_heads * G * hd, 100 + blk), v = random_rows(G * kv_heads * hd, 200 + blk);
+          std::vector<uint8_t> kc(kv_heads * G * rb), vc(kv_heads * G * rb);
+          std::vector<uint16_t> kp(kv_heads * np * hd), vp(G * groups * np);
+          std::vector<float> kf(k.size()), vf(v.size());  // head-major dequantised copies
+          for (int64_t h = 0; h < kv_heads; ++h) {  // k is [head][row][hd]
+            quantize_key_group(t, &k[h * G * hd], G, hd, &kc[h * G * rb], &kp[h * np * hd]);
+            dequantize_key_rows(t, &kc[h * G * rb], &kp[h * np * hd], G, hd, &kf[h * G * hd]);
+          }
+          // v is [row][head][hd]; a group's codes and values go to the head-major places of the
+          // heads its channels belong to.
+          std::vector<uint8_t> gc(kv_row_bytes(t, vg));
+          std::vector<float> gf(static_cast<size_t>(vg));
+          for (int64_t r = 0; r < G; ++r)
+            for (int64_t g = 0; g < groups; ++g) {
+              quantize_value_group(t, &v[r * kv_heads * hd + g * vg], vg, gc.data(), &vp[(r * groups + g) * np]);
+              dequantize_value_group(t, gc.data(), &vp[(r * groups + g) * np], vg, gf.data());
+              for (int64_t c = 0; c < vg; c += std::min(vg, hd)) {
+                const int64_t ch = g * vg + c, h = ch / hd, off = ch % hd, n = std::min(vg, hd);
+                std::copy_n(gc.begin() + static_cast<int64_t>(kv_row_bytes(t, c)), kv_row_bytes(t, n),
+                            vc.begin() + h * G * static_cast<int64_t>(rb) + r * static_cast<int64_t>(rb) + static_cast<int64_t>(kv_row_bytes(t, off)));
+                std::copy_n(gf.begin() + c, n, vf.begin() + h * G * hd + r * hd + off);
+              }
+            }
+          const int64_t first = blk == 0 ? 0 : 9, n = blk == 0 ? G : 40;  // the second span is a partial group
+          KVSpan qs;
+          qs.k = kc.data() + first * rb;
+          qs.v = vc.data() + first * rb;
+          qs.tokens = n;
+          qs.k_head_stride = qs.v_head_stride = G * rb;
+          qs.k_type = qs.v_type = t;
+          qs.k_params = kp.data();
+          qs.v_param_stride = static_cast<size_t>(groups) * np;
+          qs.v_params = vp.data() + first * qs.v_param_stride;
+          qs.v_group = vg;
+          KVSpan fs;
+          fs.k = reinterpret_cast<const uint8_t*>(kf.data() + first * hd);
+          fs.v = reinterpret_cast<const uint8_t*>(vf.data() + first * hd);
+          fs.tokens = n;
+          fs.k_head_stride = fs.v_head_stride = G * hd * 4;
+          qspans.push_back(qs);
+          fspans.push_back(fs);
+          store.push_back(std::move(kc));
+          store.push_back(std::move(vc));
+          pstore.push_back(std::move(kp));
+          pstore.push_back(std::move(vp));
+          fstore.push_back(std::move(kf));
+          fstore.push_back(std::move(vf));
         }
-      const int64_t first = blk == 0 ? 0 : 9, n = blk == 0 ? G : 40;  // the second span is a partial group
-      KVSpan qs;
-      qs.k = kc.data() + first * rb;
-      qs.v = vc.data() + first * rb;
-      qs.tokens = n;
-      qs.k_head_stride = qs.v_head_stride = G * rb;
-      qs.k_type = qs.v_type = t;
-      qs.k_params = kp.data();
-      qs.v_param_stride = static_cast<size_t>(groups) * np;
-      qs.v_params = vp.data() + first * qs.v_param_stride;
-      qs.v_group = vg;
-      KVSpan fs;
-      fs.k = reinterpret_cast<const uint8_t*>(kf.data() + first * hd);
-      fs.v = reinterpret_cast<const uint8_t*>(vf.data() + first * hd);
-      fs.tokens = n;
-      fs.k_head_stride = fs.v_head_stride = G * hd * 4;
-      qspans.push_back(qs);
-      fspans.push_back(fs);
-      store.push_back(std::move(kc));
-      store.push_back(std::move(vc));
-      pstore.push_back(std::move(kp));
-      pstore.push_back(std::move(vp));
-      fstore.push_back(std::move(kf));
-      fstore.push_back(std::move(vf));
+        AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+        std::vector<float> a(q.size()), b(q.size()), scratch(attend_scratch_floats(qspans.size() * G, heads, hd));
+        attend(q.data(), qspans, shape, a.data(), 0, heads, scratch.data());
+        attend(q.data(), fspans, shape, b.data(), 0, heads, scratch.data());
+        for (size_t i = 0; i < a.size(); ++i)
+          ASSERT_NEAR(a[i], b[i], 2e-5f + 2e-5f * std::fabs(b[i])) << kv_dtype_name(t) << " " << isa_name(active_isa()) << " head_dim " << hd << " " << i;
+      }
     }
-    AttentionShape shape{heads, kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-    std::vector<float> a(q.size()), b(q.size()), scratch(attend_scratch_floats(qspans.size() * G, heads, hd));
-    attend(q.data(), qspans, shape, a.data(), 0, heads, scratch.data());
-    attend(q.data(), fspans, shape, b.data(), 0, heads, scratch.data());
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-5f + 2e-5f * std::fabs(b[i])) << kv_dtype_name(t) << " " << i;
-  }
+  set_isa(best_isa());
 }
 
 TEST(KVQuant, NamesParse) {

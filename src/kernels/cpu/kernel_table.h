@@ -29,6 +29,15 @@ using DotRowsFn = void (*)(const float* q, const uint8_t* rows, size_t stride, i
 // x[i] = exp(x[i] - m) for i < n; returns the sum (softmax numerators and denominator).
 using ExpSumFn = double (*)(float* x, int64_t n, float m);
 using AxpyRowsFn = void (*)(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y);
+// The same over quantised KV rows (kv_quant.h; q4 codes two per byte):
+//   dot_code_rows:  out[t] = <qs, codes of row t> + bias (qs, bias: the query with the key group's
+//                   per-channel scales and minima folded in)
+//   axpy_code_rows: y[j*seg + c] += sum_t p[t] * (s_tj * code_t,j*seg+c + m_tj) for segments j < nseg,
+//                   s_tj, m_tj (m for q4 only) the f16 parameters of group first_group + j of row t
+using DotCodeRowsFn = void (*)(const float* qs, const uint8_t* codes, size_t stride, int64_t count, int64_t n, float bias,
+                               float* out);
+using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params,
+                                size_t param_stride, int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y);
 
 struct KernelTable {
   GemvFn gemv[4];          // indexed by DType: F32, F16, BF16, Q8_0
@@ -37,6 +46,8 @@ struct KernelTable {
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16
   AxpyRowsFn axpy_rows[3]; // F32, F16, BF16
+  DotCodeRowsFn dot_code_rows[2];    // Q8, Q4
+  AxpyCodeRowsFn axpy_code_rows[2];  // Q8, Q4
   ExpSumFn exp_sum;
 };
 

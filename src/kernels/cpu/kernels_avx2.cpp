@@ -35,6 +35,14 @@ struct VAvx2 {
   static reg load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
+  // 8 4-bit codes (4 bytes, low nibble first) -> f32 in channel order.
+  static reg load_u4(const uint8_t* p) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(w)), mask = _mm_set1_epi8(0x0f);
+    const __m128i x = _mm_unpacklo_epi8(_mm_and_si128(b, mask), _mm_and_si128(_mm_srli_epi16(b, 4), mask));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(x));
+  }
   static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }

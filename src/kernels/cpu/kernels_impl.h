@@ -9,7 +9,8 @@
 // A traits struct V supplies the vector type and primitives:
 //   reg, W (lanes, a divisor of 32), kRows[G] (weight rows per tile when G input rows share it),
 //   zero, set1, load (f32), load_f16, load_bf16, load_i8 (W int8 -> f32), store, fma(a, b, c) = a*b+c,
-//   mul, add, hsum, f16 (scalar f16 -> f32).
+//   mul, add, hsum, f16 (scalar f16 -> f32); SIMD traits also load_u4 (W 4-bit codes, two per byte,
+//   low nibble first -> f32).
 
 namespace folio::kernels::detail {
 namespace {
@@ -325,6 +326,84 @@ void axpy_rows(const float* p, const uint8_t* rows, size_t stride, int64_t count
     }
 }
 
+// ---- quantised KV rows (kv_quant.h): integer codes read straight into f32 lanes ---------------
+
+// q8 codes: one int8 per channel.
+template <class V>
+struct LoadCodeI8 {
+  static const int8_t* at(const uint8_t* row, int64_t i) { return reinterpret_cast<const int8_t*>(row) + i; }
+  static typename V::reg load1(const uint8_t* row, int64_t i) { return V::load_i8(at(row, i)); }
+  static float scalar(const uint8_t* row, int64_t i) { return static_cast<float>(*at(row, i)); }
+};
+
+// q4 codes: two channels per byte, the even one in the low nibble. load1 is called at multiples of
+// W only (even channels), so it starts on a byte.
+template <class V>
+struct LoadCodeU4 {
+  static const uint8_t* at(const uint8_t* row, int64_t i) { return row + i / 2; }
+  static typename V::reg load1(const uint8_t* row, int64_t i) {
+    if constexpr (V::W == 1) return scalar(row, i);
+    else return V::load_u4(at(row, i));
+  }
+  static float scalar(const uint8_t* row, int64_t i) { return static_cast<float>((row[i / 2] >> ((i & 1) * 4)) & 0xf); }
+};
+
+// Key scores over quantised rows: out[t] = <qs, codes of row t> + bias, where the caller folded the
+// per-channel scales (and the softmax scale) into qs and the per-channel minima into bias.
+template <class V, class L>
+void dot_code_rows(const float* qs, const uint8_t* codes, size_t stride, int64_t count, int64_t n, float bias, float* out) {
+  dot_rows<V, L>(qs, codes, stride, count, n, 1.f, out);
+  if (bias != 0.f)
+    for (int64_t t = 0; t < count; ++t) out[t] += bias;
+}
+
+// y[d .. d + B*W) += sum_t p[t] * (s_t * code_t + m_t) for one value group's channels, with s_t,
+// m_t the f16 parameters of row t's group (m only for q4), y in B registers while the rows stream.
+// The minima add the same sum_t p[t] m_t to every channel: it is summed once, beside the FMAs.
+template <class V, class L, int B, bool kMin>
+void axpy_code_block(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params, size_t param_stride,
+                     int64_t count, int64_t d, float* y) {
+  using reg = typename V::reg;
+  reg acc[B];
+  for (int k = 0; k < B; ++k) acc[k] = V::load(y + d + k * V::W);
+  float min_sum = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    const uint8_t* row = codes + static_cast<size_t>(t) * stride;
+    const uint16_t* g = params + static_cast<size_t>(t) * param_stride;
+    const reg a = V::set1(p[t] * V::f16(g[0]));
+    if constexpr (kMin) min_sum += p[t] * V::f16(g[1]);
+    for (int k = 0; k < B; ++k) acc[k] = V::fma(a, L::load1(row, d + k * V::W), acc[k]);
+  }
+  const reg m = V::set1(min_sum);
+  for (int k = 0; k < B; ++k) V::store(y + d + k * V::W, kMin ? V::add(acc[k], m) : acc[k]);
+}
+
+// Values over quantised rows: one head's `nseg` segments of `seg` channels, segment j taking its
+// parameters from group first_group + j of each row (params + t * param_stride + group * nparams).
+// Each segment goes in blocks of 8, 4, 2, 1 vectors, then channel by channel; every y[i] sums over
+// t in order, whatever the blocking.
+template <class V, class L, bool kMin>
+void axpy_code_rows(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params, size_t param_stride,
+                    int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y) {
+  constexpr int64_t np = kMin ? 2 : 1;
+  for (int64_t j = 0; j < nseg; ++j) {
+    const uint8_t* cj = reinterpret_cast<const uint8_t*>(L::at(codes, j * seg));
+    const uint16_t* pj = params + (first_group + j) * np;
+    float* yj = y + j * seg;
+    int64_t d = 0;
+    for (; d + 8 * V::W <= seg; d += 8 * V::W) axpy_code_block<V, L, 8, kMin>(p, cj, stride, pj, param_stride, count, d, yj);
+    if (d + 4 * V::W <= seg) axpy_code_block<V, L, 4, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += 4 * V::W;
+    if (d + 2 * V::W <= seg) axpy_code_block<V, L, 2, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += 2 * V::W;
+    if (d + V::W <= seg) axpy_code_block<V, L, 1, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += V::W;
+    for (; d < seg; ++d)
+      for (int64_t t = 0; t < count; ++t) {
+        const uint16_t* g = pj + static_cast<size_t>(t) * param_stride;
+        const float code = L::scalar(cj + static_cast<size_t>(t) * stride, d);
+        yj[d] += p[t] * (V::f16(g[0]) * code + (kMin ? V::f16(g[np - 1]) : 0.f));
+      }
+  }
+}
+
 template <class V>
 double exp_sum(float* x, int64_t n, float m) {
   const typename V::reg neg_m = V::set1(-m);
@@ -350,6 +429,8 @@ constexpr KernelTable make_table() {
       {&axpy<V, LoadF32<V>>, &axpy<V, LoadF16<V>>, &axpy<V, LoadBF16<V>>},
       {&dot_rows<V, LoadF32<V>>, &dot_rows<V, LoadF16<V>>, &dot_rows<V, LoadBF16<V>>},
       {&axpy_rows<V, LoadF32<V>>, &axpy_rows<V, LoadF16<V>>, &axpy_rows<V, LoadBF16<V>>},
+      {&dot_code_rows<V, LoadCodeI8<V>>, &dot_code_rows<V, LoadCodeU4<V>>},
+      {&axpy_code_rows<V, LoadCodeI8<V>, false>, &axpy_code_rows<V, LoadCodeU4<V>, true>},
       &exp_sum<V>,
   };
 }

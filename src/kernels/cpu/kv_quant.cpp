@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels {
 
@@ -150,58 +151,21 @@ void dequantize_value_group(KVDType t, const uint8_t* codes, const uint16_t* par
 
 void dot_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                   int64_t rows, int64_t head_dim, float scale, float* qs, float* out) {
+  check_quantized(t);
   float bias = 0;
   for (int64_t c = 0; c < head_dim; ++c) {
     qs[c] = q[c] * f16_to_f32(params[c]) * scale;
     if (t == KVDType::Q4) bias += q[c] * f16_to_f32(params[head_dim + c]) * scale;
   }
-  if (t == KVDType::Q8) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto* cr = reinterpret_cast<const int8_t*>(codes + static_cast<size_t>(r) * code_stride);
-      float acc = 0;
-      for (int64_t c = 0; c < head_dim; ++c) acc += qs[c] * static_cast<float>(cr[c]);
-      out[r] = acc;
-    }
-  } else {
-    const int64_t half = head_dim / 2;
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* cr = codes + static_cast<size_t>(r) * code_stride;
-      float acc = bias;
-      for (int64_t i = 0; i < half; ++i) {
-        acc += qs[2 * i] * static_cast<float>(cr[i] & 0xf);
-        acc += qs[2 * i + 1] * static_cast<float>(cr[i] >> 4);
-      }
-      if (head_dim % 2) acc += qs[head_dim - 1] * static_cast<float>(cr[half] & 0xf);
-      out[r] = acc;
-    }
-  }
+  detail::table_for(active_isa()).dot_code_rows[t == KVDType::Q4](qs, codes, code_stride, rows, head_dim, bias, out);
 }
 
 void axpy_value_rows(KVDType t, const float* p, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                      size_t param_stride, int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float* y) {
-  const int64_t seg = std::min(group, head_dim), nseg = head_dim / seg, np = kv_params_per_group(t);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float pr = p[r];
-    if (pr == 0.f) continue;
-    const uint8_t* cr = codes + static_cast<size_t>(r) * code_stride;
-    const uint16_t* pa = params + static_cast<size_t>(r) * param_stride;
-    for (int64_t j = 0; j < nseg; ++j) {
-      const uint16_t* g = pa + (first_group + j) * np;
-      const float a = pr * f16_to_f32(g[0]);
-      float* yj = y + j * seg;
-      if (t == KVDType::Q8) {
-        const auto* c8 = reinterpret_cast<const int8_t*>(cr) + j * seg;
-        for (int64_t c = 0; c < seg; ++c) yj[c] += a * static_cast<float>(c8[c]);
-      } else {
-        const float b = pr * f16_to_f32(g[1]);
-        const uint8_t* c4 = cr + j * seg / 2;
-        for (int64_t i = 0; i < seg / 2; ++i) {
-          yj[2 * i] += a * static_cast<float>(c4[i] & 0xf) + b;
-          yj[2 * i + 1] += a * static_cast<float>(c4[i] >> 4) + b;
-        }
-      }
-    }
-  }
+  check_quantized(t);
+  const int64_t seg = std::min(group, head_dim);
+  detail::table_for(active_isa()).axpy_code_rows[t == KVDType::Q4](p, codes, code_stride, params, param_stride, first_group, seg,
+                                                                   head_dim / seg, rows, y);
 }
 
 }  // namespace folio::kernels
