@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -621,7 +622,7 @@ figures are read from the files like every other figure here).
 }
 
 PlotSeries decode_series(const std::string& title, const json& j, bool kv) {
-  PlotSeries s{title, {}};
+  PlotSeries s{title, {}, ""};
   for (const json& x : samples_of(j))
     s.points.emplace_back(num(x, "pos"), kv ? num(x, "kv_bytes") / (1 << 20) : num(x, "ms_per_token"));
   return s;
@@ -673,6 +674,31 @@ std::vector<std::pair<std::string, json>> load_archive(const fs::path& archive_d
   return out;
 }
 
+namespace {
+
+// Decode plots draw each policy in one colour (the rising full line against the flat rswa one is
+// the picture) and each KV dtype with its own points and dashes, in a fixed order whatever order
+// the runs were made in.
+constexpr const char* kPlotPolicies[] = {"full", "rswa", "sparse"};
+constexpr const char* kPlotPolicyColours[] = {"#d62728", "#1f77b4", "#2ca02c"};
+constexpr const char* kPlotDtypes[] = {"f32", "bf16", "f16", "q8", "q4"};
+constexpr const char* kPlotDtypeMarks[] = {"pt 5 dt 1", "pt 7 dt 1", "pt 9 dt 1", "pt 13 dt 2", "pt 11 dt 3"};
+
+template <size_t N>
+size_t rank_of(const char* const (&names)[N], const std::string& v) {
+  for (size_t i = 0; i < N; ++i)
+    if (v == names[i]) return i;
+  return N;
+}
+
+std::string decode_style(const std::string& policy, const std::string& dtype) {
+  const size_t p = rank_of(kPlotPolicies, policy), d = rank_of(kPlotDtypes, dtype);
+  if (p == std::size(kPlotPolicies) || d == std::size(kPlotDtypes)) return "";
+  return std::string("lc rgb '") + kPlotPolicyColours[p] + "' " + kPlotDtypeMarks[d];
+}
+
+}  // namespace
+
 std::vector<PlotSpec> plan_plots(const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive) {
   std::vector<PlotSpec> out;
   auto keep = [&](PlotSpec spec) {
@@ -682,17 +708,27 @@ std::vector<PlotSpec> plan_plots(const std::vector<RunData>& runs, const std::ve
   };
   for (const std::string key : {"uocr-full", "mini"}) {
     PlotSpec spec{"decode_" + key + ".png", "", "generated tokens", {{"KV bytes in the pool (MiB)", {}}, {"ms per token (mean over the interval)", {}}}};
-    for (const RunData& r : runs) {
-      if (r.data.is_null() || param(r, "kind") != "decode" || param(r, "model_key") != key) continue;
+    std::vector<const RunData*> mine;
+    for (const RunData& r : runs)
+      if (!r.data.is_null() && param(r, "kind") == "decode" && param(r, "model_key") == key) mine.push_back(&r);
+    std::stable_sort(mine.begin(), mine.end(), [](const RunData* a, const RunData* b) {
+      return std::pair(rank_of(kPlotPolicies, param(*a, "policy")), rank_of(kPlotDtypes, param(*a, "kv_dtype"))) <
+             std::pair(rank_of(kPlotPolicies, param(*b, "policy")), rank_of(kPlotDtypes, param(*b, "kv_dtype")));
+    });
+    for (const RunData* rp : mine) {
+      const RunData& r = *rp;
       const std::string t = param(r, "policy") + " (" + param(r, "kv_dtype") + " KV)";
-      spec.panels[0].series.push_back(decode_series(t, r.data, true));
-      spec.panels[1].series.push_back(decode_series(t, r.data, false));
+      for (bool kv : {true, false}) {
+        PlotSeries s = decode_series(t, r.data, kv);
+        s.style = decode_style(param(r, "policy"), param(r, "kv_dtype"));
+        spec.panels[kv ? 0 : 1].series.push_back(std::move(s));
+      }
       spec.title = model_title(key) + ": P = " + grouped(num(r.data, "ref_tokens")) + " reference tokens, W = " + grouped(num(r.data, "window")) +
                    ", " + grouped(num(r.data, "threads")) + " threads";
     }
     keep(spec);
   }
-  PlotSpec pages{"pages.png", "One document of P pages, rswa W = 128, bf16 KV", "pages", {{"MiB", {{"peak RSS", {}}, {"KV peak", {}}}}}};
+  PlotSpec pages{"pages.png", "One document of P pages, rswa W = 128, bf16 KV", "pages", {{"MiB", {{"peak RSS", {}, ""}, {"KV peak", {}, ""}}}}};
   for (const RunData& r : runs)
     if (!r.data.is_null() && param(r, "kind") == "pages") {
       pages.panels[0].series[0].points.emplace_back(num(r.data, "pages"), num(r.data, "rss_peak_bytes") / (1 << 20));
@@ -723,14 +759,20 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& png_path) {
         if (std::isfinite(x) && std::isfinite(y)) g << x << " " << y << "\n";
       g << "EOD\n";
     }
-  g << "set terminal pngcairo size " << 600 * spec.panels.size() << ",480 font 'DejaVu Sans,10'\n"
+  // Many series (a decode matrix): the key goes below the plots, where it hides no line.
+  size_t most = 0;
+  for (const PlotPanel& p : spec.panels) most = std::max(most, p.series.size());
+  const bool key_below = most > 6;
+  g << "set terminal pngcairo size " << 600 * spec.panels.size() << "," << (key_below ? 600 : 480) << " font 'DejaVu Sans,10'\n"
     << "set output " << quoted(png_path) << "\n"
     << "set multiplot layout 1," << spec.panels.size() << " title " << quoted(spec.title) << "\n"
-    << "set xlabel " << quoted(spec.xlabel) << "\nset grid\nset key top left\nset yrange [0:*]\n";
+    << "set xlabel " << quoted(spec.xlabel) << "\nset grid\n" << (key_below ? "set key below maxcols 2\n" : "set key top left\n")
+    << "set yrange [0:*]\n";
   for (size_t p = 0; p < spec.panels.size(); ++p) {
     g << "set ylabel " << quoted(spec.panels[p].ylabel) << "\nplot ";
     for (size_t i = 0; i < names[p].size(); ++i)
-      g << (i ? ", " : "") << names[p][i] << " using 1:2 with linespoints lw 2 title " << quoted(spec.panels[p].series[i].title);
+      g << (i ? ", " : "") << names[p][i] << " using 1:2 with linespoints lw 2 " << spec.panels[p].series[i].style
+        << (spec.panels[p].series[i].style.empty() ? "" : " ") << "title " << quoted(spec.panels[p].series[i].title);
     g << "\n";
   }
   g << "unset multiplot\n";

@@ -31,6 +31,7 @@ std::vector<std::pair<std::string, nlohmann::json>> load_archive(const std::file
 struct PlotSeries {
   std::string title;
   std::vector<std::pair<double, double>> points;
+  std::string style;  // gnuplot line style (e.g. "lc rgb '#d62728' pt 7 dt 1"); "" = gnuplot's next one
 };
 struct PlotPanel {
   std::string ylabel;

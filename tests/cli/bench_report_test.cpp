@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -232,6 +233,32 @@ TEST(BenchReport, DrawsPngPlotsWithGnuplot) {
   EXPECT_EQ(png.substr(1, 3), "PNG");
   EXPECT_NE(slurp(dir.parent_path() / "bench.md").find("![Full-size random-weight Unlimited-OCR decoder: KV bytes and ms/token vs generated tokens](bench/decode_uocr-full.png)"),
             std::string::npos);
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
+// The decode plot's gnuplot script, captured by a stand-in gnuplot: one colour per policy, one mark
+// per KV dtype, lines in policy order whatever order report.json lists the runs in.
+TEST(BenchReport, DecodePlotColoursEachPolicyInAFixedOrder) {
+  const fs::path dir = fabricate("style");
+  json manifest = json::parse(slurp(dir / "json/report.json"));
+  std::reverse(manifest["runs"].begin(), manifest["runs"].end());  // sparse, rswa, full
+  write_json(dir / "json/report.json", manifest);
+  const fs::path bin = dir.parent_path() / "bin", captured = dir.parent_path() / "captured";
+  fs::create_directories(bin);
+  fs::create_directories(captured);
+  {
+    std::ofstream(bin / "gnuplot") << "#!/bin/sh\n/bin/cp \"$1\" " << captured.string() << "/\n";
+  }
+  fs::permissions(bin / "gnuplot", fs::perms::owner_all);
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path(), "PATH=" + bin.string());
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string gp = slurp(captured / "decode_uocr-full.png.gp");
+  ASSERT_FALSE(gp.empty());
+  const size_t full = gp.find("lc rgb '#d62728' pt 7 dt 1 title 'full (bf16 KV)'"), rswa = gp.find("lc rgb '#1f77b4' pt 7 dt 1 title 'rswa (bf16 KV)'");
+  ASSERT_NE(full, std::string::npos) << gp;
+  ASSERT_NE(rswa, std::string::npos) << gp;
+  EXPECT_LT(full, rswa);
+  EXPECT_NE(gp.find("set key top left"), std::string::npos);  // few lines: the key stays inside
   if (!HasFailure()) fs::remove_all(dir.parent_path());
 }
 
