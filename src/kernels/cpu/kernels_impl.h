@@ -308,17 +308,25 @@ void axpy_block(const float* p, const uint8_t* rows, size_t stride, int64_t coun
   for (int k = 0; k < B; ++k) V::store(y + d + k * V::W, acc[k]);
 }
 
-// y += sum_t p[t] * row t (one head's values weighted by its probabilities), in blocks of 8, 4, 2
-// and 1 vectors kept in registers (a head of 32 or 96 channels must not fall back to a loop through
-// memory), then the channels left over one by one. Each y[i] sums over t in order whatever the
-// blocking, so results do not depend on it.
+// Calls block.template operator()<B>(d) for channel blocks [d, d + B*W) covering [0, n) in blocks
+// of B = 8, 4, 2 and 1 vectors (a head of 32 or 96 channels must not fall back to a loop through
+// memory); returns where the channels left over begin.
+template <class V, class Block>
+int64_t for_vector_blocks(int64_t n, Block&& block) {
+  int64_t d = 0;
+  for (; d + 8 * V::W <= n; d += 8 * V::W) block.template operator()<8>(d);
+  if (d + 4 * V::W <= n) block.template operator()<4>(d), d += 4 * V::W;
+  if (d + 2 * V::W <= n) block.template operator()<2>(d), d += 2 * V::W;
+  if (d + V::W <= n) block.template operator()<1>(d), d += V::W;
+  return d;
+}
+
+// y += sum_t p[t] * row t (one head's values weighted by its probabilities), in register blocks
+// (for_vector_blocks), then the channels left over one by one. Each y[i] sums over t in order
+// whatever the blocking, so results do not depend on it.
 template <class V, class L>
 void axpy_rows(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y) {
-  int64_t d = 0;
-  for (; d + 8 * V::W <= n; d += 8 * V::W) axpy_block<V, L, 8>(p, rows, stride, count, d, y);
-  if (d + 4 * V::W <= n) axpy_block<V, L, 4>(p, rows, stride, count, d, y), d += 4 * V::W;
-  if (d + 2 * V::W <= n) axpy_block<V, L, 2>(p, rows, stride, count, d, y), d += 2 * V::W;
-  if (d + V::W <= n) axpy_block<V, L, 1>(p, rows, stride, count, d, y), d += V::W;
+  const int64_t d = for_vector_blocks<V>(n, [&]<int B>(int64_t d) { axpy_block<V, L, B>(p, rows, stride, count, d, y); });
   if (d < n)
     for (int64_t t = 0; t < count; ++t) {
       const uint8_t* row = rows + static_cast<size_t>(t) * stride;
@@ -380,8 +388,8 @@ void axpy_code_block(const float* p, const uint8_t* codes, size_t stride, const 
 
 // Values over quantised rows: one head's `nseg` segments of `seg` channels, segment j taking its
 // parameters from group first_group + j of each row (params + t * param_stride + group * nparams).
-// Each segment goes in blocks of 8, 4, 2, 1 vectors, then channel by channel; every y[i] sums over
-// t in order, whatever the blocking.
+// Each segment goes in register blocks (for_vector_blocks), then channel by channel; every y[i]
+// sums over t in order, whatever the blocking.
 template <class V, class L, bool kMin>
 void axpy_code_rows(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params, size_t param_stride,
                     int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y) {
@@ -390,11 +398,8 @@ void axpy_code_rows(const float* p, const uint8_t* codes, size_t stride, const u
     const uint8_t* cj = reinterpret_cast<const uint8_t*>(L::at(codes, j * seg));
     const uint16_t* pj = params + (first_group + j) * np;
     float* yj = y + j * seg;
-    int64_t d = 0;
-    for (; d + 8 * V::W <= seg; d += 8 * V::W) axpy_code_block<V, L, 8, kMin>(p, cj, stride, pj, param_stride, count, d, yj);
-    if (d + 4 * V::W <= seg) axpy_code_block<V, L, 4, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += 4 * V::W;
-    if (d + 2 * V::W <= seg) axpy_code_block<V, L, 2, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += 2 * V::W;
-    if (d + V::W <= seg) axpy_code_block<V, L, 1, kMin>(p, cj, stride, pj, param_stride, count, d, yj), d += V::W;
+    int64_t d = for_vector_blocks<V>(
+        seg, [&]<int B>(int64_t d) { axpy_code_block<V, L, B, kMin>(p, cj, stride, pj, param_stride, count, d, yj); });
     for (; d < seg; ++d)
       for (int64_t t = 0; t < count; ++t) {
         const uint16_t* g = pj + static_cast<size_t>(t) * param_stride;
