@@ -76,6 +76,7 @@ int run_accuracy(const AccuracyArgs& a) {
   size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0;
   bool forced_unavailable = false;
   size_t offloaded = 0;
+  size_t passes = 0, base_passes = 0;  // all documents together
   uint64_t cold_reads = 0, acquires = 0;
   nlohmann::json per_doc = nlohmann::json::array();
 
@@ -142,6 +143,8 @@ int run_accuracy(const AccuracyArgs& a) {
       acquires += r.stats.kv_store_acquires;
       base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
       base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
+      passes += r.stats.passes;
+      base_passes += b.stats.passes;
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
                          {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"encode_ms", r.stats.encode_ms},
                          {"stop_reasons", r.stats.stop_reasons}});
@@ -153,6 +156,7 @@ int run_accuracy(const AccuracyArgs& a) {
               {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
               {"kv_bytes_peak", kv_peak}, {"baseline_kv_bytes_peak", base_kv_peak},
               {"kv_active_bytes_max", kv_active}, {"baseline_kv_active_bytes_max", base_kv_active},
+              {"passes", passes}, {"baseline_passes", base_passes},
               {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
               {"encode_ms", encode_ms},
               {"documents", per_doc}});

@@ -147,7 +147,7 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   // Samples table, side by side.
   EXPECT_NE(md.find("| 256 | 556,000 | 11.00 | 428,000 | 10.00 |"), std::string::npos) << md;
   // Accuracy with the definitions written out.
-  EXPECT_NE(md.find("| rswa | bf16 | **1.83%** (98 / 5,357) | 1.79% | 0.9991 | - | 786,432 | 2,359,296 | " +
+  EXPECT_NE(md.find("| rswa | bf16 | **1.83%** (98 / 5,357) | 1.79% | 0.9991 | - | - | 786,432 | 2,359,296 | " +
                     fmt("%.3f", 786432.0 / 2359296.0) + " | - | 30.0 MiB |"),
             std::string::npos) << md;
   EXPECT_NE(md.find("**Definitions**"), std::string::npos);
@@ -177,6 +177,53 @@ TEST(BenchReport, RendersEveryFigureFromTheJsonFiles) {
   EXPECT_NE(md.find("plot decode_uocr-full.png not drawn: gnuplot not found"), std::string::npos);
   EXPECT_EQ(md.find("![Full-size"), std::string::npos);
   EXPECT_NE(r.out.find("gnuplot not found"), std::string::npos);
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
+// A run whose KV peak exceeds the baseline's gets a note saying why, from its own figures: passes
+// come from the run's count or, in files written before it, from one stop reason per pass; the
+// baseline's from the run or, failing that, from the set's own run of the baseline's policy (here
+// in bf16: a set need not hold the baseline's own dtype).
+TEST(BenchReport, AccuracyTableExplainsAKVPeakAboveTheBaseline) {
+  const fs::path dir = scratch("kv_above") / "bench";
+  fs::create_directories(dir / "json");
+  auto acc = [](const std::string& policy, const std::string& dtype, double kv, double active) {
+    return json{{"suite", "accuracy"}, {"engine", "folio"}, {"docs", 1}, {"pages", 100}, {"policy", policy}, {"kv_dtype", dtype},
+                {"cer", 0.03}, {"errors", 900}, {"chars", 30000}, {"baseline_cer", 0.0266}, {"baseline_policy", "full"},
+                {"baseline_kv_dtype", "f32"}, {"token_agreement_with_baseline", 0.1}, {"kv_bytes_peak", kv},
+                {"baseline_kv_bytes_peak", 40108032}, {"kv_active_bytes_max", active}, {"baseline_kv_active_bytes_max", 39625728},
+                {"pages_per_s", 1.5}, {"rss_peak_bytes", 100 << 20}};
+  };
+  auto stops = [](int n) { return json::array({{{"pdf", "composed-100-pages"}, {"stop_reasons", json(std::vector<std::string>(n, "eos"))}}}); };
+  json full = acc("full", "bf16", 20054016, 19812864), sparse = acc("sparse", "bf16", 46571520, 1357056), rswa = acc("rswa", "bf16", 10321920, 10077696);
+  full["documents"] = stops(5);    // an older file: passes only as stop reasons
+  sparse["documents"] = stops(1);  // and no baseline_passes: the full run's are used
+  rswa.update({{"passes", 5}, {"baseline_passes", 5}});
+  write_json(dir / "json/accuracy_p100_full_bf16.json", full);
+  write_json(dir / "json/accuracy_p100_sparse_bf16.json", sparse);
+  write_json(dir / "json/accuracy_p100_rswa_bf16.json", rswa);
+  json runs = json::array();
+  for (const auto& [pol, dt] : {std::pair<std::string, std::string>{"full", "bf16"}, {"rswa", "bf16"}, {"sparse", "bf16"}}) {
+    const std::string id = "accuracy_p100_" + pol + "_" + dt;
+    runs.push_back(run_entry(id, "accuracy", {{"kind", "accuracy"}, {"pages", 100}, {"docs", 1}, {"policy", pol}, {"kv_dtype", dt}}, "ok"));
+  }
+  write_json(dir / "json/report.json", {{"folio_report", 1}, {"command", "folio bench report --out bench"}, {"threads", 2}, {"runs", runs}});
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path(), "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string md = slurp(dir.parent_path() / "bench.md");
+  EXPECT_NE(md.find("| 2.66% (full, f32) | 0.1000 | - | 5 (5) | 20,054,016 | 40,108,032 | 0.500 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| rswa | bf16 | **3.00%**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 5 (5) | 10,321,920 | 40,108,032 | " + fmt("%.3f", 10321920.0 / 40108032.0) + " |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 (5) | 46,571,520 | 40,108,032 | " + fmt("%.3f", 46571520.0 / 40108032.0) + " |"), std::string::npos) << md;
+  const size_t note = md.find("**KV / baseline above 1.**");
+  ASSERT_NE(note, std::string::npos) << md;
+  const std::string rest = md.substr(note, md.find("Commands", note) - note);
+  EXPECT_NE(rest.find("- sparse bf16: 46,571,520 bytes against 40,108,032, in 1 pass(es) against the baseline's 5; "
+                      "KV read per token at most 1,357,056 bytes against 39,625,728.\n"),
+            std::string::npos) << rest;
+  // Only runs above the baseline are listed.
+  EXPECT_EQ(rest.find("- rswa"), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("- full"), std::string::npos) << rest;
   if (!HasFailure()) fs::remove_all(dir.parent_path());
 }
 

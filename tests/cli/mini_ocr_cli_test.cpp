@@ -105,6 +105,9 @@ TEST_F(MiniOcrCli, BenchAccuracyWritesTheContractFields) {
   EXPECT_LT(j["cer"].get<double>(), 0.1);
   EXPECT_GT(j["token_agreement_with_baseline"].get<double>(), 0.9);
   EXPECT_GT(j["kv_bytes_peak"].get<size_t>(), 0u);
+  // One pass per 1-page document, for the run and for the baseline.
+  EXPECT_EQ(j["passes"], 2);
+  EXPECT_EQ(j["baseline_passes"], 2);
   // No set of 7-page documents: one composed of held-out pages can be read, not several.
   r = run_folio("bench accuracy --docs 2 --pages 7 --json " + json.string(), scratch);
   EXPECT_EQ(r.code, 2);
