@@ -1,6 +1,7 @@
 #include "cli/bench_report_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -189,6 +190,33 @@ std::vector<PlannedRun> select_runs(const ReportPlan& plan, const std::vector<st
   for (const PlannedRun& r : plan.runs)
     if (r.id == "make_model" && reads_decoder) out.insert(out.begin(), r);
   return out;
+}
+
+namespace {
+
+// Where the --json argument's value starts and ends in `command` (npos, npos when there is none).
+std::pair<size_t, size_t> json_argument(const std::string& command) {
+  const std::string flag = " --json ";
+  const size_t at = command.rfind(flag);
+  if (at == std::string::npos) return {std::string::npos, std::string::npos};
+  const size_t begin = at + flag.size();
+  return {begin, std::min(command.find(' ', begin), command.size())};
+}
+
+}  // namespace
+
+std::string json_dir_of(const std::string& command) {
+  const auto [begin, end] = json_argument(command);
+  if (begin == std::string::npos) return "";
+  const size_t slash = command.rfind('/', end - 1);
+  return slash == std::string::npos || slash < begin ? "" : command.substr(begin, slash + 1 - begin);
+}
+
+std::string with_json_dir(const std::string& command, const std::string& dir) {
+  const size_t begin = json_argument(command).first;
+  if (begin == std::string::npos) return command;
+  const std::string old = json_dir_of(command);
+  return command.substr(0, begin) + dir + command.substr(begin + old.size());
 }
 
 }  // namespace folio::cli

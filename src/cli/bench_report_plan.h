@@ -49,4 +49,13 @@ ReportPlan plan_report(const ReportOptions& o);
 // an id that is not among the plan's runs, naming a few that are.
 std::vector<PlannedRun> select_runs(const ReportPlan& plan, const std::vector<std::string>& ids, const std::string& decoder_model);
 
+// The directory a run's command line writes its JSON into: its --json argument up to the last '/'
+// ("docs/benchmarks/json/"); "" when it has no --json. A report directory can be moved (git mv)
+// after its runs were made, and their recorded commands still name the old one.
+std::string json_dir_of(const std::string& command);
+
+// `command` with the directory of its --json argument replaced by `dir` (ending in '/'); unchanged
+// when it has no --json.
+std::string with_json_dir(const std::string& command, const std::string& dir);
+
 }  // namespace folio::cli

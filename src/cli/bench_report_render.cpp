@@ -787,6 +787,20 @@ std::vector<PlotSpec> plan_plots(const std::vector<RunData>& runs, const std::ve
       spec.title = model_title(key) + ": P = " + grouped(num(r.data, "ref_tokens")) + " reference tokens, W = " + grouped(num(r.data, "window")) +
                    ", " + grouped(num(r.data, "threads")) + " threads";
     }
+    // sparse keeps what rswa keeps: its KV line lies exactly on rswa's of the same dtype and would
+    // hide it. Such a line is drawn wide just before rswa's, so it shows as a band around it.
+    std::vector<PlotSeries>& kv = spec.panels[0].series;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      if (param(*mine[i], "policy") != "sparse") continue;
+      for (size_t j = 0; j < i; ++j)
+        if (param(*mine[j], "policy") == "rswa" && param(*mine[j], "kv_dtype") == param(*mine[i], "kv_dtype") && kv[j].points == kv[i].points) {
+          kv[i].style += " lw 6";
+          kv[i].title += ": the same bytes as rswa (the wide band under its line)";
+          std::rotate(kv.begin() + j, kv.begin() + i, kv.begin() + i + 1);
+          std::rotate(mine.begin() + j, mine.begin() + i, mine.begin() + i + 1);
+          break;
+        }
+    }
     keep(spec);
   }
   PlotSpec pages{"pages.png", "One document of P pages, rswa W = 128, bf16 KV", "pages", {{"MiB", {{"peak RSS", {}, ""}, {"KV peak", {}, ""}}}}};
@@ -831,9 +845,11 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& png_path) {
     << "set yrange [0:*]\n";
   for (size_t p = 0; p < spec.panels.size(); ++p) {
     g << "set ylabel " << quoted(spec.panels[p].ylabel) << "\nplot ";
-    for (size_t i = 0; i < names[p].size(); ++i)
-      g << (i ? ", " : "") << names[p][i] << " using 1:2 with linespoints lw 2 " << spec.panels[p].series[i].style
-        << (spec.panels[p].series[i].style.empty() ? "" : " ") << "title " << quoted(spec.panels[p].series[i].title);
+    for (size_t i = 0; i < names[p].size(); ++i) {
+      const std::string& style = spec.panels[p].series[i].style;
+      g << (i ? ", " : "") << names[p][i] << " using 1:2 with linespoints " << (style.find(" lw ") == std::string::npos ? "lw 2 " : "")
+        << style << (style.empty() ? "" : " ") << "title " << quoted(spec.panels[p].series[i].title);
+    }
     g << "\n";
   }
   g << "unset multiplot\n";
@@ -863,6 +879,15 @@ std::string unfinished_section(const json& manifest, const std::vector<RunData>&
   return out + "\n";
 }
 
+namespace {
+
+// Whether two spellings of a directory (relative ones to the working directory) name the same one.
+bool same_directory(const std::string& a, const std::string& b) {
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+}
+
+}  // namespace
+
 std::string render_report(const json& manifest, const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive,
                           const std::map<std::string, std::string>& plots, const std::string& image_prefix, const std::string& json_prefix) {
   const json& m = member(manifest, "machine", false);
@@ -889,6 +914,14 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
     out += "- Runs by the commit they ran at: " + list + "; " + std::to_string(kept) +
            " of them were kept from earlier invocations (`--resume`), each with its own command\n";
   }
+  // Runs whose commands wrote into another directory: the report directory was moved since.
+  std::map<std::string, int> elsewhere;
+  const std::string here = str(manifest, "json_dir", json_prefix);
+  for (const RunData& r : runs)
+    if (const std::string d = json_dir_of(str(*r.run, "command")); !d.empty() && !same_directory(d, here)) ++elsewhere[d];
+  for (const auto& [d, n] : elsewhere)
+    out += "- Moved: " + std::to_string(n) + " of the runs wrote their JSON into `" + d + "`; the files were moved into `" + here +
+           "` since, and the commands on this page name the directory each run wrote to\n";
   out += std::string("- Sizes: ") + (quick ? "**--quick** (small sizes; a full run uses the issue's sizes)" : "full") + ": `" +
          manifest.value("sizes", json::object()).dump() + "`\n";
   double wall = 0;

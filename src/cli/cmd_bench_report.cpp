@@ -161,8 +161,9 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
         if (e.is_object() && e.value("status", "") == "ok") done_before[e.value("id", "")] = e;
   }
   const json machine = describe_machine(fs::current_path().string());
+  const std::string json_dir_shown = display_path(json_dir.string()) + "/";
   json manifest = {{"folio_report", 1}, {"command", report_command(a)}, {"quick", a.quick}, {"threads", o.threads},
-                   {"json_dir", display_path(json_dir.string()) + "/"},
+                   {"json_dir", json_dir_shown},
                    {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
   // The whole standard set, whatever --sections this invocation runs: the page lists the runs of it
   // that have no result yet (a full-size report is filled over several invocations).
@@ -181,9 +182,12 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
   // Runs --resume keeps are listed in report.json from the start, not only when the loop reaches
   // them: a resumed report stopped part way must not forget runs it was keeping (the next --resume
   // would run them again, hours at the full size).
+  // A report directory moved since its runs were made keeps them: their commands differ from the
+  // planned ones only in the directory of --json.
+  const std::string planned_json_dir = a.out + "/json/";  // as the plan's commands name it
   auto keeps = [&](const PlannedRun& r) {
     const auto before = done_before.find(r.id);
-    return before != done_before.end() && before->second.value("command", "") == shell_join(r.argv) &&
+    return before != done_before.end() && with_json_dir(before->second.value("command", ""), planned_json_dir) == shell_join(r.argv) &&
            (!r.writes_json || fs::exists(json_dir / (r.id + ".json")));
   };
   // Kept runs not yet reached by the loop below. Finished runs of sections this invocation does not
@@ -271,6 +275,7 @@ int run_report(const ReportArgs& a) {
   if (a.render_only) {
     manifest = read_manifest(json_dir / "report.json");
     prepare_out(dir, md);
+    manifest["json_dir"] = display_path(json_dir.string()) + "/";  // where the files are read from now (the directory may have moved)
   } else {
     prepare_out(dir, md);
     ReportArgs b = a;

@@ -289,6 +289,10 @@ TEST(BenchReport, DecodePlotColoursEachPolicyInAFixedOrder) {
   const fs::path dir = fabricate("style");
   json manifest = json::parse(slurp(dir / "json/report.json"));
   std::reverse(manifest["runs"].begin(), manifest["runs"].end());  // sparse, rswa, full
+  // A finished sparse run holding the very bytes rswa holds.
+  for (json& run : manifest["runs"])
+    if (run["id"] == "decode_uocr-full_sparse_bf16") run["status"] = "ok", run.erase("error");
+  write_json(dir / "json/decode_uocr-full_sparse_bf16.json", decode_run("sparse", true));
   write_json(dir / "json/report.json", manifest);
   const fs::path bin = dir.parent_path() / "bin", captured = dir.parent_path() / "captured";
   fs::create_directories(bin);
@@ -306,6 +310,20 @@ TEST(BenchReport, DecodePlotColoursEachPolicyInAFixedOrder) {
   ASSERT_NE(rswa, std::string::npos) << gp;
   EXPECT_LT(full, rswa);
   EXPECT_NE(gp.find("set key top left"), std::string::npos);  // few lines: the key stays inside
+  // KV panel (the first plot command): sparse's line would hide rswa's, so it is drawn wide, just
+  // before it, and says so; the ms/token panel keeps the policy order with the usual width.
+  const size_t second = gp.find("\nplot ", gp.find("\nplot ") + 1);
+  ASSERT_NE(second, std::string::npos) << gp;
+  const std::string kv = gp.substr(0, second), ms = gp.substr(second);
+  const size_t full_kv = kv.find("lw 2 lc rgb '#d62728'");
+  ASSERT_NE(full_kv, std::string::npos) << kv;
+  const size_t sparse_kv = kv.find("lc rgb '#2ca02c' pt 7 dt 1 lw 6 title 'sparse (bf16 KV): the same bytes as rswa (the wide band under its line)'");
+  ASSERT_NE(sparse_kv, std::string::npos) << kv;
+  EXPECT_LT(sparse_kv, kv.find("title 'rswa (bf16 KV)'")) << kv;
+  EXPECT_EQ(kv.find("lw 2 lc rgb '#2ca02c'"), std::string::npos) << kv;
+  const size_t sparse_ms = ms.find("lw 2 lc rgb '#2ca02c' pt 7 dt 1 title 'sparse (bf16 KV)'");
+  ASSERT_NE(sparse_ms, std::string::npos) << ms;
+  EXPECT_GT(sparse_ms, ms.find("title 'rswa (bf16 KV)'")) << ms;
   if (!HasFailure()) fs::remove_all(dir.parent_path());
 }
 
@@ -442,6 +460,7 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
   EXPECT_GT(service, 0u);
   const std::string md2 = slurp(s / "out" / "bench.md");
   for (const json& run : before["runs"]) EXPECT_NE(md2.find("| " + run["params"]["policy"].get<std::string>() + " | bf16 |"), std::string::npos);
+  EXPECT_EQ(md2.find("- Moved: "), std::string::npos);  // the commands name this directory (absolute, the page relative)
   const size_t todo = md2.find("## Not yet run");
   ASSERT_NE(todo, std::string::npos) << md2;
   const std::string rest = md2.substr(todo);
@@ -462,5 +481,31 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
     EXPECT_EQ(run.value("resumed", false), run["id"] != again) << run.dump();
   }
   EXPECT_NE(only["command"].get<std::string>().find("--only " + again), std::string::npos);
+  // The report directory moved (as a full run made elsewhere is moved into docs/benchmarks): the
+  // page is rewritten from the files where they are now and says where the runs wrote them, and a
+  // --resume there keeps every run (their commands differ only in the directory of --json).
+  const fs::path moved = s / "out" / "moved";
+  fs::rename(dir, moved);
+  r = run_folio("bench report --out " + moved.string() + " --render-only", s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string md3 = slurp(s / "out" / "moved.md");
+  const std::string now = (moved / "json").string() + "/";  // as the commands name directories (absolute here)
+  EXPECT_NE(md3.find("from the JSON files in `" + now + "`"), std::string::npos) << md3;
+  EXPECT_NE(md3.find("- Moved: " + std::to_string(only["runs"].size()) + " of the runs wrote their JSON into `" + dir.string() + "/json/`; the files "
+                     "were moved into `" + now + "` since"),
+            std::string::npos) << md3;
+  EXPECT_NE(md3.find("[" + again + ".json](moved/json/" + again + ".json)"), std::string::npos) << md3;
+  EXPECT_EQ(json::parse(slurp(moved / "json/report.json"))["json_dir"], only["json_dir"]);  // the record is not rewritten
+  r = run_folio("bench report --out " + moved.string() + " --quick --sections decode --policies full,rswa --kv-dtypes bf16 --threads 2 --decoder-model " +
+                    model.string() + " --mini-model " + model.string() + " --resume --folio " + stop.string(),
+                s, "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const json kept_moved = json::parse(slurp(moved / "json/report.json"));
+  ASSERT_EQ(kept_moved["runs"].size(), before["runs"].size());
+  for (const json& run : kept_moved["runs"]) {
+    EXPECT_EQ(run["status"], "ok") << run.dump();  // "stop.sh" would have failed a run made again
+    EXPECT_TRUE(run.value("resumed", false)) << run.dump();
+  }
+  EXPECT_NE(slurp(s / "out" / "moved.md").find("- Moved: "), std::string::npos);
   if (!HasFailure()) fs::remove_all(s);
 }
