@@ -38,7 +38,7 @@ namespace folio::cli {
 namespace {
 
 struct DecodeArgs {
-  std::string model, json;
+  std::string model, json, weights;
   KVOptions kv;
   PolicyOptions policy;
   int64_t ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
@@ -106,6 +106,8 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   nlohmann::json j = {{"suite", "decode"},
                       {"model", a.model},
                       {"architecture", cfg.arch_name()},
+                      {"weights", a.weights.empty() ? "checkpoint" : a.weights},
+                      {"active_weight_bytes_per_token", dec.active_weight_bytes_per_token()},
                       {"policy", policy.name()},
                       {"window", policy.window}, {"sparse_top_k", policy.top_k}, {"sparse_focus_pages", policy.focus_pages},
                       {"kv_dtype", kv_types.name()},
@@ -168,7 +170,7 @@ int run_decode(const DecodeArgs& a) {
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
   if (a.json.empty()) throw_invalid("--json FILE is required");
 
-  LoadedModel m = load_model(a.model, false);
+  LoadedModel m = load_model(a.model, false, a.weights);
   if (a.context > 0) m.decoder->set_context(a.context);
   const ModelConfig& cfg = m.decoder->config();
   if (a.ref_tokens + a.gen_tokens > cfg.max_positions)
@@ -421,6 +423,8 @@ Runner add_bench(CLI::App& app) {
   d->add_option("--model", a->model, "Checkpoint directory or .gguf file")->required();
   add_policy_options(*d, a->policy);
   add_kv_options(*d, a->kv);
+  d->add_option("--weights", a->weights,
+                "Re-store the decoder's linears at load: q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
   d->add_option("--ref-tokens", a->ref_tokens, "Reference (prefill) tokens P")->capture_default_str();
   d->add_option("--gen-tokens", a->gen_tokens, "Generated tokens N")->capture_default_str();
   d->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();

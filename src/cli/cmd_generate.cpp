@@ -16,7 +16,7 @@ namespace folio::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids;
+  std::string model, prompt, prompt_ids, weights;
   KVOptions kv;
   PolicyOptions policy;
   int64_t max_tokens = 256, kv_budget = 0;
@@ -49,6 +49,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 Runner add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   app.add_option("--model", a->model, "Checkpoint directory (config.json + safetensors + tokenizer.json) or .gguf file")->required();
+  app.add_option("--weights", a->weights,
+                 "Re-store the decoder's linears at load: q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
   app.add_option("--prompt", a->prompt, "Prompt text");
   app.add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids (instead of --prompt)");
   add_policy_options(app, a->policy);
@@ -68,7 +70,7 @@ Runner add_generate(CLI::App& app) {
     auto policy = a->policy.policy();
     const KVTypes kv_types = a->kv.types();
     if (a->prompt.empty() && a->prompt_ids.empty()) throw_invalid("the prompt is empty: give --prompt TEXT or --prompt-ids");
-    LoadedModel m = load_model(a->model, a->prompt_ids.empty());
+    LoadedModel m = load_model(a->model, a->prompt_ids.empty(), a->weights);
     std::vector<int32_t> prompt;
     if (!a->no_bos && m.config.bos_id >= 0) prompt.push_back(m.config.bos_id);
     if (!a->prompt_ids.empty()) {

@@ -5,10 +5,21 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/quant_blocks.h"
 
 namespace folio {
 
-int64_t dtype_block_elems(DType t) { return t == DType::Q8_0 ? 32 : 1; }
+int64_t dtype_block_elems(DType t) {
+  switch (t) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q5_0: return 32;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: return 256;
+    default: return 1;
+  }
+}
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
@@ -16,6 +27,11 @@ size_t dtype_block_bytes(DType t) {
     case DType::F16:
     case DType::BF16: return 2;
     case DType::Q8_0: return sizeof(BlockQ8_0);
+    case DType::Q4_0: return sizeof(BlockQ4_0);
+    case DType::Q5_0: return sizeof(BlockQ5_0);
+    case DType::Q4_K: return sizeof(BlockQ4K);
+    case DType::Q5_K: return sizeof(BlockQ5K);
+    case DType::Q6_K: return sizeof(BlockQ6K);
   }
   return 0;
 }
@@ -33,6 +49,11 @@ const char* dtype_name(DType t) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q5_K: return "q5_k";
+    case DType::Q6_K: return "q6_k";
   }
   return "?";
 }
@@ -44,6 +65,11 @@ std::optional<DType> parse_dtype(std::string_view s) {
   if (l == "f16" || l == "float16" || l == "half") return DType::F16;
   if (l == "bf16" || l == "bfloat16") return DType::BF16;
   if (l == "q8_0" || l == "q8") return DType::Q8_0;
+  if (l == "q4_0") return DType::Q4_0;
+  if (l == "q5_0") return DType::Q5_0;
+  if (l == "q4_k") return DType::Q4_K;
+  if (l == "q5_k") return DType::Q5_K;
+  if (l == "q6_k") return DType::Q6_K;
   return std::nullopt;
 }
 
@@ -118,6 +144,11 @@ void convert_to_f32(DType t, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case DType::Q4_0: dequantize_q4_0(src, dst, n); return;
+    case DType::Q5_0: dequantize_q5_0(src, dst, n); return;
+    case DType::Q4_K: dequantize_q4_k(src, dst, n); return;
+    case DType::Q5_K: dequantize_q5_k(src, dst, n); return;
+    case DType::Q6_K: dequantize_q6_k(src, dst, n); return;
   }
 }
 
@@ -149,6 +180,11 @@ void convert_from_f32(DType t, const float* src, void* dst, int64_t n) {
       }
       return;
     }
+    case DType::Q4_0: quantize_q4_0(src, dst, n); return;
+    case DType::Q5_0: quantize_q5_0(src, dst, n); return;
+    case DType::Q4_K: quantize_q4_k(src, dst, n); return;
+    case DType::Q5_K: quantize_q5_k(src, dst, n); return;
+    case DType::Q6_K: quantize_q6_k(src, dst, n); return;
   }
 }
 

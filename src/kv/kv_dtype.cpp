@@ -6,7 +6,7 @@ namespace folio {
 
 DType parse_kv_dtype(const std::string& name, const std::string& option) {
   const auto d = parse_dtype(name);
-  if (!d || *d == DType::Q8_0) throw_invalid(option + " must be f32, f16 or bf16, got '" + name + "'");
+  if (!d || dtype_is_block_quantized(*d)) throw_invalid(option + " must be f32, f16 or bf16, got '" + name + "'");
   return *d;
 }
 

@@ -17,7 +17,9 @@ namespace folio {
 
 const TensorView* Decoder::need(const std::string& name, std::vector<int64_t> shape) {
   const TensorView& t = src_.get(name, shape);
-  if (t.dtype == DType::Q8_0 && t.cols() % 32 != 0) throw_invalid("tensor '" + name + "': q8_0 rows must be multiples of 32");
+  if (t.cols() % dtype_block_elems(t.dtype) != 0)
+    throw_invalid("tensor '" + name + "': " + dtype_name(t.dtype) + " rows must be multiples of " +
+                  std::to_string(dtype_block_elems(t.dtype)));
   used_.insert(name);
   params_ += t.numel();
   weight_bytes_ += t.nbytes();

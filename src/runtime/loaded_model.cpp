@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "model/io/gguf.h"
 #include "model/io/safetensors.h"
+#include "model/quantized_weights.h"
 #include "text/bpe_tokenizer.h"
 #include "text/sentencepiece_tokenizer.h"
 
@@ -52,9 +53,22 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& g) {
   throw Error(Error::Kind::Unsupported, g.description() + ": tokenizer model '" + model + "' is not supported (llama, gpt2)");
 }
 
+// The decoder over the checkpoint's tensors, or over their re-stored linears under `weights`.
+void make_decoder(LoadedModel& m, WeightNaming naming, const std::string& weights) {
+  const TensorSource* src = m.weights.get();
+  if (!weights.empty()) {
+    const auto scheme = parse_weight_scheme(weights);
+    if (!scheme)
+      throw_invalid("--weights: unknown scheme '" + weights + "' (one of " + weight_scheme_names() + ")");
+    m.quantized = std::make_unique<QuantizedWeights>(*m.weights, m.config, naming, *scheme);
+    src = m.quantized.get();
+  }
+  m.decoder = std::make_unique<Decoder>(m.config, *src, naming);
+}
+
 }  // namespace
 
-LoadedModel load_model(const std::string& path, bool need_tokenizer) {
+LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::string& weights) {
   LoadedModel m;
   m.path = path;
   if (!fs::exists(path)) throw_invalid("model path '" + path + "' does not exist");
@@ -64,7 +78,7 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer) {
     m.config = ModelConfig::from_gguf(*g);
     if (need_tokenizer) m.tokenizer = tokenizer_from_gguf(*g);
     m.weights = std::move(g);
-    m.decoder = std::make_unique<Decoder>(m.config, *m.weights, WeightNaming::Gguf);
+    make_decoder(m, WeightNaming::Gguf, weights);
     return m;
   }
   fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
@@ -73,7 +87,7 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer) {
   m.format = "safetensors";
   m.config = ModelConfig::from_hf_file(cfg.string());
   m.weights = SafetensorsCheckpoint::open(path);
-  m.decoder = std::make_unique<Decoder>(m.config, *m.weights, WeightNaming::HuggingFace);
+  make_decoder(m, WeightNaming::HuggingFace, weights);
   if (need_tokenizer) {
     fs::path tok = dir / "tokenizer.json";
     if (!fs::exists(tok)) throw_invalid("model directory '" + dir.string() + "' has no tokenizer.json");

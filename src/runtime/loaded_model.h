@@ -20,11 +20,14 @@ struct LoadedModel {
   std::string format;  // "safetensors" or "gguf"
   ModelConfig config;
   std::unique_ptr<TensorSource> weights;
+  std::unique_ptr<TensorSource> quantized;  // the decoder's view of `weights` under --weights, if set
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<Tokenizer> tokenizer;  // null only when loading with need_tokenizer = false
 };
 
-// Throws Error(InvalidInput) naming the missing or broken file or tensor.
-LoadedModel load_model(const std::string& path, bool need_tokenizer = true);
+// `weights` (optional): a scheme of model/quantized_weights.h ("q8_0", "q4_k_m", ...) in which the
+// decoder's linears are re-stored at load; "" keeps the checkpoint's types.
+// Throws Error(InvalidInput) naming the missing or broken file or tensor, or the unknown scheme.
+LoadedModel load_model(const std::string& path, bool need_tokenizer = true, const std::string& weights = "");
 
 }  // namespace folio

@@ -305,12 +305,13 @@ TEST(Gguf, UnsupportedTensorTypeNamesTensorAndType) {
   const std::string path = small_gguf(dir, "ty.gguf");
   std::string raw = read_bytes(path);
   RawInfo info = raw_tensor_info(raw, "second");
-  uint32_t q4_k = 12;
-  std::memcpy(raw.data() + info.type_pos, &q4_k, 4);
+  uint32_t q3_k = 11;  // a type folio does not read (Q4_K, 12, it does)
+  std::memcpy(raw.data() + info.type_pos, &q3_k, 4);
   write_bytes(path, raw);
   std::string msg = invalid_input_message([&] { GgufFile::open(path); });
   EXPECT_CONTAINS(msg, "'second'");
-  EXPECT_CONTAINS(msg, "ggml type 12");
+  EXPECT_CONTAINS(msg, "ggml type 11 (Q3_K)");
+  EXPECT_CONTAINS(msg, "Q4_K");
   EXPECT_CONTAINS(msg, path);
 }
 

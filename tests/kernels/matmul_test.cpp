@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -62,13 +63,52 @@ void expect_matches_reference(const StoredWeight& w, const std::vector<float>& x
   EXPECT_EQ(bad, 0) << what;
 }
 
+// What the GEMV path of a block-quantised weight multiplies by: each row of x quantised to 8 bits
+// per block, written here from the format description (quant_blocks.h), not with folio's quantiser.
+// Every other case (float weights, the sgemm path) multiplies by x itself.
+std::vector<float> effective_x(DType t, const std::vector<float>& x, int64_t n) {
+  if (!dtype_is_block_quantized(t) || n >= matmul_gemm_min_rows()) return x;
+  std::vector<float> out(x.size());
+  const int64_t block = t >= DType::Q4_K ? 256 : 32;
+  for (size_t b0 = 0; b0 < x.size(); b0 += static_cast<size_t>(block)) {
+    const float* v = x.data() + b0;
+    if (block == 32) {
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+      const float d = amax / 127.f, id = d > 0 ? 1.f / d : 0.f, d16 = f16_to_f32(f32_to_f16(d));
+      for (int i = 0; i < 32; ++i) out[b0 + i] = d16 * std::round(v[i] * id);
+    } else {
+      float max = 0;
+      for (int i = 0; i < 256; ++i)
+        if (std::fabs(v[i]) > std::fabs(max)) max = v[i];
+      const float iscale = max != 0 ? -127.f / max : 0.f;
+      for (int i = 0; i < 256; ++i)
+        out[b0 + i] = max != 0 ? std::min(127.f, std::nearbyint(iscale * v[i])) * (1.f / iscale) : 0.f;
+    }
+  }
+  return out;
+}
+
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> v = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                                       DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  return v;
+}
+
+// A row length of about `want` that the dtype's blocks divide.
+int64_t cols_for(DType t, int64_t want) {
+  const int64_t b = dtype_block_elems(t);
+  return b == 1 ? want : std::max<int64_t>(1, want / b) * b;
+}
+
 std::string describe(DType t, Shape s, int64_t n, Isa isa, int threads) {
   return std::string(dtype_name(t)) + " [" + std::to_string(s.out) + "," + std::to_string(s.in) + "] n=" +
          std::to_string(n) + " " + isa_name(isa) + " threads=" + std::to_string(threads);
 }
 
 std::vector<Shape> shapes_for(DType t) {
-  if (t == DType::Q8_0) return {{1, 32}, {13, 96}, {37, 288}, {9, 1024}};
+  if (dtype_block_elems(t) == 32) return {{1, 32}, {13, 96}, {37, 288}, {9, 1024}};
+  if (dtype_is_block_quantized(t)) return {{1, 256}, {13, 512}, {37, 768}, {9, 1280}};
   // in: 1 and below one vector, odd, just past 32-element chunks, not a multiple of 16.
   return {{1, 1}, {7, 13}, {37, 100}, {17, 257}, {9, 1000}};
 }
@@ -80,14 +120,14 @@ TEST(Matmul, MatchesReferenceForEveryDtypeIsaAndBatch) {
   for (Isa isa : supported_isas()) {
     set_isa(isa);
     ASSERT_EQ(active_isa(), isa);
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    for (DType t : all_dtypes()) {
       for (Shape s : shapes_for(t)) {
         StoredWeight w = make_weight(t, s.out, s.in, seed++);
         for (int64_t n : {1, 2, 3, 5, 8, 17, 64, 300}) {
           std::vector<float> x = random_floats(n * s.in, seed++);
           std::vector<float> y(static_cast<size_t>(n * s.out), NAN);
           matmul(w.view, x.data(), n, y.data(), pool);
-          expect_matches_reference(w, x, n, y, describe(t, s, n, isa, pool.size()));
+          expect_matches_reference(w, effective_x(t, x, n), n, y, describe(t, s, n, isa, pool.size()));
         }
       }
     }
@@ -103,14 +143,15 @@ TEST(Matmul, BothPathsMatchReferenceForAnyBatch) {
     PathGuard forced(path);
     for (Isa isa : supported_isas()) {
       set_isa(isa);
-      for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-        const Shape s{45, t == DType::Q8_0 ? 224 : 201};
+      for (DType t : all_dtypes()) {
+        const Shape s{45, cols_for(t, 201)};
         StoredWeight w = make_weight(t, s.out, s.in, seed++);
         for (int64_t n : {1, 3, 8, 17, 64}) {
           std::vector<float> x = random_floats(n * s.in, seed++);
           std::vector<float> y(static_cast<size_t>(n * s.out), NAN);
           matmul(w.view, x.data(), n, y.data(), pool);
-          expect_matches_reference(w, x, n, y, describe(t, s, n, isa, pool.size()) + " " + path_name(path));
+          expect_matches_reference(w, effective_x(t, x, n), n, y,
+                                   describe(t, s, n, isa, pool.size()) + " " + path_name(path));
         }
       }
     }
@@ -126,9 +167,9 @@ TEST(Matmul, SameBitsForOneAndTwoThreadsAndAnyBatch) {
     PathGuard forced(path);
     for (Isa isa : supported_isas()) {
       set_isa(isa);
-      for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      for (DType t : all_dtypes()) {
         // out spans several sgemm tiles and GEMV blocks, with remainders of both.
-        const int64_t out = 1203, in = t == DType::Q8_0 ? 160 : 131;
+        const int64_t out = 1203, in = cols_for(t, 131);
         StoredWeight w = make_weight(t, out, in, 99);
         for (int64_t n : {1, 5, 11, 17, 64}) {
           const std::string what = describe(t, {out, in}, n, isa, 2) + " " + path_name(path);
@@ -150,13 +191,14 @@ TEST(Matmul, SameBitsForOneAndTwoThreadsAndAnyBatch) {
   }
 }
 
-// The SIMD paths must agree with each other closely, not just with the reference.
+// The SIMD paths must agree with each other closely, not just with the reference; for block-
+// quantised weights (exact integer sums, one fixed float order) bit for bit with the scalar kernels.
 TEST(Matmul, IsasAgree) {
   IsaGuard guard;
   ThreadPool pool(2);
   const std::vector<Isa> isas = supported_isas();
   if (isas.size() < 2) GTEST_SKIP() << "only the scalar kernels run on this CPU";
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+  for (DType t : all_dtypes()) {
     const int64_t out = 64, in = 512, n = 3;
     StoredWeight w = make_weight(t, out, in, 5);
     std::vector<float> x = random_floats(n * in, 6);
@@ -166,8 +208,13 @@ TEST(Matmul, IsasAgree) {
       ys.emplace_back(static_cast<size_t>(n * out));
       matmul(w.view, x.data(), n, ys.back().data(), pool);
     }
-    for (size_t k = 1; k < ys.size(); ++k)
+    for (size_t k = 1; k < ys.size(); ++k) {
+      if (dtype_is_block_quantized(t)) {
+        EXPECT_EQ(ys[k], ys[0]) << dtype_name(t) << " " << isa_name(isas[k]);
+        continue;
+      }
       for (size_t i = 0; i < ys[0].size(); ++i) EXPECT_NEAR(ys[k][i], ys[0][i], 1e-4) << dtype_name(t) << " " << i;
+    }
   }
 }
 

@@ -17,6 +17,11 @@ namespace folio::kernels::detail {
 // that depends only on `in`, so results do not change with r0/r1 (thread split) or n (batch).
 using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t r0, int64_t r1, const float* x,
                         int64_t n, float* y, int64_t ldy);
+// The same for block-quantised weights (q8_0, q4_0, q5_0, q4_k, q5_k, q6_k) against activation rows
+// already quantised (core/quant_blocks.h: ActQ8 blocks for q8_0 / q4_0, ActQ8K for the K formats;
+// row g of xq is in / 32 resp. in / 256 blocks). Same independence from r0, r1 and n.
+using QGemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t r0, int64_t r1, const void* xq,
+                         int64_t n, float* y, int64_t ldy);
 // Converts `rows` weight rows into dst ([rows, in] f32, contiguous).
 using RowsToF32Fn = void (*)(const uint8_t* w, size_t row_bytes, int64_t in, int64_t rows, float* dst);
 using DotFn = float (*)(const float* a, const void* b, int64_t n);
@@ -40,8 +45,9 @@ using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t str
                                 size_t param_stride, int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y);
 
 struct KernelTable {
-  GemvFn gemv[4];          // indexed by DType: F32, F16, BF16, Q8_0
-  RowsToF32Fn to_f32[4];   // indexed by DType
+  GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
+  QGemvFn qgemv[6];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K
+  RowsToF32Fn to_f32[9];   // indexed by DType
   DotFn dot[3];            // F32, F16, BF16
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16
@@ -54,7 +60,8 @@ struct KernelTable {
 const KernelTable& scalar_table();
 // Only valid to call when the CPU supports the instruction set (see best_isa()).
 const KernelTable& avx2_table();
-const KernelTable& avx512_table();
+const KernelTable& avx512_table();      // picks avx512_vnni_table() where the CPU has VNNI
+const KernelTable& avx512_vnni_table();
 
 inline const KernelTable& table_for(Isa isa) {
   switch (isa) {

@@ -3,12 +3,15 @@
 // says the CPU has these instructions.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/dtype.h"
+#include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
 
 #pragma GCC push_options
@@ -76,11 +79,12 @@ struct VAvx2 {
 }  // namespace
 }  // namespace folio::kernels::detail
 
+#include "kernels/cpu/int8_avx2.h"
 #include "kernels/cpu/kernels_impl.h"
 
 namespace folio::kernels::detail {
 namespace {
-constexpr KernelTable kAvx2Table = make_table<VAvx2>();
+constexpr KernelTable kAvx2Table = make_table<VAvx2, IAvx2>();
 }  // namespace
 }  // namespace folio::kernels::detail
 

@@ -12,6 +12,8 @@
 //   mul, add, hsum, f16 (scalar f16 -> f32); SIMD traits also load_u4 (W 4-bit codes, two per byte,
 //   low nibble first -> f32).
 
+#include "kernels/cpu/quant_dot_impl.h"
+
 namespace folio::kernels::detail {
 namespace {
 
@@ -424,12 +426,16 @@ double exp_sum(float* x, int64_t n, float m) {
   return s;
 }
 
-template <class V>
+template <class V, class I>
 constexpr KernelTable make_table() {
   return KernelTable{
-      {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>, &gemv<V, LoadQ8<V>>},
+      {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>},
+      {&qgemv<I, DType::Q8_0>, &qgemv<I, DType::Q4_0>, &qgemv<I, DType::Q5_0>, &qgemv<I, DType::Q4_K>,
+       &qgemv<I, DType::Q5_K>, &qgemv<I, DType::Q6_K>},
       {&rows_to_f32<V, LoadF32<V>>, &rows_to_f32<V, LoadF16<V>>, &rows_to_f32<V, LoadBF16<V>>,
-       &rows_to_f32<V, LoadQ8<V>>},
+       &rows_to_f32<V, LoadQ8<V>>, &rows_to_f32_blocks<DType::Q4_0>, &rows_to_f32_blocks<DType::Q5_0>,
+       &rows_to_f32_blocks<DType::Q4_K>,
+       &rows_to_f32_blocks<DType::Q5_K>, &rows_to_f32_blocks<DType::Q6_K>},
       {&dot<V, LoadF32<V>>, &dot<V, LoadF16<V>>, &dot<V, LoadBF16<V>>},
       {&axpy<V, LoadF32<V>>, &axpy<V, LoadF16<V>>, &axpy<V, LoadBF16<V>>},
       {&dot_rows<V, LoadF32<V>>, &dot_rows<V, LoadF16<V>>, &dot_rows<V, LoadBF16<V>>},

@@ -1,10 +1,13 @@
 // Portable kernels for CPUs without AVX2/FMA/F16C (plain x86-64 or anything else GCC targets).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/dtype.h"
+#include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels::detail {
@@ -30,6 +33,104 @@ struct VScalar {
   static reg exp(reg x) { return std::exp(x); }
 };
 
+// The reference integer traits of quant_dot_impl.h: 32 bytes and 8 lanes as plain arrays, with the
+// lane structure and float order of the SIMD versions spelled out.
+struct IScalar {
+  struct bytes {
+    int16_t b[32];  // 8-bit values widened; unsigned or signed as the caller treats them
+  };
+  struct i32 {
+    int32_t v[8];
+  };
+  struct f32 {
+    float v[8];
+  };
+  static bytes load(const void* p) {
+    bytes r;
+    for (int i = 0; i < 32; ++i) r.b[i] = static_cast<const int8_t*>(p)[i];
+    return r;
+  }
+  static bytes nibbles_lo(bytes x) {
+    for (auto& b : x.b) b = static_cast<int16_t>(static_cast<uint8_t>(b) & 15);
+    return x;
+  }
+  static bytes nibbles_hi(bytes x) {
+    for (auto& b : x.b) b = static_cast<int16_t>(static_cast<uint8_t>(b) >> 4);
+    return x;
+  }
+  static bytes expand16(const uint8_t* p) {
+    bytes r;
+    for (int i = 0; i < 16; ++i) {
+      r.b[i] = static_cast<int16_t>(p[i] & 15);
+      r.b[i + 16] = static_cast<int16_t>(p[i] >> 4);
+    }
+    return r;
+  }
+  static bytes sub8(bytes x, int k) {
+    for (auto& b : x.b) b = static_cast<int16_t>(b - k);
+    return x;
+  }
+  static bytes or_(bytes x, bytes y) {
+    for (int i = 0; i < 32; ++i) x.b[i] = static_cast<int16_t>(static_cast<uint8_t>(x.b[i]) | static_cast<uint8_t>(y.b[i]));
+    return x;
+  }
+  static bytes bit_set(bytes x, uint8_t mask) {
+    for (auto& b : x.b) b = static_cast<int16_t>((static_cast<uint8_t>(b) & mask) ? 16 : 0);
+    return x;
+  }
+  static bytes bits32(uint32_t u) {
+    bytes r;
+    for (int i = 0; i < 32; ++i) r.b[i] = static_cast<int16_t>(((u >> i) & 1) ? 16 : 0);
+    return r;
+  }
+  static bytes q6(bytes lo, bytes qh, int quarter) {
+    for (int i = 0; i < 32; ++i)
+      lo.b[i] = static_cast<int16_t>(lo.b[i] | (((static_cast<uint8_t>(qh.b[i]) >> (2 * quarter)) & 3) << 4));
+    return lo;
+  }
+  static bytes abs8(bytes w) {
+    for (auto& b : w.b) b = static_cast<int16_t>(b < 0 ? -b : b);
+    return w;
+  }
+  static bytes sign8(bytes x, bytes w) {
+    for (int i = 0; i < 32; ++i) x.b[i] = static_cast<int16_t>(w.b[i] < 0 ? -x.b[i] : (w.b[i] == 0 ? 0 : x.b[i]));
+    return x;
+  }
+  static i32 dot_u8s8(bytes u, bytes s) {
+    i32 r;
+    for (int k = 0; k < 8; ++k) {
+      r.v[k] = 0;
+      for (int i = 4 * k; i < 4 * k + 4; ++i) r.v[k] += u.b[i] * s.b[i];
+    }
+    return r;
+  }
+  static i32 add(i32 a, i32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
+    return a;
+  }
+  static i32 mul(i32 a, i32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] *= b.v[k];
+    return a;
+  }
+  static i32 set1(int v) { return set2(v, v); }
+  static i32 set2(int a, int b) { return {{a, a, a, a, b, b, b, b}}; }
+  static int32_t hsum_i32(i32 a) {
+    int32_t s = 0;
+    for (int k = 0; k < 8; ++k) s += a.v[k];
+    return s;
+  }
+  static f32 fzero() { return {}; }
+  static f32 fma(i32 v, float s, f32 acc) {
+    for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s, acc.v[k]);
+    return acc;
+  }
+  static float hsum(f32 a) {
+    const float* v = a.v;
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+  }
+  static float f16(uint16_t h) { return f16_to_f32(h); }
+};
+
 }  // namespace
 }  // namespace folio::kernels::detail
 
@@ -38,7 +139,7 @@ struct VScalar {
 namespace folio::kernels::detail {
 
 namespace {
-constexpr KernelTable kScalarTable = make_table<VScalar>();
+constexpr KernelTable kScalarTable = make_table<VScalar, IScalar>();
 }  // namespace
 
 const KernelTable& scalar_table() { return kScalarTable; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/quant_blocks.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 
@@ -82,8 +83,35 @@ void matmul_gemm(const detail::KernelTable& table, const TensorView& w, const fl
   });
 }
 
+// Block-quantised weights are multiplied with activations quantised to 8 bits (ActQ8 per 32 or
+// ActQ8K per 256 elements, as llama.cpp does), once per call for all weight rows.
+size_t act_row_bytes(DType t, int64_t in) {
+  return t >= DType::Q4_K ? static_cast<size_t>(in / 256) * sizeof(ActQ8K) : static_cast<size_t>(in / 32) * sizeof(ActQ8);
+}
+
+void quantize_activations(DType t, const float* x, int64_t n, int64_t in, uint8_t* dst) {
+  const size_t rb = act_row_bytes(t, in);
+  for (int64_t g = 0; g < n; ++g) {
+    if (t >= DType::Q4_K) quantize_act_q8k(x + g * in, reinterpret_cast<ActQ8K*>(dst + g * rb), in);
+    else quantize_act_q8(x + g * in, reinterpret_cast<ActQ8*>(dst + g * rb), in);
+  }
+}
+
+// One decode-sized product: GEMV rows [b, e) of w against x (or its quantised rows xq).
+void gemv_range(const detail::KernelTable& table, const TensorView& w, const float* x, const uint8_t* xq, int64_t n,
+                float* y, int64_t b, int64_t e) {
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const int t = static_cast<int>(w.dtype);
+  if (dtype_is_block_quantized(w.dtype))
+    table.qgemv[t - static_cast<int>(DType::Q8_0)](wb, w.row_bytes(), in, b, e, xq, n, y, out);
+  else
+    table.gemv[t](wb, w.row_bytes(), in, b, e, x, n, y, out);
+}
+
 int dtype_index_for_vector_op(DType t, const char* op) {
-  if (t == DType::Q8_0) throw_invalid(std::string(op) + ": q8_0 operands are not supported (use f32, f16 or bf16)");
+  if (dtype_is_block_quantized(t))
+    throw_invalid(std::string(op) + ": " + dtype_name(t) + " operands are not supported (use f32, f16 or bf16)");
   return static_cast<int>(t);
 }
 
@@ -100,7 +128,8 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   const int64_t out = w.shape[0], in = w.shape[1];
   FOLIO_CHECK_INPUT(out >= 0 && in >= 0, who + " has a negative dimension " + shape_to_string(w.shape));
   FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
-                    who + " is q8_0 with " + std::to_string(in) + " columns, not a multiple of the block size 32");
+                    who + " is " + dtype_name(w.dtype) + " with " + std::to_string(in) +
+                        " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
   if (n == 0 || out == 0) return;
   FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
   if (in == 0) {
@@ -113,17 +142,23 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
     matmul_gemm(table, w, x, n, y, pool);
     return;
   }
-  const detail::GemvFn gemv = table.gemv[static_cast<int>(w.dtype)];
-  const size_t rb = w.row_bytes();
-  const auto* wb = static_cast<const uint8_t*>(w.data);
+  // Reused across calls (decode calls this hundreds of times per token). The workers get a pointer:
+  // inside the lambda the name would denote each worker's own, empty, thread_local vector.
+  thread_local std::vector<uint8_t> xq_buffer;
+  if (dtype_is_block_quantized(w.dtype)) {
+    xq_buffer.resize(static_cast<size_t>(n) * act_row_bytes(w.dtype, in));
+    quantize_activations(w.dtype, x, n, in, xq_buffer.data());
+  }
+  const uint8_t* xq = xq_buffer.data();
   pool.parallel_for(
-      out, [&](int64_t b, int64_t e) { gemv(wb, rb, in, b, e, x, n, y, out); }, kRowGrain);
+      out, [&](int64_t b, int64_t e) { gemv_range(table, w, x, xq, n, y, b, e); }, kRowGrain);
 }
 
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   const detail::KernelTable& table = detail::table_for(active_isa());
   std::vector<const MatmulJob*> fused;
   std::vector<int64_t> start = {0};  // first concatenated row of each fused job
+  std::vector<size_t> act_start;     // where each fused job's quantised activations begin in xq
   for (const MatmulJob& j : jobs) {
     const TensorView& w = *j.w;
     if (j.n >= matmul_gemm_min_rows() || w.shape.size() != 2 || w.shape[1] == 0 || j.n == 0) {
@@ -131,11 +166,23 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
       continue;
     }
     FOLIO_CHECK_INPUT(w.data != nullptr && w.shape[1] % dtype_block_elems(w.dtype) == 0,
-                      "matmul: weight '" + w.name + "' has no data or a bad q8_0 row length");
+                      "matmul: weight '" + w.name + "' has no data or a row length not a multiple of its block");
     fused.push_back(&j);
     start.push_back(start.back() + w.shape[0]);
   }
   if (fused.empty()) return;
+  thread_local std::vector<uint8_t> xq_buffer;  // as in matmul(): workers see it through `xq`
+  size_t act_bytes = 0;
+  for (const MatmulJob* j : fused) {
+    act_start.push_back(act_bytes);
+    if (dtype_is_block_quantized(j->w->dtype)) act_bytes += static_cast<size_t>(j->n) * act_row_bytes(j->w->dtype, j->w->shape[1]);
+  }
+  xq_buffer.resize(act_bytes);
+  uint8_t* xq = xq_buffer.data();
+  for (size_t k = 0; k < fused.size(); ++k) {
+    const TensorView& w = *fused[k]->w;
+    if (dtype_is_block_quantized(w.dtype)) quantize_activations(w.dtype, fused[k]->x, fused[k]->n, w.shape[1], xq + act_start[k]);
+  }
   pool.parallel_for(
       start.back(),
       [&](int64_t b, int64_t e) {
@@ -143,11 +190,9 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
         size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
         for (; k < fused.size() && start[k] < e; ++k) {
           const MatmulJob& j = *fused[k];
-          const TensorView& w = *j.w;
-          const int64_t out = w.shape[0];
+          const int64_t out = j.w->shape[0];
           const int64_t r0 = std::max<int64_t>(b - start[k], 0), r1 = std::min<int64_t>(e - start[k], out);
-          table.gemv[static_cast<int>(w.dtype)](static_cast<const uint8_t*>(w.data), w.row_bytes(), w.shape[1], r0, r1,
-                                                j.x, j.n, j.y, out);
+          gemv_range(table, *j.w, j.x, xq + act_start[k], j.n, j.y, r0, r1);
         }
       },
       kRowGrain);

@@ -1,4 +1,5 @@
-// Matrix and vector kernels over weights stored as f32, f16, bf16 or q8_0; activations are f32.
+// Matrix and vector kernels over weights stored as f32, f16, bf16 or a block format (q8_0, q4_0,
+// q4_k, q5_k, q6_k: core/quant_blocks.h); activations are f32.
 //
 // Every kernel runs on the instruction set active_isa() reports (cpu_features.h).
 #pragma once
@@ -12,17 +13,19 @@
 
 namespace folio::kernels {
 
-// Y[n, out] = X[n, in] * W^T, where w is 2-D [out, in] (f32, f16, bf16 or q8_0; for q8_0, in is a
-// multiple of 32) and x, y are contiguous row-major f32. y must not overlap x or w.
+// Y[n, out] = X[n, in] * W^T, where w is 2-D [out, in] (any DType; for a block format, in is a
+// multiple of its block) and x, y are contiguous row-major f32. y must not overlap x or w.
 //
 // Work is split over output rows with `pool`; results are bit-identical for any pool size.
 // Small n (decode, n < matmul_gemm_min_rows()) streams each weight row once for all n input rows,
 // accumulating in f32; each output is then also independent of n (batching does not change a
-// token's result). Larger n (prefill) converts tiles of W to f32 and multiplies them with
+// token's result). Block-quantised weights take llama.cpp's route: each input row is quantised to
+// 8 bits per block (ActQ8 / ActQ8K), and each weight block's exact integer dot with it is scaled
+// and summed in a fixed order, so every ISA gives the same bits (quant_dot_impl.h). Larger n (prefill) converts tiles of W to f32 and multiplies them with
 // single-threaded OpenBLAS sgemm calls, one tile per pool thread at a time: the first such call
 // sets OpenBLAS's (process-wide) thread count to 1.
 // Throws Error(InvalidInput) naming the weight if w is not 2-D, has no data, or in is not a
-// multiple of the q8_0 block; or if n < 0.
+// multiple of its block; or if n < 0.
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
 // Smallest n that takes the sgemm path. The setter is for tests and benchmarks (n <= 1 forces the
@@ -30,7 +33,8 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
 int64_t matmul_gemm_min_rows();
 void set_matmul_gemm_min_rows(int64_t n);
 
-// sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for q8_0.
+// sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for a
+// block format.
 // One product y[n, out] = x[n, in] . W^T of a batch given to matmul_many.
 struct MatmulJob {
   const TensorView* w = nullptr;
@@ -47,7 +51,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool);
 
 float dot(const float* a, const void* b, DType bt, int64_t n);
 
-// y[i] += alpha * x[i] with x stored as f32, f16 or bf16. Throws InvalidInput for q8_0.
+// y[i] += alpha * x[i] with x stored as f32, f16 or bf16. Throws InvalidInput for a block format.
 void axpy(float alpha, const void* x, DType xt, float* y, int64_t n);
 
 }  // namespace folio::kernels

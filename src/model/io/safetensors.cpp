@@ -44,7 +44,7 @@ const char* safetensors_dtype_name(DType t) {
     case DType::F32: return "F32";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
-    case DType::Q8_0: break;
+    default: break;  // block formats exist only in GGUF
   }
   return nullptr;
 }

@@ -7,8 +7,9 @@ namespace folio {
 
 const TensorView& VisionWeights::tensor(const std::string& name, const std::vector<int64_t>& shape) {
   const TensorView& t = src_.get(name, shape);
-  FOLIO_CHECK_INPUT(t.dtype != DType::Q8_0, "tensor '" + name + "' in " + src_.description() +
-                                                " is q8_0; the vision encoder reads f32, f16 or bf16");
+  FOLIO_CHECK_INPUT(!dtype_is_block_quantized(t.dtype), "tensor '" + name + "' in " + src_.description() + " is " +
+                                                             dtype_name(t.dtype) +
+                                                             "; the vision encoder reads f32, f16 or bf16");
   used_.insert(name);
   return t;
 }

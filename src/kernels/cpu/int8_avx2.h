@@ -1,0 +1,72 @@
+// Internal: the 256-bit integer traits of quant_dot_impl.h for AVX2 (also used by the AVX-512 table,
+// whose VNNI variant overrides dot_u8s8). Include only from an ISA file, after its target pragma
+// (which must enable at least avx2, fma, f16c), inside no namespace.
+#pragma once
+
+namespace folio::kernels::detail {
+namespace {
+
+struct IAvx2 {
+  using bytes = __m256i;
+  using i32 = __m256i;
+  using f32 = __m256;
+  static bytes load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static bytes nibbles_lo(bytes b) { return _mm256_and_si256(b, _mm256_set1_epi8(0x0f)); }
+  static bytes nibbles_hi(bytes b) { return _mm256_and_si256(_mm256_srli_epi16(b, 4), _mm256_set1_epi8(0x0f)); }
+  static bytes expand16(const uint8_t* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return nibbles_lo(_mm256_set_m128i(_mm_srli_epi16(v, 4), v));
+  }
+  static bytes sub8(bytes b, int k) { return _mm256_sub_epi8(b, _mm256_set1_epi8(static_cast<char>(k))); }
+  static bytes or_(bytes a, bytes b) { return _mm256_or_si256(a, b); }
+  static bytes bit_set(bytes b, uint8_t mask) {
+    const __m256i m = _mm256_set1_epi8(static_cast<char>(mask));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, m), m), _mm256_set1_epi8(16));
+  }
+  static bytes bits32(uint32_t u) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int>(u)),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+  }
+  // Q6_K: 2 high bits of `quarter` from qh moved to bits 4-5 and joined to the low nibbles.
+  static bytes q6(bytes lo, bytes qh, int quarter) {
+    const __m256i m = _mm256_set1_epi8(0x30);
+    __m256i h;
+    switch (quarter) {
+      case 0: h = _mm256_slli_epi16(qh, 4); break;
+      case 1: h = _mm256_slli_epi16(qh, 2); break;
+      case 2: h = qh; break;
+      default: h = _mm256_srli_epi16(qh, 2); break;
+    }
+    return _mm256_or_si256(lo, _mm256_and_si256(h, m));
+  }
+  static bytes abs8(bytes w) { return _mm256_abs_epi8(w); }
+  static bytes sign8(bytes x, bytes w) { return _mm256_sign_epi8(x, w); }
+  // u8 x s8 pairs summed to saturating i16 (never saturates here: |u| <= 127, |s| <= 127 and
+  // u <= 63 for the K formats), then pairs of i16 summed to i32: lane k = bytes 4k .. 4k + 3.
+  static i32 dot_u8s8(bytes u, bytes s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+  static i32 add(i32 a, i32 b) { return _mm256_add_epi32(a, b); }
+  static i32 mul(i32 a, i32 b) { return _mm256_mullo_epi32(a, b); }
+  static i32 set1(int v) { return _mm256_set1_epi32(v); }
+  static i32 set2(int a, int b) { return _mm256_setr_epi32(a, a, a, a, b, b, b, b); }
+  static int32_t hsum_i32(i32 v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+  }
+  static f32 fzero() { return _mm256_setzero_ps(); }
+  static f32 fma(i32 v, float s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
+  static float hsum(f32 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float f16(uint16_t h) { return _cvtsh_ss(h); }
+};
+
+}  // namespace
+}  // namespace folio::kernels::detail

@@ -1,0 +1,47 @@
+// AVX-512 kernels with VNNI: the AVX-512 table, except that the integer dot products of the block-
+// quantised weights use vpdpbusd (one instruction for the u8 x s8 products and their sums in 4s that
+// the AVX2 traits do with maddubs + madd). The lanes hold the same exact sums, so results are the same
+// bits as every other table's. Used only when the CPU reports avx512vnni (kernels_avx512.cpp).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "core/quant_blocks.h"
+#include "kernels/cpu/kernel_table.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as in kernels_avx512.cpp
+
+#include "kernels/cpu/vec_avx512.h"
+#include "kernels/cpu/int8_avx2.h"
+
+namespace folio::kernels::detail {
+namespace {
+struct IVnni : IAvx2 {
+  static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+};
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#include "kernels/cpu/kernels_impl.h"
+
+namespace folio::kernels::detail {
+namespace {
+constexpr KernelTable kAvx512VnniTable = make_table<VAvx512, IVnni>();
+}  // namespace
+}  // namespace folio::kernels::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace folio::kernels::detail {
+const KernelTable& avx512_vnni_table() { return kAvx512VnniTable; }
+}  // namespace folio::kernels::detail
