@@ -9,6 +9,7 @@ namespace {
 struct IAvx2 {
   using bytes = __m256i;
   using i32 = __m256i;
+  using i16 = __m256i;
   using f32 = __m256;
   static bytes load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static bytes nibbles_lo(bytes b) { return _mm256_and_si256(b, _mm256_set1_epi8(0x0f)); }
@@ -17,7 +18,7 @@ struct IAvx2 {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return nibbles_lo(_mm256_set_m128i(_mm_srli_epi16(v, 4), v));
   }
-  static bytes sub8(bytes b, int k) { return _mm256_sub_epi8(b, _mm256_set1_epi8(static_cast<char>(k))); }
+  static bytes splat8(int k) { return _mm256_set1_epi8(static_cast<char>(k)); }
   static bytes or_(bytes a, bytes b) { return _mm256_or_si256(a, b); }
   static bytes bit_set(bytes b, uint8_t mask) {
     const __m256i m = _mm256_set1_epi8(static_cast<char>(mask));
@@ -47,10 +48,29 @@ struct IAvx2 {
   // u8 x s8 pairs summed to saturating i16 (never saturates here: |u| <= 127, |s| <= 127 and
   // u <= 63 for the K formats), then pairs of i16 summed to i32: lane k = bytes 4k .. 4k + 3.
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+  // The scale applied to maddubs' i16 pair sums by madd (instead of madd by 1): cheaper than an
+  // i32 multiply after the fact, and exact (|pair sum| <= 16002, |scale| <= 127). VNNI keeps this.
+  static i16 scale16(int a, int b) {
+    return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)), _mm_set1_epi16(static_cast<short>(a)));
+  }
+  static i32 dot_scaled(bytes u, bytes s, i16 scale) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale); }
   static i32 add(i32 a, i32 b) { return _mm256_add_epi32(a, b); }
-  static i32 mul(i32 a, i32 b) { return _mm256_mullo_epi32(a, b); }
+  static i32 sub(i32 a, i32 b) { return _mm256_sub_epi32(a, b); }
   static i32 set1(int v) { return _mm256_set1_epi32(v); }
-  static i32 set2(int a, int b) { return _mm256_setr_epi32(a, a, a, a, b, b, b, b); }
+  static int32_t hsum4(__m128i s) {
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+  }
+  static int32_t dot8_u8(const uint8_t* m, const int16_t* v) {
+    const __m128i a = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+    return hsum4(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
+  }
+  static int32_t dot16_i8(const int8_t* s, const int16_t* v) {
+    const __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+    const __m256i p = _mm256_madd_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)));
+    return hsum4(_mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)));
+  }
   static int32_t hsum_i32(i32 v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));

@@ -42,6 +42,7 @@ struct IScalar {
   struct i32 {
     int32_t v[8];
   };
+  using i16 = i32;  // a scale per lane
   struct f32 {
     float v[8];
   };
@@ -66,9 +67,10 @@ struct IScalar {
     }
     return r;
   }
-  static bytes sub8(bytes x, int k) {
-    for (auto& b : x.b) b = static_cast<int16_t>(b - k);
-    return x;
+  static bytes splat8(int k) {
+    bytes r;
+    for (auto& b : r.b) b = static_cast<int16_t>(k);
+    return r;
   }
   static bytes or_(bytes x, bytes y) {
     for (int i = 0; i < 32; ++i) x.b[i] = static_cast<int16_t>(static_cast<uint8_t>(x.b[i]) | static_cast<uint8_t>(y.b[i]));
@@ -108,12 +110,27 @@ struct IScalar {
     for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
     return a;
   }
-  static i32 mul(i32 a, i32 b) {
-    for (int k = 0; k < 8; ++k) a.v[k] *= b.v[k];
+  static i32 sub(i32 a, i32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] -= b.v[k];
     return a;
   }
-  static i32 set1(int v) { return set2(v, v); }
-  static i32 set2(int a, int b) { return {{a, a, a, a, b, b, b, b}}; }
+  static i32 set1(int v) { return scale16(v, v); }
+  static i16 scale16(int a, int b) { return {{a, a, a, a, b, b, b, b}}; }
+  static i32 dot_scaled(bytes u, bytes s, i16 scale) {
+    i32 r = dot_u8s8(u, s);
+    for (int k = 0; k < 8; ++k) r.v[k] *= scale.v[k];
+    return r;
+  }
+  static int32_t dot8_u8(const uint8_t* m, const int16_t* v) {
+    int32_t s = 0;
+    for (int i = 0; i < 8; ++i) s += m[i] * v[i];
+    return s;
+  }
+  static int32_t dot16_i8(const int8_t* m, const int16_t* v) {
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += m[i] * v[i];
+    return s;
+  }
   static int32_t hsum_i32(i32 a) {
     int32_t s = 0;
     for (int k = 0; k < 8; ++k) s += a.v[k];
