@@ -1,0 +1,105 @@
+"""Classical text-line finding for folio-mini-ocr 2 (the reference the C++ front end will mirror).
+
+A page (gray, 255 = paper) is binarised with Otsu's threshold; rows holding ink form bands; a band
+thinner than a third of the typical band and closer than that to the next one (the dots over 'i'
+and 'j', accents) joins it. Each band is cut into segments at horizontal gaps wider than
+SEGMENT_GAP x its x-height (table cells, a man page's option and its description, columns).
+Segments come out top to bottom, left to right, each with its box, x-height and crop (lines.py's
+crop rule) ready for the recognizer.
+"""
+import numpy as np
+
+from lines import CORE_FRACTION, crop_line
+
+SEGMENT_GAP = 2.2
+
+
+def otsu(gray):
+    hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
+    total = hist.sum()
+    levels = np.arange(256)
+    w0 = np.cumsum(hist)
+    m0 = np.cumsum(hist * levels)
+    mean = m0[-1] / total
+    w1 = total - w0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (mean * w0 - m0) ** 2 / (w0 * w1)
+    between[~np.isfinite(between)] = 0
+    return int(np.argmax(between))
+
+
+def bands(ink_rows):
+    """Runs of rows with ink: [(y0, y1)]."""
+    out, start = [], None
+    for y, has in enumerate(ink_rows):
+        if has and start is None:
+            start = y
+        elif not has and start is not None:
+            out.append((start, y))
+            start = None
+    if start is not None:
+        out.append((start, len(ink_rows)))
+    return out
+
+
+def merge_thin(bs):
+    if not bs:
+        return bs
+    typical = float(np.median([b - a for a, b in bs]))
+    out = []
+    i = 0
+    while i < len(bs):
+        a, b = bs[i]
+        if i + 1 < len(bs) and b - a < typical / 3 and bs[i + 1][0] - b < typical / 3:
+            bs[i + 1] = (a, bs[i + 1][1])
+        else:
+            out.append((a, b))
+        i += 1
+    return out
+
+
+def x_height(binary_band):
+    p = binary_band.sum(axis=1)
+    core = np.nonzero(p >= CORE_FRACTION * p.max())[0]
+    return max(2, core[-1] + 1 - core[0])
+
+
+def segments(binary, y0, y1):
+    band = binary[y0:y1]
+    xh = x_height(band)
+    cols = np.nonzero(band.any(axis=0))[0]
+    out, start, prev = [], cols[0], cols[0]
+    for c in cols[1:]:
+        if c - prev > SEGMENT_GAP * xh:
+            out.append((start, prev + 1))
+            start = c
+        prev = c
+    out.append((start, prev + 1))
+    return out, xh
+
+
+def find_lines(gray):
+    """[(box (x0, y0, x1, y1), crop [32, W] float32)] in reading order."""
+    t = otsu(gray)
+    binary = gray < t
+    # Gray levels matter to the recognizer: ink strength from the page's own paper and ink levels.
+    bg = float(np.percentile(gray, 90))
+    fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0
+    ink = ((bg - gray.astype(np.float32)) / max(16.0, bg - fg)).clip(0, 1)
+    out = []
+    for y0, y1 in merge_thin(bands(binary.any(axis=1))):
+        if y1 - y0 < 3:
+            continue
+        segs, xh = segments(binary, y0, y1)
+        for x0, x1 in segs:
+            crop = crop_line(_segment(ink, y0, y1, x0, x1, xh), band=(2 * xh, 2 * xh + y1 - y0))
+            if crop is not None:
+                out.append(((x0, y0, x1, y1), crop))
+    return out
+
+
+def _segment(ink, y0, y1, x0, x1, xh):
+    """The ink of one segment alone, with 2 x-heights of blank margin around it."""
+    m = np.zeros((y1 - y0 + 4 * xh, x1 - x0 + 4 * xh), np.float32)
+    m[2 * xh:2 * xh + y1 - y0, 2 * xh:2 * xh + x1 - x0] = ink[y0:y1, x0:x1]
+    return m
