@@ -24,19 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus as corpus_mod  # noqa: E402
 import fonts  # noqa: E402
 import lines  # noqa: E402
+from metrics import edit_distance  # noqa: E402
 from recognizer import LineRecognizer, greedy_decode  # noqa: E402
 
 torch.backends.mkldnn.enabled = False  # Debian torch 1.13: NaN gradients from MKL-DNN conv backward here
-
-
-def edit_distance(a, b):
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-        prev = cur
-    return prev[-1]
 
 
 def make_batch(samples):
