@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "cli/commands.h"
@@ -11,10 +12,13 @@ namespace folio::cli {
 Runner add_inspect(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto tensors = std::make_shared<bool>(false);
+  auto weights = std::make_shared<std::string>();
   app.add_option("--model", *path, "Checkpoint directory or .gguf file")->required();
   app.add_flag("--tensors", *tensors, "List every tensor with dtype and shape");
-  return [path, tensors]() -> int {
-    LoadedModel m = load_model(*path, false);
+  app.add_option("--weights", *weights, "Show the model as --weights SCHEME would run it (q8_0, q4_k_m, ...)");
+  return [path, tensors, weights]() -> int {
+    LoadedModel m = load_model(*path, false, *weights);
+    const TensorSource& src = m.quantized ? *m.quantized : *m.weights;
     const ModelConfig& c = m.config;
     std::printf("path: %s\nformat: %s\narchitecture: %s (model_type %s)\n", m.path.c_str(), m.format.c_str(),
                 c.arch_name().c_str(), c.model_type.c_str());
@@ -34,12 +38,21 @@ Runner add_inspect(CLI::App& app) {
     for (KVDType d : {KVDType::F32, KVDType::BF16, KVDType::F16, KVDType::Q8, KVDType::Q4})
       std::printf("kv bytes per token (%s): %.1f\n", kernels::kv_dtype_name(d),
                   m.decoder->kv_layout(KVTypes::uniform(d)).reference_bytes_per_token());
-    auto names = m.weights->names();
+    auto names = src.names();
     std::printf("tensors: %zu\n", names.size());
+    std::map<std::string, std::pair<int, size_t>> formats;  // dtype -> tensors, bytes
+    for (const auto& n : names) {
+      const TensorView& t = src.get(n);
+      formats[dtype_name(t.dtype)].first += 1;
+      formats[dtype_name(t.dtype)].second += t.nbytes();
+    }
+    std::printf("weight formats:");
+    for (const auto& [name, count] : formats) std::printf(" %s %d tensors %zu bytes;", name.c_str(), count.first, count.second);
+    std::printf("\n");
     if (*tensors)
       for (const auto& n : names) {
-        const TensorView& t = m.weights->get(n);
-        std::printf("  %s %s %s\n", n.c_str(), dtype_name(t.dtype), shape_to_string(t.shape).c_str());
+        const TensorView& t = src.get(n);
+        std::printf("  %s %s %s %zu bytes\n", n.c_str(), dtype_name(t.dtype), shape_to_string(t.shape).c_str(), t.nbytes());
       }
     return 0;
   };

@@ -63,6 +63,30 @@ TEST_F(Cli, GenerateAndInspectWork) {
   EXPECT_NE(r.out.find("kv bytes per token (bf16): 256.0"), std::string::npos) << r.out;
 }
 
+// --weights re-stores the linears at load: inspect shows the formats and fewer bytes per token,
+// generate runs on them, and an unknown scheme is exit 2 naming the choices.
+TEST_F(Cli, WeightsSchemeShowsInInspectAndRuns) {
+  CmdResult plain = folio("inspect --model " + good());
+  CmdResult q8 = folio("inspect --model " + good() + " --weights q8_0 --tensors");
+  ASSERT_EQ(q8.code, 0) << q8.out;
+  EXPECT_NE(q8.out.find("weight formats: f32 "), std::string::npos) << q8.out;
+  EXPECT_NE(q8.out.find(" q8_0 "), std::string::npos) << q8.out;
+  // 128 rows x 2 blocks x 34 bytes.
+  EXPECT_NE(q8.out.find("model.layers.0.mlp.up_proj.weight q8_0 [128, 64] 8704 bytes"), std::string::npos) << q8.out;
+  auto active = [](const std::string& out) {
+    const auto at = out.find("active weight bytes per token: ");
+    return std::stoull(out.substr(at + 31));
+  };
+  EXPECT_LT(active(q8.out), active(plain.out) / 3);  // f32 -> 34 bytes per 32 weights
+  CmdResult r = folio("generate --model " + good() + " --prompt-ids 5,6,7 --max-tokens 4 --threads 1 --weights q4_k_m");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = folio("generate --model " + good() + " --prompt-ids 5,6,7 --max-tokens 4 --weights q3_k");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown scheme 'q3_k'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("q4_k_m"), std::string::npos) << r.out;
+  expect_good_run_still_works();
+}
+
 TEST_F(Cli, TruncatedSafetensorsIsAClearError) {
   fs::path d = copy_model("truncated");
   fs::path st = d / "model.safetensors";
