@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "model/quantized_weights.h"
 #include "core/error.h"
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
@@ -424,7 +425,7 @@ Runner add_bench(CLI::App& app) {
   add_policy_options(*d, a->policy);
   add_kv_options(*d, a->kv);
   d->add_option("--weights", a->weights,
-                "Re-store the decoder's linears at load: q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
+                std::string("Re-store the decoder's linears at load: ") + weight_scheme_names());
   d->add_option("--ref-tokens", a->ref_tokens, "Reference (prefill) tokens P")->capture_default_str();
   d->add_option("--gen-tokens", a->gen_tokens, "Generated tokens N")->capture_default_str();
   d->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();

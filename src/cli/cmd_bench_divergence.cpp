@@ -6,12 +6,14 @@
 // --kv-dtype...) is then teacher-forced with the baseline's tokens, so each step compares logits
 // over the same context. Reported: mean and max KL(baseline || run) in nats, top-1 agreement (the
 // run's argmax is the baseline's token), mean relative L2 error of the logits and the largest
-// absolute logit difference.
+// absolute logit difference. With --weights SCHEME the run's decoder has its linears re-stored in
+// that block format (the baseline keeps the checkpoint's): the accuracy cost of a weight format.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "cli/kv_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/quantized_weights.h"
 #include "runtime/generator.h"
 #include "runtime/loaded_model.h"
 
@@ -28,7 +31,7 @@ namespace folio::cli {
 namespace {
 
 struct DivergenceArgs {
-  std::string model, json, baseline_policy = "rswa";
+  std::string model, json, baseline_policy = "rswa", weights;
   PolicyOptions policy;
   KVOptions kv;
   int64_t ref_tokens = 1024, gen_tokens = 64;
@@ -58,9 +61,14 @@ int run_divergence(const DivergenceArgs& a) {
   std::vector<int32_t> prompt(static_cast<size_t>(a.ref_tokens));
   for (auto& t : prompt) t = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(cfg.vocab - 1));
 
-  auto generate = [&](const KVPolicy& policy, const KVTypes& types, std::span<const int32_t> teacher, std::vector<std::vector<float>>& logits) {
-    KVBlockPool pool(dec.kv_layout(types), 0);
-    Generator gen(dec, pool, threads);
+  // The run's decoder: the same checkpoint, its linears re-stored under --weights.
+  std::unique_ptr<LoadedModel> restored;
+  if (!a.weights.empty()) restored = std::make_unique<LoadedModel>(load_model(a.model, false, a.weights));
+  Decoder& run_dec = restored ? *restored->decoder : dec;
+  auto generate = [&](Decoder& d, const KVPolicy& policy, const KVTypes& types, std::span<const int32_t> teacher,
+                      std::vector<std::vector<float>>& logits) {
+    KVBlockPool pool(d.kv_layout(types), 0);
+    Generator gen(d, pool, threads);
     GenerationOptions o;
     o.policy = policy;
     o.max_tokens = a.gen_tokens;
@@ -73,8 +81,8 @@ int run_divergence(const DivergenceArgs& a) {
   KVPolicy base_policy = run_policy;
   base_policy.kind = KVPolicy::parse(a.baseline_policy, run_policy.window).kind;
   std::vector<std::vector<float>> base_logits, run_logits;
-  const GenerationResult base = generate(base_policy, KVTypes::uniform(KVDType::F32), {}, base_logits);
-  const GenerationResult run = generate(run_policy, a.kv.types(), base.tokens, run_logits);
+  const GenerationResult base = generate(dec, base_policy, KVTypes::uniform(KVDType::F32), {}, base_logits);
+  const GenerationResult run = generate(run_dec, run_policy, a.kv.types(), base.tokens, run_logits);
 
   double kl_sum = 0, kl_max = 0, rel_sum = 0, abs_max = 0;
   int64_t agree = 0;
@@ -104,6 +112,8 @@ int run_divergence(const DivergenceArgs& a) {
                       {"kv_dtype", a.kv.types().name()},
                       {"baseline_policy", base_policy.name()},
                       {"baseline_kv_dtype", "f32"},
+                      {"weights", a.weights.empty() ? "checkpoint" : a.weights},
+                      {"baseline_weights", "checkpoint"},
                       {"ref_tokens", a.ref_tokens},
                       {"gen_tokens", a.gen_tokens},
                       {"threads", threads.size()},
@@ -134,6 +144,9 @@ SubRunner add_bench_divergence(CLI::App& bench) {
   c->add_option("--model", a->model, "Checkpoint directory or .gguf file")->required();
   add_policy_options(*c, a->policy);
   add_kv_options(*c, a->kv);
+  c->add_option("--weights", a->weights,
+                std::string("The run's decoder linears re-stored at load (the baseline keeps the checkpoint's): ") +
+                    weight_scheme_names());
   c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy (its KV is f32)")->capture_default_str();
   c->add_option("--ref-tokens", a->ref_tokens, "Reference tokens (random ids)")->capture_default_str();
   c->add_option("--gen-tokens", a->gen_tokens, "Decoded tokens compared")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "model/quantized_weights.h"
 #include "core/error.h"
 #include "cli/kv_options.h"
 #include "core/thread_pool.h"
@@ -50,7 +51,7 @@ Runner add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   app.add_option("--model", a->model, "Checkpoint directory (config.json + safetensors + tokenizer.json) or .gguf file")->required();
   app.add_option("--weights", a->weights,
-                 "Re-store the decoder's linears at load: q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
+                 std::string("Re-store the decoder's linears at load: ") + weight_scheme_names());
   app.add_option("--prompt", a->prompt, "Prompt text");
   app.add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids (instead of --prompt)");
   add_policy_options(app, a->policy);

@@ -9,9 +9,9 @@
 
 namespace folio {
 
-std::unique_ptr<MiniOcrModel> MiniOcrModel::load(const std::string& dir) {
+std::unique_ptr<MiniOcrModel> MiniOcrModel::load(const std::string& dir, const std::string& weights) {
   std::unique_ptr<MiniOcrModel> m(new MiniOcrModel());
-  m->model_ = load_model(dir);
+  m->model_ = load_model(dir, true, weights);
   m->cfg_ = MiniOcrConfig::from_hf_json(read_json_file(dir + "/config.json"));
   FOLIO_CHECK_INPUT(!m->model_.config.rope, dir + "/config.json: the mini OCR decoder must have position_encoding \"none\"");
   FOLIO_CHECK_INPUT(m->model_.config.hidden == m->cfg_.hidden, dir + "/config.json: text_config.hidden_size disagrees");

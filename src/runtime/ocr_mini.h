@@ -28,7 +28,7 @@ class MiniOcrModel : public OcrModel {
  public:
   // dir: config.json ("folio-mini-ocr"), model.safetensors, tokenizer.json. InvalidInput naming the
   // missing or broken file or tensor.
-  static std::unique_ptr<MiniOcrModel> load(const std::string& dir);
+  static std::unique_ptr<MiniOcrModel> load(const std::string& dir, const std::string& weights = "");
 
   std::string name() const override { return "folio-mini-ocr"; }
   // Its pages are image_width x image_height points (tools/train/synth.py writes one point per

@@ -38,7 +38,7 @@ bool is_ocr_model_dir(const std::string& path) {
   }
 }
 
-std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir) {
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights) {
   namespace fs = std::filesystem;
   if (!fs::exists(dir)) throw_invalid("model directory '" + dir + "' does not exist");
   if (!fs::is_directory(dir)) throw_invalid("model path '" + dir + "' is not a directory (an OCR model is a directory)");
@@ -47,8 +47,8 @@ std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir) {
   const nlohmann::json j = read_json_file(cfg.string());
   const std::string type = j.is_object() ? j.value("model_type", std::string()) : std::string();
   // One line per OCR model family.
-  if (type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2") return UnlimitedOcrModel::load(dir);
-  if (type == "folio-mini-ocr") return MiniOcrModel::load(dir);
+  if (type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2") return UnlimitedOcrModel::load(dir, weights);
+  if (type == "folio-mini-ocr") return MiniOcrModel::load(dir, weights);
   throw Error(Error::Kind::Unsupported, cfg.string() + ": model_type '" + type +
                                             "' is not an OCR model folio knows (unlimited-ocr, deepseek-ocr, folio-mini-ocr)");
 }

@@ -79,8 +79,9 @@ class OcrModel {
 
 // Opens the OCR model in directory `dir`, choosing the implementation from its config.json
 // ("model_type": "unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"; "folio-mini-ocr"). InvalidInput naming the
-// directory or file when something is missing, broken or of an unknown type.
-std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir);
+// directory or file when something is missing, broken or of an unknown type. `weights`: as
+// load_model's (the decoder's linears re-stored in a block format; the vision tower keeps its types).
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights = "");
 
 // True when `path` is a directory whose config.json names an OCR model type load_ocr_model knows
 // (false for anything else, including a missing or unreadable config).

@@ -21,12 +21,12 @@ int64_t output_side(const VisionConfig& v, int64_t size) {
 
 }  // namespace
 
-std::unique_ptr<UnlimitedOcrModel> UnlimitedOcrModel::load(const std::string& dir) {
+std::unique_ptr<UnlimitedOcrModel> UnlimitedOcrModel::load(const std::string& dir, const std::string& weights) {
   std::unique_ptr<UnlimitedOcrModel> m(new UnlimitedOcrModel());
   // Cheap checks first, so a missing file is named before gigabytes are mapped.
   const std::filesystem::path d(dir);
   if (!std::filesystem::exists(d / "tokenizer.json")) throw_invalid("model directory '" + dir + "' has no tokenizer.json");
-  m->model_ = load_model(dir, true);
+  m->model_ = load_model(dir, true, weights);
   if (m->model_.config.arch != Arch::DeepseekV2)
     throw_invalid("model '" + dir + "' is a " + m->model_.config.arch_name() + " decoder, not Unlimited-OCR's deepseek_v2");
   const VisionConfig vcfg = VisionConfig::from_hf_file((d / "config.json").string());

@@ -32,7 +32,7 @@ class UnlimitedOcrModel : public OcrModel {
  public:
   // dir: config.json (published layout, with vision_config) + model.safetensors (decoder and vision
   // tensors) + tokenizer.json. InvalidInput naming the missing or broken file or tensor.
-  static std::unique_ptr<UnlimitedOcrModel> load(const std::string& dir);
+  static std::unique_ptr<UnlimitedOcrModel> load(const std::string& dir, const std::string& weights = "");
 
   std::string name() const override { return "unlimited-ocr"; }
   Decoder& decoder() override { return *model_.decoder; }

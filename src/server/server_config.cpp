@@ -1,5 +1,6 @@
 #include "server/server_config.h"
 
+#include "model/quantized_weights.h"
 #include "runtime/default_model.h"
 
 #include <yaml-cpp/yaml.h>
@@ -68,6 +69,13 @@ const std::vector<Key>& keys() {
     std::vector<Key> k;
     k.push_back({"model.path", Type::String, "checkpoint directory or .gguf file (default: the shipped model)",
                  [](ServerConfig& c, const Value& v) { c.model.path = v.s; return std::string(); }});
+    k.push_back({"model.weights", Type::String,
+                 std::string("re-store the decoder's linears at load: ") + weight_scheme_names() + " (empty: as stored)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.model.weights = v.s;
+                   if (v.s.empty() || parse_weight_scheme(v.s)) return std::string();
+                   return "must be one of " + std::string(weight_scheme_names()) + ", got '" + v.s + "'";
+                 }});
     k.push_back({"model.max_reference_length", Type::Int, "prompt tokens per request at most (0 = the model's context)",
                  [](ServerConfig& c, const Value& v) {
                    c.model.max_reference_length = v.i;

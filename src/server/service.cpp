@@ -131,11 +131,11 @@ void Service::load() {
   const std::string path = resolved_model_path(cfg_);
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
   if (is_ocr_model_dir(path)) {
-    ocr_model_ = load_ocr_model(path);
+    ocr_model_ = load_ocr_model(path, cfg_.model.weights);
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();
   } else {
-    model_ = std::make_unique<LoadedModel>(load_model(path, true));
+    model_ = std::make_unique<LoadedModel>(load_model(path, true, cfg_.model.weights));
     decoder_ = model_->decoder.get();
     tokenizer_ = model_->tokenizer.get();
   }

@@ -180,6 +180,13 @@ TEST_F(Cli, BenchDivergenceAgainstF32) {
   const nlohmann::json q4 = run("--kv-dtype q4");
   EXPECT_GT(q4["kl_mean"].get<double>(), 0.0);
   EXPECT_GT(q4["logits_abs_diff_max"].get<double>(), 0.0);
+  // A weight format's cost: 8 bits moves the logits less than 4 bits, and the JSON says which ran.
+  const nlohmann::json w8 = run("--kv-dtype f32 --weights q8_0");
+  const nlohmann::json w4 = run("--kv-dtype f32 --weights q4_0");
+  EXPECT_EQ(w8["weights"], "q8_0");
+  EXPECT_EQ(w8["baseline_weights"], "checkpoint");
+  EXPECT_GT(w8["kl_mean"].get<double>(), 0.0);
+  EXPECT_LT(w8["kl_mean"].get<double>(), w4["kl_mean"].get<double>());
   EXPECT_EQ(folio("bench divergence --model " + good() + " --gen-tokens 0 --json " + json.string()).code, 2);
 }
 

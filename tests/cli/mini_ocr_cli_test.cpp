@@ -62,6 +62,23 @@ TEST_F(MiniOcrCli, ReadsTheSamplePdfWithTheShippedModel) {
   }
 }
 
+// --weights re-stores the decoder in 8 or 4 bits: the sample still reads under the same bound,
+// and `serve`'s model.weights is the same load path.
+TEST_F(MiniOcrCli, ReadsTheSampleWithQuantisedDecoderWeights) {
+  const std::string pdf = kSrc + "/examples/sample-1page.pdf";
+  const std::string want = read_file(kSrc + "/examples/sample-1page.txt");
+  for (const char* scheme : {"q8_0", "q4_0"}) {
+    const fs::path json = scratch / (std::string(scheme) + ".json");
+    auto r = run_folio("ocr " + pdf + " --weights " + scheme + " --json " + json.string(), scratch);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const CerCount c = text_cer(json_text(nlohmann::json::parse(read_file(json))), want, "<page>");
+    EXPECT_LT(c.cer(), kMaxSampleCer) << scheme << ": " << c.errors << " errors in " << c.chars << " characters";
+  }
+  auto bad = run_folio("ocr " + pdf + " --weights q7", scratch);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown scheme 'q7'"), std::string::npos) << bad.err;
+}
+
 TEST_F(MiniOcrCli, RswaAndFullReadTheSameAndRswaKeepsLessKv) {
   const fs::path a = scratch / "rswa.json", b = scratch / "full.json";
   const std::string pdf = kSrc + "/examples/sample-3page.pdf";

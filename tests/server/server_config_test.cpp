@@ -87,6 +87,16 @@ TEST_F(ServerConfigTest, YamlSetsEveryType) {
   EXPECT_EQ(c.server.host, "127.0.0.1");  // untouched keys keep their defaults
 }
 
+TEST_F(ServerConfigTest, WeightsSchemeIsCheckedAgainstTheSchemes) {
+  EXPECT_EQ(load_server_config({yaml("model:\n  weights: q4_k_m\n"), {}, {}}).model.weights, "q4_k_m");
+  EXPECT_EQ(load_server_config({"", {{"FOLIO_MODEL_WEIGHTS", "q8_0"}}, {}}).model.weights, "q8_0");
+  EXPECT_EQ(load_server_config({"", {}, {}}).model.weights, "");
+  const std::string m = error_of({"", {}, {{"model.weights", "q3_k"}}});
+  EXPECT_NE(m.find("model.weights"), std::string::npos) << m;
+  EXPECT_NE(m.find("got 'q3_k'"), std::string::npos) << m;
+  EXPECT_NE(m.find("q4_k_m"), std::string::npos) << m;
+}
+
 TEST_F(ServerConfigTest, FlagBeatsEnvBeatsYamlBeatsDefault) {
   std::string y = yaml("server:\n  port: 1111\n  host: 0.0.0.0\ninference:\n  batch_size: 3\n");
   // YAML over default.
