@@ -101,22 +101,12 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequantize_q4_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ4K*>(src);
-  for (int64_t k = 0; k < n / 256; ++k) {
-    const float d = f16_to_f32(b[k].d), dmin = f16_to_f32(b[k].dmin);
-    for (int j = 0; j < 8; ++j, dst += 32) {
-      uint8_t sc, m;
-      scale_min_k4(j, b[k].scales, &sc, &m);
-      const uint8_t* qs = b[k].qs + 32 * (j / 2);
-      const int shift = (j % 2) * 4;
-      for (int l = 0; l < 32; ++l) dst[l] = d * sc * static_cast<float>((qs[l] >> shift) & 15) - dmin * m;
-    }
-  }
-}
+namespace {
 
-void dequantize_q5_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ5K*>(src);
+// q4_k and q5_k (kFifth): the same sub-blocks, q5_k adding bit j of qh[l] as element l's 16s.
+template <class Block, bool kFifth>
+void dequantize_k4(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const Block*>(src);
   for (int64_t k = 0; k < n / 256; ++k) {
     const float d = f16_to_f32(b[k].d), dmin = f16_to_f32(b[k].dmin);
     for (int j = 0; j < 8; ++j, dst += 32) {
@@ -125,12 +115,19 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) {
       const uint8_t* qs = b[k].qs + 32 * (j / 2);
       const int shift = (j % 2) * 4;
       for (int l = 0; l < 32; ++l) {
-        const int q = ((qs[l] >> shift) & 15) | (((b[k].qh[l] >> j) & 1) << 4);
+        int q = (qs[l] >> shift) & 15;
+        if constexpr (kFifth) q |= ((b[k].qh[l] >> j) & 1) << 4;
         dst[l] = d * sc * static_cast<float>(q) - dmin * m;
       }
     }
   }
 }
+
+}  // namespace
+
+void dequantize_q4_k(const void* src, float* dst, int64_t n) { dequantize_k4<BlockQ4K, false>(src, dst, n); }
+
+void dequantize_q5_k(const void* src, float* dst, int64_t n) { dequantize_k4<BlockQ5K, true>(src, dst, n); }
 
 void dequantize_q6_k(const void* src, float* dst, int64_t n) {
   const auto* b = static_cast<const BlockQ6K*>(src);

@@ -27,16 +27,19 @@ constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a tile o
 // Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones with kOffset to
 // subtract (q4_0: 8, q5_0: 16). Unsigned codes go straight into the u8 x s8 product, and the offset
 // comes off once per activation block for all rows of a tile (offset times its 4-element sums).
+// All three start with their f16 scale.
+template <class I>
+float block_scale(const uint8_t* b) {
+  uint16_t d;
+  std::memcpy(&d, b, 2);  // blocks are only 2-byte aligned
+  return I::f16(d);
+}
+
 template <class I>
 struct FmtQ8_0 {
   static constexpr int kOffset = 0;
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   static typename I::bytes weights(const uint8_t* b) { return I::load(b + offsetof(BlockQ8_0, q)); }
-  static float scale(const uint8_t* b) {
-    uint16_t d;
-    std::memcpy(&d, b, 2);
-    return I::f16(d);
-  }
 };
 
 template <class I>
@@ -44,11 +47,6 @@ struct FmtQ4_0 {
   static constexpr int kOffset = 8;
   static constexpr size_t kBytes = sizeof(BlockQ4_0);
   static typename I::bytes weights(const uint8_t* b) { return I::expand16(b + offsetof(BlockQ4_0, qs)); }
-  static float scale(const uint8_t* b) {
-    uint16_t d;
-    std::memcpy(&d, b, 2);
-    return I::f16(d);
-  }
 };
 
 template <class I>
@@ -59,11 +57,6 @@ struct FmtQ5_0 {
     uint32_t qh;
     std::memcpy(&qh, b + offsetof(BlockQ5_0, qh), 4);
     return I::or_(I::expand16(b + offsetof(BlockQ5_0, qs)), I::bits32(qh));
-  }
-  static float scale(const uint8_t* b) {
-    uint16_t d;
-    std::memcpy(&d, b, 2);
-    return I::f16(d);
   }
 };
 
@@ -101,7 +94,7 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
       const uint8_t* blk = w + r * rb + static_cast<size_t>(b) * F::kBytes;
       prefetch_ahead(blk, rb, F::kBytes);
       const typename I::bytes wv = F::weights(blk);
-      const float dw = F::scale(blk);
+      const float dw = block_scale<I>(blk);
       for (int g = 0; g < G; ++g) {
         typename I::i32 dot;
         if constexpr (F::kOffset != 0) dot = I::sub(I::dot_u8s8(wv, xv[g]), offset[g]);
