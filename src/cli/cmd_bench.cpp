@@ -20,6 +20,7 @@
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/bandwidth.h"
+#include "kernels/cpu/compute_peak.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
 #include "cli/kv_options.h"
@@ -85,6 +86,15 @@ struct DecodeRun {
   nlohmann::json extra = nlohmann::json::object();  // keys of the reference kind
 };
 
+// FLOPs of prefilling `tokens` reference tokens: the matmuls (2 per weight per token) plus causal
+// attention (q.k and p.v: 4 x heads x head_dim per query and key it sees).
+double prefill_flops(const Decoder& dec, int64_t tokens) {
+  const ModelConfig& c = dec.config();
+  const double p = static_cast<double>(tokens);
+  const double attention = 4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * p * (p + 1) / 2;
+  return 2.0 * static_cast<double>(dec.prefill_params_per_token()) * p + attention;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -98,6 +108,8 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   // Roofline: a decode step must at least stream the active weights and the cached KV once.
   const ModelConfig& cfg = dec.config();
   const double bw = kernels::measure_copy_bandwidth_gbs(threads);
+  const double sgemm_gflops = kernels::measure_sgemm_gflops(threads);
+  const double prefill_gflops = prefill_flops(dec, r.ref_tokens) / (r.prefill_ms * 1e6);
   const double read_bw = kernels::measure_read_bandwidth_gbs(threads);
   const double weight_bytes = static_cast<double>(dec.active_weight_bytes_per_token());
   const double step_bytes = weight_bytes + r.kv_read_bytes;
@@ -117,6 +129,10 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                       {"ref_tokens", r.ref_tokens},
                       {"gen_tokens", a.gen_tokens},
                       {"prefill_ms", r.prefill_ms},
+                      {"prefill_flops", prefill_flops(dec, r.ref_tokens)},
+                      {"prefill_gflops", prefill_gflops},
+                      {"sgemm_peak_gflops", sgemm_gflops},
+                      {"prefill_efficiency", prefill_gflops / sgemm_gflops},
                       {"samples", r.samples},
                       {"kv_bytes_peak", kv_peak},
                       {"kv_bytes_per_token", kv_bytes_per_token},
@@ -153,6 +169,9 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
+  std::printf("prefill: %lld tokens in %.1f s, %.1f GFLOP/s, %.0f%% of the in-run sgemm peak (%.1f GFLOP/s)\n",
+              static_cast<long long>(r.ref_tokens), r.prefill_ms / 1e3, prefill_gflops, 100.0 * prefill_gflops / sgemm_gflops,
+              sgemm_gflops);
   std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
               "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
               policy.name().c_str(), kv_types.name().c_str(), 1000.0 / ms_per_token, ms_per_token, kv_peak, rss_peak,

@@ -94,6 +94,21 @@ size_t Decoder::count_active_weight_bytes() const {
   return b;
 }
 
+int64_t Decoder::prefill_params_per_token() const {
+  int64_t n = 0;
+  auto mlp = [](const Mlp& m) { return m.gate->numel() + m.up->numel() + m.down->numel(); };
+  for (const Layer& L : layers_) {
+    n += L.wq->numel() + L.wk->numel() + L.wv->numel() + L.wo->numel();
+    if (!L.moe) {
+      n += mlp(L.dense);
+      continue;
+    }
+    n += L.router->numel() + cfg_.top_k * mlp(L.experts[0]);
+    if (L.shared.gate) n += mlp(L.shared);
+  }
+  return n;
+}
+
 void Decoder::embed(int32_t token, float* out) const {
   if (token < 0 || token >= cfg_.vocab) throw_invalid("token id " + std::to_string(token) + " is outside the vocabulary of " + std::to_string(cfg_.vocab));
   convert_to_f32(embed_->dtype, embed_->row_ptr(token), out, cfg_.hidden);

@@ -59,6 +59,10 @@ class Decoder {
   // Weight bytes read for one decoded token (dense layers, attention, the experts a token uses on
   // average, router, lm_head): the numerator of the memory-bandwidth roofline.
   size_t active_weight_bytes_per_token() const { return active_weight_bytes_; }
+  // Weights one token of a prefill multiplies by (attention projections, its MLP or router + experts
+  // it uses on average + shared experts; not the embedding or lm_head, which prefill applies to one
+  // row per pass): 2x this per token is prefill's matmul FLOPs.
+  int64_t prefill_params_per_token() const;
 
   // Decode steps of models whose active weights are at most this size run whole sequences per
   // thread (the batch split in contiguous groups, every layer on one thread) instead of splitting

@@ -159,6 +159,13 @@ TEST_F(Cli, BenchDecodeWritesTheContract) {
   // (P + W) tokens x 2 (K, V) x 2 layers x 2 kv heads x 16 dims x 2 bytes, from the pool's counters.
   size_t flat = (32 + 8) * 2 * 2 * 2 * 16 * 2;
   for (auto& s : j["samples"]) EXPECT_EQ(s["kv_bytes"].get<size_t>(), flat) << s.dump();
+  // Prefill FLOPs: 2 per weight per token (2 layers x (q, o 64 x 64 + k, v 32 x 64 (2 KV heads)
+  // + 3 x 64 x 128 MLP) = 73,728 weights) plus causal attention 4 x layers x heads x head_dim x
+  // P (P + 1) / 2.
+  EXPECT_DOUBLE_EQ(j["prefill_flops"].get<double>(), 2.0 * 73728 * 32 + 4.0 * 2 * 4 * 16 * 32 * 33 / 2);
+  EXPECT_GT(j["sgemm_peak_gflops"].get<double>(), 0.1);
+  EXPECT_NEAR(j["prefill_efficiency"].get<double>(),
+              j["prefill_gflops"].get<double>() / j["sgemm_peak_gflops"].get<double>(), 1e-9);
   EXPECT_EQ(folio("bench decode --model " + good() + " --policy sparse --json " + json.string()).code, 2);
 }
 
