@@ -6,8 +6,8 @@
 Writes OUT/recognizer.safetensors (f32) and OUT/recognizer.json. Tensors, in the order they run:
   conv{0..3}.weight [cout, cin, 3, 3] + .bias   (3x3, padding 1, then ReLU; max-pools 2x2, 2x2,
                                                   (2,1) after conv 0, 1, 2)
-  proj.weight [256, 512] + .bias                (per frame: the 128 channels x 4 rows, channel
-                                                  major, as torch's flatten(1, 2); then ReLU)
+  proj.weight [256, 512] + .bias                (per frame: its 4 rows x 128 channels, row major,
+                                                  the order an HWC map gathers in; then ReLU)
   block{0..3}.weight [256, 256, 3] + .bias      (x + ReLU(conv1d k=3, padding 1))
   head.weight [classes, 256] + .bias            (class 0 the CTC blank, class k CHARSET[k-1])
 --check runs the folded tensors through plain torch functions and compares with the trained module
@@ -45,7 +45,11 @@ def folded_tensors(model):
     for i, seq in enumerate(convs):
         t[f"conv{i}.weight"], t[f"conv{i}.bias"] = fold(seq[0].weight, seq[1])
     w, b = fold(model.proj[0].weight, model.proj[1])
-    t["proj.weight"], t["proj.bias"] = w.squeeze(-1), b
+    # torch flattens (channel, row); the engine gathers (row, channel): reorder the columns.
+    w = w.squeeze(-1)
+    rows = 4
+    t["proj.weight"] = w.reshape(w.shape[0], -1, rows).transpose(1, 2).reshape(w.shape[0], -1).contiguous()
+    t["proj.bias"] = b
     for i, blk in enumerate(model.blocks):
         t[f"block{i}.weight"], t[f"block{i}.bias"] = fold(blk.conv.weight, blk.bn)
     t["head.weight"], t["head.bias"] = model.head.weight.detach().squeeze(-1), model.head.bias.detach()
@@ -57,7 +61,7 @@ def run_folded(t, x):
         x = F.relu(F.conv2d(x, t[f"conv{i}.weight"], t[f"conv{i}.bias"], padding=1))
         if pool:
             x = F.max_pool2d(x, pool)
-    x = x.flatten(1, 2)
+    x = x.permute(0, 2, 1, 3).flatten(1, 2)  # (row, channel) per frame
     x = F.relu(F.conv1d(x, t["proj.weight"].unsqueeze(-1), t["proj.bias"]))
     i = 0
     while f"block{i}.weight" in t:
