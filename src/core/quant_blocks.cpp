@@ -214,26 +214,29 @@ void quantize_q5_0(const float* src, void* dst, int64_t n) {
   }
 }
 
-void quantize_q4_k(const float* src, void* dst, int64_t n) {
-  auto* b = static_cast<BlockQ4K*>(dst);
+namespace {
+
+// q4_k and q5_k (kFifth): the same sub-blocks; q5_k keeps each code's 16s as bit j of qh[l].
+template <class Block, bool kFifth>
+void quantize_k4(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<Block*>(dst);
   for (int64_t k = 0; k < n / 256; ++k, src += 256) {
     uint8_t q[256];
-    quantize_k_affine(src, 15, &b[k].d, &b[k].dmin, b[k].scales, q);
+    quantize_k_affine(src, kFifth ? 31 : 15, &b[k].d, &b[k].dmin, b[k].scales, q);
     pack_nibbles_k(q, b[k].qs);
+    if constexpr (kFifth) {
+      std::memset(b[k].qh, 0, sizeof b[k].qh);
+      for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l) b[k].qh[l] = static_cast<uint8_t>(b[k].qh[l] | ((q[32 * j + l] >> 4) << j));
+    }
   }
 }
 
-void quantize_q5_k(const float* src, void* dst, int64_t n) {
-  auto* b = static_cast<BlockQ5K*>(dst);
-  for (int64_t k = 0; k < n / 256; ++k, src += 256) {
-    uint8_t q[256];
-    quantize_k_affine(src, 31, &b[k].d, &b[k].dmin, b[k].scales, q);
-    pack_nibbles_k(q, b[k].qs);
-    std::memset(b[k].qh, 0, sizeof b[k].qh);
-    for (int j = 0; j < 8; ++j)
-      for (int l = 0; l < 32; ++l) b[k].qh[l] = static_cast<uint8_t>(b[k].qh[l] | ((q[32 * j + l] >> 4) << j));
-  }
-}
+}  // namespace
+
+void quantize_q4_k(const float* src, void* dst, int64_t n) { quantize_k4<BlockQ4K, false>(src, dst, n); }
+
+void quantize_q5_k(const float* src, void* dst, int64_t n) { quantize_k4<BlockQ5K, true>(src, dst, n); }
 
 void quantize_q6_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ6K*>(dst);

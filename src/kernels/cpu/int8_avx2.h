@@ -71,12 +71,6 @@ struct IAvx2 {
     const __m256i p = _mm256_madd_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)));
     return hsum4(_mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)));
   }
-  static int32_t hsum_i32(i32 v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-  }
   static f32 fzero() { return _mm256_setzero_ps(); }
   static f32 fma(i32 v, float s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
   static float hsum(f32 v) {

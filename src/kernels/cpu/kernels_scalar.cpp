@@ -131,11 +131,6 @@ struct IScalar {
     for (int i = 0; i < 16; ++i) s += m[i] * v[i];
     return s;
   }
-  static int32_t hsum_i32(i32 a) {
-    int32_t s = 0;
-    for (int k = 0; k < 8; ++k) s += a.v[k];
-    return s;
-  }
   static f32 fzero() { return {}; }
   static f32 fma(i32 v, float s, f32 acc) {
     for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s, acc.v[k]);

@@ -111,15 +111,26 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
 // d_w d_x; the block's scalar term (q4_k / q5_k: minus dmin_w d_x times the minima against the
 // activations' sub-block sums; q6_k: minus 32 d_w d_x times the scales against its 16-sums) goes to
 // one float. Out: hsum(lanes) + scalar. No horizontal sum per block: that epilogue was half the time.
+// KSums holds those R x G accumulators.
+template <class I, int R, int G>
+struct KSums {
+  typename I::f32 lanes[R][G];
+  float scalar[R][G] = {};
+  KSums() {
+    for (int r = 0; r < R; ++r)
+      for (int g = 0; g < G; ++g) lanes[r][g] = I::fzero();
+  }
+  void write(float* out) const {
+    for (int r = 0; r < R; ++r)
+      for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(lanes[r][g]) + scalar[r][g];
+  }
+};
 
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
 template <class I, bool kFifth, int R, int G>
 inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  typename I::f32 lanes[R][G];
-  float scalar[R][G] = {};
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) lanes[r][g] = I::fzero();
+  KSums<I, R, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       const Block& blk = *reinterpret_cast<const Block*>(w + r * rb + static_cast<size_t>(b) * sizeof(Block));
@@ -147,22 +158,18 @@ inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x
       const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
       for (int g = 0; g < G; ++g) {
         const ActQ8K& a = x[g * xs + b];
-        lanes[r][g] = I::fma(acc[g], d * a.d, lanes[r][g]);
-        scalar[r][g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(m, a.bsums32)), scalar[r][g]);
+        sums.lanes[r][g] = I::fma(acc[g], d * a.d, sums.lanes[r][g]);
+        sums.scalar[r][g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(m, a.bsums32)), sums.scalar[r][g]);
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(lanes[r][g]) + scalar[r][g];
+  sums.write(out);
 }
 
 // q6_k: 6-bit codes offset by 32, 16 groups of 16 with signed 8-bit scales.
 template <class I, int R, int G>
 inline void dot_rows_q6k(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
-  typename I::f32 lanes[R][G];
-  float scalar[R][G] = {};
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) lanes[r][g] = I::fzero();
+  KSums<I, R, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + r * rb + static_cast<size_t>(b) * sizeof(BlockQ6K));
@@ -184,13 +191,12 @@ inline void dot_rows_q6k(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* 
       const float d = I::f16(blk.d);
       for (int g = 0; g < G; ++g) {
         const ActQ8K& a = x[g * xs + b];
-        lanes[r][g] = I::fma(acc[g], d * a.d, lanes[r][g]);
-        scalar[r][g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), scalar[r][g]);
+        sums.lanes[r][g] = I::fma(acc[g], d * a.d, sums.lanes[r][g]);
+        sums.scalar[r][g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[r][g]);
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(lanes[r][g]) + scalar[r][g];
+  sums.write(out);
 }
 
 template <class I, DType T, int R, int G>
