@@ -6,15 +6,21 @@
 
 namespace folio {
 
-std::vector<float> gray_page(const RgbImage& image, int width, int height) {
-  const RgbImage sized = (image.width == width && image.height == height) ? image : resize_bicubic(image, width, height);
-  std::vector<float> out(static_cast<size_t>(width) * height);
-  const uint8_t* p = sized.pixels.data();
+std::vector<uint8_t> gray_bytes(const RgbImage& image) {
+  std::vector<uint8_t> out(static_cast<size_t>(image.width) * image.height);
+  const uint8_t* p = image.pixels.data();
   for (size_t i = 0; i < out.size(); ++i, p += 3) {
     // Pillow's L = R * 299/1000 + G * 587/1000 + B * 114/1000 in 16-bit fixed point, rounded.
-    const uint32_t l = (p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16;
-    out[i] = static_cast<float>(l) / 255.0f;
+    out[i] = static_cast<uint8_t>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
   }
+  return out;
+}
+
+std::vector<float> gray_page(const RgbImage& image, int width, int height) {
+  const std::vector<uint8_t> bytes =
+      gray_bytes((image.width == width && image.height == height) ? image : resize_bicubic(image, width, height));
+  std::vector<float> out(bytes.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(bytes[i]) / 255.0f;
   return out;
 }
 

@@ -7,6 +7,7 @@
 // size differs.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "doc/image.h"
@@ -15,5 +16,8 @@ namespace folio {
 
 // [height * width] row-major values in [0, 1].
 std::vector<float> gray_page(const RgbImage& image, int width, int height);
+
+// The image at its own size as Pillow's convert("L") bytes ([height * width], 255 = white).
+std::vector<uint8_t> gray_bytes(const RgbImage& image);
 
 }  // namespace folio
