@@ -69,6 +69,28 @@ TEST(LineRecognizer, GreedyCtcMergesRepeatsAndDropsBlanks) {
   EXPECT_EQ(rec.greedy_text(logits), std::string("\xc3\xa9\xc3\xa9") + cs[2] + cs[3]);
 }
 
+TEST(LineRecognizer, ReadManyReadsEachCropAsReadDoes) {
+  // Crops of different widths (the line, a prefix of it, the line shifted) spread over two threads
+  // come back in their own order with the text read() gives each alone.
+  auto st = SafetensorsCheckpoint::open(kFixture);
+  const LineRecognizer rec(*st, test_charset());
+  const TensorView& in = st->get("input");
+  const std::vector<float> line = to_f32_vector(in);
+  const int64_t W = in.shape[1], H = LineRecognizer::kHeight;
+  LineCrop full{W, line, 10.0}, prefix{W / 2 / 4 * 4, {}, 10.0}, shifted{W, std::vector<float>(line.size(), 0.0f), 10.0};
+  for (int64_t r = 0; r < H; ++r) {
+    prefix.ink.insert(prefix.ink.end(), line.begin() + r * W, line.begin() + r * W + prefix.width);
+    std::copy_n(line.data() + r * W, W - 8, shifted.ink.data() + r * W + 8);
+  }
+  ThreadPool one(1), two(2);
+  const std::vector<const LineCrop*> crops = {&prefix, &full, &shifted, &prefix};
+  const std::vector<std::string> got = rec.read_many(crops, two);
+  ASSERT_EQ(got.size(), crops.size());
+  for (size_t i = 0; i < crops.size(); ++i) EXPECT_EQ(got[i], rec.read(crops[i]->ink.data(), crops[i]->width, one)) << i;
+  EXPECT_NE(rec.logits(prefix.ink.data(), prefix.width, one).size(), rec.logits(full.ink.data(), W, one).size());
+  EXPECT_TRUE(rec.read_many({}, two).empty());
+}
+
 TEST(LineRecognizer, BadInputIsNamed) {
   auto st = SafetensorsCheckpoint::open(kFixture);
   try {

@@ -1,11 +1,13 @@
 #include "model/vision/line_recognizer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <numeric>
 
 #include "core/error.h"
 #include "core/tensor.h"
-#include "kernels/cpu/conv1d.h"
-#include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/ops.h"
@@ -18,24 +20,6 @@ constexpr int kConvs = 4;
 // Max-pool (rows, columns) after each convolution; {1, 1} = none.
 constexpr int64_t kPool[kConvs][2] = {{2, 2}, {2, 2}, {2, 1}, {1, 1}};
 
-void relu_inplace(std::vector<float>& x) {
-  for (float& v : x) v = std::max(v, 0.0f);
-}
-
-// Non-overlapping max-pool of an HWC map by (ph, pw); H and W are multiples of them here.
-std::vector<float> max_pool_hwc(const std::vector<float>& x, int64_t& H, int64_t& W, int64_t C, int64_t ph, int64_t pw) {
-  const int64_t Ho = H / ph, Wo = W / pw;
-  std::vector<float> y(static_cast<size_t>(Ho * Wo * C), -1e30f);
-  for (int64_t r = 0; r < Ho * ph; ++r)
-    for (int64_t c = 0; c < Wo * pw; ++c) {
-      const float* src = x.data() + (r * W + c) * C;
-      float* dst = y.data() + ((r / ph) * Wo + c / pw) * C;
-      for (int64_t k = 0; k < C; ++k) dst[k] = std::max(dst[k], src[k]);
-    }
-  H = Ho, W = Wo;
-  return y;
-}
-
 std::vector<std::string> utf8_characters(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
@@ -45,6 +29,56 @@ std::vector<std::string> utf8_characters(const std::string& s) {
     i += n;
   }
   return out;
+}
+
+// w [O, C, taps...] (taps = 9 for 3x3, 3 for k=3) -> [O, taps * C] with columns (tap, c).
+std::vector<float> taps_major(const TensorView& w, int64_t taps) {
+  const std::vector<float> src = to_f32_vector(w);
+  const int64_t O = w.shape[0], C = w.shape[1];
+  std::vector<float> out(src.size());
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < taps; ++t) out[(o * taps + t) * C + c] = src[(o * C + c) * taps + t];
+  return out;
+}
+
+// im2col of a 3x3, padding-1 convolution over an HWC map: row (y, x) holds the 9 neighbours' C
+// channels in (ky, kx) order, zeros outside the map.
+void im2col3x3(const float* x, int64_t H, int64_t W, int64_t C, float* cols) {
+  const size_t run = static_cast<size_t>(C) * sizeof(float);
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t xx = 0; xx < W; ++xx) {
+      float* row = cols + (y * W + xx) * 9 * C;
+      for (int64_t ky = 0; ky < 3; ++ky) {
+        const int64_t iy = y + ky - 1;
+        for (int64_t kx = 0; kx < 3; ++kx, row += C) {
+          const int64_t ix = xx + kx - 1;
+          if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+            std::memset(row, 0, run);
+          else
+            std::memcpy(row, x + (iy * W + ix) * C, run);
+        }
+      }
+    }
+}
+
+// y = maxpool(ReLU(x + bias)) over (ph, pw) windows of an HWC map (H, W multiples of them).
+void bias_relu_pool(const float* x, int64_t H, int64_t W, int64_t C, const float* bias, int64_t ph, int64_t pw, float* y) {
+  const int64_t Ho = H / ph, Wo = W / pw;
+  for (int64_t r = 0; r < Ho; ++r)
+    for (int64_t c = 0; c < Wo; ++c) {
+      float* dst = y + (r * Wo + c) * C;
+      for (int64_t k = 0; k < C; ++k) dst[k] = 0.0f;  // ReLU's floor
+      for (int64_t dr = 0; dr < ph; ++dr)
+        for (int64_t dc = 0; dc < pw; ++dc) {
+          const float* src = x + ((r * ph + dr) * W + c * pw + dc) * C;
+          for (int64_t k = 0; k < C; ++k) dst[k] = std::max(dst[k], src[k] + bias[k]);
+        }
+    }
+}
+
+void relu_inplace(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
 }
 
 }  // namespace
@@ -58,7 +92,7 @@ LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset
     FOLIO_CHECK_INPUT(cw.shape.size() == 4 && cw.shape[1] == cin && cw.shape[2] == 3 && cw.shape[3] == 3,
                       "tensor '" + p + "weight' in " + w.description() + " has shape " + shape_to_string(cw.shape) +
                           ", expected [out, " + std::to_string(cin) + ", 3, 3]");
-    conv_w_.push_back(&cw);
+    conv_w_.push_back({p + "weight", cw.shape[0], 9 * cin, taps_major(cw, 9)});
     conv_b_.push_back(to_f32_vector(w.get(p + "bias", {cw.shape[0]})));
     cin = cw.shape[0];
     rows /= kPool[i][0];
@@ -72,7 +106,7 @@ LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset
   proj_b_ = to_f32_vector(w.get(prefix + "proj.bias", {d}));
   for (int i = 0; w.contains(prefix + "block" + std::to_string(i) + ".weight"); ++i) {
     const std::string p = prefix + "block" + std::to_string(i) + ".";
-    block_w_.push_back(&w.get(p + "weight", {d, d, 3}));
+    block_w_.push_back({p + "weight", d, 3 * d, taps_major(w.get(p + "weight", {d, d, 3}), 3)});
     block_b_.push_back(to_f32_vector(w.get(p + "bias", {d})));
   }
   head_w_ = &w.get(prefix + "head.weight");
@@ -85,36 +119,56 @@ LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset
                         " characters but the head reads " + std::to_string(head_w_->shape[0]) + " classes (blank + charset)");
 }
 
-std::vector<float> LineRecognizer::logits(const float* crop, int64_t width, ThreadPool& pool) const {
+std::vector<float> LineRecognizer::logits(const float* crop, int64_t width, ThreadPool&) const {
+  ThreadPool serial(1);
+  return run(crop, width, serial);
+}
+
+std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadPool& serial) const {
   FOLIO_CHECK_INPUT(width > 0 && width % kFrameStride == 0,
                     "line recognizer: crop width " + std::to_string(width) + " is not a positive multiple of 4");
   int64_t H = kHeight, W = width, C = 1;
-  std::vector<float> x(crop, crop + H * W), y;
+  std::vector<float> x(crop, crop + H * W), cols, y;
   for (int i = 0; i < kConvs; ++i) {
-    const int64_t O = conv_w_[i]->shape[0];
-    y.assign(static_cast<size_t>(H * W * O), 0.0f);
-    kernels::conv2d_hwc(x.data(), H, W, C, *conv_w_[i], conv_b_[i].data(), 1, 1, 1, y.data(), pool);
-    relu_inplace(y);
+    const int64_t O = conv_w_[i].rows;
+    cols.resize(static_cast<size_t>(H * W * 9 * C));
+    im2col3x3(x.data(), H, W, C, cols.data());
+    y.resize(static_cast<size_t>(H * W * O));
+    kernels::matmul(conv_w_[i].view(), cols.data(), H * W, y.data(), serial);
     C = O;
-    x = (kPool[i][0] > 1 || kPool[i][1] > 1) ? max_pool_hwc(y, H, W, C, kPool[i][0], kPool[i][1]) : std::move(y);
+    x.resize(static_cast<size_t>((H / kPool[i][0]) * (W / kPool[i][1]) * C));
+    bias_relu_pool(y.data(), H, W, C, conv_b_[i].data(), kPool[i][0], kPool[i][1], x.data());
+    H /= kPool[i][0], W /= kPool[i][1];
   }
   // Frame t: its H rows x C channels, row major (the proj columns' order, export_recognizer.py).
   const int64_t T = W, d = proj_w_->shape[0];
-  std::vector<float> cols(static_cast<size_t>(T * H * C));
+  cols.resize(static_cast<size_t>(T * H * C));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t r = 0; r < H; ++r) std::copy_n(x.data() + (r * W + t) * C, C, cols.data() + (t * H + r) * C);
   std::vector<float> f(static_cast<size_t>(T * d)), c(static_cast<size_t>(T * d));
-  kernels::matmul(*proj_w_, cols.data(), T, f.data(), pool);
+  kernels::matmul(*proj_w_, cols.data(), T, f.data(), serial);
   kernels::add_bias(f.data(), proj_b_.data(), T, d);
-  relu_inplace(f);
+  relu_inplace(f.data(), f.size());
+  // Residual conv1d blocks (k = 3, padding 1): im2col rows are [f[t-1], f[t], f[t+1]].
+  cols.resize(static_cast<size_t>(T * 3 * d));
   for (size_t i = 0; i < block_w_.size(); ++i) {
-    kernels::conv1d_tc(f.data(), T, d, *block_w_[i], block_b_[i].data(), 1, c.data(), pool);
-    relu_inplace(c);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < 3; ++j) {
+        float* dst = cols.data() + (t * 3 + j) * d;
+        const int64_t it = t + j - 1;
+        if (it < 0 || it >= T)
+          std::fill_n(dst, d, 0.0f);
+        else
+          std::copy_n(f.data() + it * d, d, dst);
+      }
+    kernels::matmul(block_w_[i].view(), cols.data(), T, c.data(), serial);
+    kernels::add_bias(c.data(), block_b_[i].data(), T, d);
+    relu_inplace(c.data(), c.size());
     kernels::add_inplace(f.data(), c.data(), T * d);
   }
   const int64_t V = classes();
   std::vector<float> out(static_cast<size_t>(T * V));
-  kernels::matmul(*head_w_, f.data(), T, out.data(), pool);
+  kernels::matmul(*head_w_, f.data(), T, out.data(), serial);
   kernels::add_bias(out.data(), head_b_.data(), T, V);
   return out;
 }
@@ -134,6 +188,24 @@ std::string LineRecognizer::greedy_text(const std::vector<float>& logits) const 
 
 std::string LineRecognizer::read(const float* crop, int64_t width, ThreadPool& pool) const {
   return greedy_text(logits(crop, width, pool));
+}
+
+std::vector<std::string> LineRecognizer::read_many(const std::vector<const LineCrop*>& crops, ThreadPool& pool) const {
+  // Widest first, each thread taking the next line when it is free: the page's time is about its
+  // total width over the threads, whatever the mix of widths.
+  std::vector<size_t> order(crops.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return crops[a]->width > crops[b]->width; });
+  std::vector<std::string> out(crops.size());
+  std::atomic<size_t> next{0};
+  pool.run_on_all([&](int) {
+    ThreadPool serial(1);
+    for (size_t k = next++; k < order.size(); k = next++) {
+      const LineCrop& c = *crops[order[k]];
+      out[order[k]] = greedy_text(run(c.ink.data(), c.width, serial));
+    }
+  });
+  return out;
 }
 
 }  // namespace folio

@@ -7,8 +7,14 @@
 //   -> blocks x [x + ReLU(conv1d k=3)] -> head: logits over blank + the charset
 //
 // Promises: the logits torch computes from the same tensors (tests/vision/line_recognizer_golden_test),
-// up to float rounding; one line's activations at a time. Widths (frame width, channels, blocks,
-// classes) come from the tensor shapes. Thread-safe for concurrent reads after construction.
+// up to float rounding; the same bits whatever the pool (a line always runs on one thread). One
+// line's activations per thread at a time. Widths (frame width, channels, blocks, classes) come from
+// the tensor shapes. Thread-safe for concurrent reads after construction.
+//
+// Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in] f32 so that im2col
+// copies whole channel runs of the HWC map, and the conv1d blocks' as [out, tap, in]. A line's layers
+// are too narrow (16-128 output channels) to split across threads, so many lines run side by side
+// instead (read_many).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +23,7 @@
 
 #include "core/thread_pool.h"
 #include "model/io/tensor_source.h"
+#include "model/vision/line_crop.h"
 
 namespace folio {
 
@@ -31,22 +38,34 @@ class LineRecognizer {
   // match the head.
   LineRecognizer(const TensorSource& weights, const std::string& charset, const std::string& prefix = "");
 
-  // [width / 4, classes()] logits of one crop (kHeight x width, row-major). InvalidInput if width is
-  // not a positive multiple of 4.
+  // [width / 4, classes()] logits of one crop (kHeight x width, row-major), computed on the calling
+  // thread (the pool is not used: see read_many). InvalidInput if width is not a positive multiple of 4.
   std::vector<float> logits(const float* crop, int64_t width, ThreadPool& pool) const;
   // The greedy CTC reading of a crop: the argmax class per frame, repeats merged, blanks dropped.
   std::string read(const float* crop, int64_t width, ThreadPool& pool) const;
   // The same from logits already computed ([frames, classes()]).
   std::string greedy_text(const std::vector<float>& logits) const;
+  // read() of every crop, the crops spread over the pool's threads (widest first). out[i] reads crops[i].
+  std::vector<std::string> read_many(const std::vector<const LineCrop*>& crops, ThreadPool& pool) const;
 
   int64_t classes() const { return head_w_->shape[0]; }
 
  private:
-  std::vector<const TensorView*> conv_w_;
+  // A weight re-laid out in f32, [rows, cols].
+  struct OwnedWeight {
+    std::string name;
+    int64_t rows = 0, cols = 0;
+    std::vector<float> values;
+    TensorView view() const { return TensorView{name, DType::F32, {rows, cols}, values.data()}; }
+  };
+  // One line's logits with every matmul on `serial` (a pool of one thread).
+  std::vector<float> run(const float* crop, int64_t width, ThreadPool& serial) const;
+
+  std::vector<OwnedWeight> conv_w_;   // [out, 9 * in], columns (ky, kx, in)
   std::vector<std::vector<float>> conv_b_;
   const TensorView* proj_w_ = nullptr;
   std::vector<float> proj_b_;
-  std::vector<const TensorView*> block_w_;
+  std::vector<OwnedWeight> block_w_;  // [d, 3 * d], columns (tap, in)
   std::vector<std::vector<float>> block_b_;
   const TensorView* head_w_ = nullptr;
   std::vector<float> head_b_;
