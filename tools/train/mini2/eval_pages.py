@@ -88,6 +88,8 @@ def main():
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--psm", default="4")
+    ap.add_argument("--dpi", type=int, default=200, help="our rendering resolution")
+    ap.add_argument("--no-tesseract", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     model = LineRecognizer()
@@ -106,15 +108,17 @@ def main():
                                            capture_output=True, text=True).stdout)
             if len(ref) < 200:
                 continue
-            gray = np.asarray(Image.open(render(pdf, page, 200, os.path.join(tmp, "p200"))).convert("L"))
+            gray = np.asarray(Image.open(render(pdf, page, a.dpi, os.path.join(tmp, "ours"))).convert("L"))
             t0 = time.time()
             ours, nlines = read_ours(model, gray)
             t_ours = time.time() - t0
-            png300 = render(pdf, page, 300, os.path.join(tmp, "p300"))
-            t0 = time.time()
-            tess = subprocess.run(["tesseract", png300, "-", "--psm", a.psm], capture_output=True, text=True,
-                                  env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout
-            t_tess = time.time() - t0
+            tess, t_tess = "", 0.0
+            if not a.no_tesseract:
+                png300 = render(pdf, page, 300, os.path.join(tmp, "p300"))
+                t0 = time.time()
+                tess = subprocess.run(["tesseract", png300, "-", "--psm", a.psm], capture_output=True, text=True,
+                                      env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout
+                t_tess = time.time() - t0
             for name, hyp, secs in (("ours", ours, t_ours), ("tesseract", tess, t_tess)):
                 e = edit_distance(normalise(hyp), ref)
                 totals[name][0] += e

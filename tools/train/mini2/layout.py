@@ -1,0 +1,175 @@
+"""Page layout for folio-mini-ocr 2: columns, lines in reading order, and each line's segments.
+
+The reference the C++ front end mirrors (keep the two in step). Built on line_finder.py:
+
+  1. Otsu binarisation (as line_finder). Rules are removed: pixels of horizontal ink runs of at
+     least RULE_H x the page width or vertical runs of at least RULE_V x its height (table borders,
+     underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
+     The text extent is the box of the remaining ink.
+  2. Columns: the vertical projection counts, per pixel column, the rows with ink. A gutter is the
+     widest run of pixel columns in the middle half of the text extent whose count stays at or below
+     GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. Rows with ink inside
+     the gutter are spanning (a title over both columns, a running header): runs of them form
+     full-width zones; the rows between them form two-column zones, read left column then right.
+     No gutter: one column, the whole page one zone.
+  3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
+     merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
+     than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
+
+A Line carries what the structure decoder reads about it (features.py): its box, column, zone,
+x-height, gap to the line above in its column, and its segments' boxes and crops.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from line_finder import _segment, bands, merge_thin, otsu, segments
+from lines import crop_line
+
+RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width are rules
+RULE_V = 0.05   # vertical ink runs at least this fraction of the page height are rules
+GUTTER_INK = 0.04
+GUTTER_MIN = 0.012
+SPAN_ROWS = 0.3
+
+
+@dataclass
+class Line:
+    box: tuple            # (x0, y0, x1, y1) of all its segments
+    column: int           # 0 (left or only), 1 (right); spanning lines are column 0
+    columns: int          # columns of its zone (1 or 2)
+    region: tuple         # (x0, x1) of its column (or the text extent when spanning)
+    xh: int               # band x-height (Otsu ink)
+    gap_before: int       # blank rows to the previous line of the same zone and column (-1: first)
+    segments: list = field(default_factory=list)  # [((x0, x1), crop [32, W])]
+
+
+def find_gutter(binary):
+    """(g0, g1) pixel columns of the gutter, or None."""
+    ink_rows = binary.any(axis=1)
+    n_rows = int(ink_rows.sum())
+    if n_rows == 0:
+        return None
+    cols = np.nonzero(binary.any(axis=0))[0]
+    left, right = int(cols[0]), int(cols[-1]) + 1
+    proj = binary.sum(axis=0)
+    lo, hi = left + (right - left) // 4, right - (right - left) // 4
+    quiet = proj[lo:hi] <= GUTTER_INK * n_rows
+    best, start = None, None
+    for i, q in enumerate(list(quiet) + [False]):
+        if q and start is None:
+            start = i
+        elif not q and start is not None:
+            if best is None or i - start > best[1] - best[0]:
+                best = (start, i)
+            start = None
+    if best is None or best[1] - best[0] < GUTTER_MIN * binary.shape[1]:
+        return None
+    # Tighten it to the pixel columns with no ink at all outside the spanning rows (the quiet run
+    # also takes in the few columns where a justified line or a hanging comma ends).
+    rough = (lo + best[0], lo + best[1])
+    columns_only = binary[~_spanning_rows(binary, rough)]
+    proj = columns_only.sum(axis=0)
+    g0 = g1 = (rough[0] + rough[1]) // 2
+    if proj[g0] != 0:
+        return rough
+    while g0 > rough[0] and proj[g0 - 1] == 0:
+        g0 -= 1
+    while g1 < rough[1] and proj[g1] == 0:
+        g1 += 1
+    return (g0, g1) if g1 - g0 >= GUTTER_MIN * binary.shape[1] else rough
+
+
+def _spanning_rows(binary, gutter):
+    """Rows of the bands of the whole page that are spanning (see zones)."""
+    in_gutter = binary[:, gutter[0]:gutter[1]].any(axis=1)
+    spanning = np.zeros(binary.shape[0], bool)
+    for b0, b1 in bands(binary.any(axis=1)):
+        if in_gutter[b0:b1].sum() >= SPAN_ROWS * (b1 - b0):
+            spanning[b0:b1] = True
+    return spanning
+
+
+def zones(binary, gutter):
+    """[(y0, y1, spanning)] covering the page's rows, top to bottom. A band of the whole page's rows
+    is spanning when at least SPAN_ROWS of its rows have ink in the gutter (a title, a centred page
+    number; not a two-column block whose one line strays into the gutter)."""
+    h = binary.shape[0]
+    if gutter is None:
+        return [(0, h, False)]
+    spanning = _spanning_rows(binary, gutter)
+    out, y = [], 0
+    while y < h:
+        s = bool(spanning[y])
+        y1 = y
+        while y1 < h and bool(spanning[y1]) == s:
+            y1 += 1
+        out.append((y, y1, s))
+        y = y1
+    return out
+
+
+def _long_runs(binary, length):
+    """Pixels of runs of True along axis 1 that are at least `length` long."""
+    h, w = binary.shape
+    padded = np.zeros((h, w + 2), np.int8)
+    padded[:, 1:-1] = binary
+    d = np.diff(padded, axis=1)
+    out = np.zeros_like(binary)
+    for y, x0 in zip(*np.nonzero(d == 1)):
+        x1 = x0 + np.argmax(d[y, x0 + 1:] == -1) + 1
+        if x1 - x0 >= length:
+            out[y, x0:x1] = True
+    return out
+
+
+def rules(binary):
+    """Pixels of horizontal and vertical rules (see the module notes)."""
+    h, w = binary.shape
+    return _long_runs(binary, max(2, int(RULE_H * w))) | _long_runs(binary.T, max(2, int(RULE_V * h))).T
+
+
+def find_layout(gray):
+    """[Line] in reading order for a gray page (uint8, 255 = paper)."""
+    t = otsu(gray)
+    binary = gray < t
+    bg = float(np.percentile(gray, 90))
+    fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0
+    ink = ((bg - gray.astype(np.float32)) / max(16.0, bg - fg)).clip(0, 1)
+    ruled = rules(binary)
+    binary &= ~ruled
+    ink[ruled] = 0.0
+    if not binary.any():
+        return []
+    cols = np.nonzero(binary.any(axis=0))[0]
+    extent = (int(cols[0]), int(cols[-1]) + 1)
+    gutter = find_gutter(binary)
+    out = []
+    for y0, y1, spanning in zones(binary, gutter):
+        if spanning or gutter is None:
+            regions = [extent]
+        else:
+            regions = [(extent[0], gutter[0]), (gutter[1], extent[1])]
+        for c, (x0, x1) in enumerate(regions):
+            out.extend(_lines_in(binary, ink, y0, y1, x0, x1, c, len(regions)))
+    return out
+
+
+def _lines_in(binary, ink, y0, y1, x0, x1, column, columns):
+    sub = binary[y0:y1, x0:x1]
+    out, prev_bottom = [], None
+    for b0, b1 in merge_thin(bands(sub.any(axis=1))):
+        if b1 - b0 < 3:
+            continue
+        segs, xh = segments(sub, b0, b1)
+        line = Line(box=None, column=column, columns=columns, region=(x0, x1), xh=int(xh),
+                    gap_before=-1 if prev_bottom is None else b0 - prev_bottom)
+        for s0, s1 in segs:
+            crop = crop_line(_segment(ink[y0:y1, x0:x1], b0, b1, s0, s1, xh), band=(2 * xh, 2 * xh + b1 - b0))
+            if crop is not None:
+                line.segments.append(((x0 + s0, x0 + s1), crop))
+        if line.segments:
+            line.box = (line.segments[0][0][0], y0 + b0, line.segments[-1][0][1], y0 + b1)
+            out.append(line)
+            prev_bottom = b1
+    return out
