@@ -9,38 +9,27 @@ namespace folio {
 
 namespace {
 
-using Band = std::pair<int, int>;  // rows [first, second)
+using Band = std::pair<int, int>;  // region rows [first, second)
 
-// numpy.percentile's default (linear) over the values a histogram counts.
-double percentile(const std::array<uint64_t, 256>& hist, uint64_t total, double q) {
-  const double index = q / 100.0 * double(total - 1);
-  const uint64_t lo = uint64_t(std::floor(index)), hi = std::min(lo + 1, total - 1);
-  const double t = index - double(lo);
-  double a = 0, b = 0;
-  uint64_t seen = 0;
-  bool have_a = false;
-  for (int v = 0; v < 256; ++v) {
-    seen += hist[v];
-    if (!have_a && seen > lo) a = v, have_a = true;
-    if (seen > hi) {
-      b = v;
-      break;
-    }
-  }
-  // numpy's lerp, which is exact at both ends.
-  return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
-}
+// Rows and columns of a page region, for the band and segment rules.
+struct Region {
+  const InkPage& page;
+  int x0, y0, x1, y1;
+  bool ink_at(int x, int y) const { return page.binary[size_t(y0 + y) * page.width + x0 + x] != 0; }
+  int width() const { return x1 - x0; }
+  int height() const { return y1 - y0; }
+};
 
-std::vector<Band> ink_bands(const std::vector<uint8_t>& binary, int width, int height) {
+std::vector<Band> ink_bands(const Region& r) {
   std::vector<Band> out;
   int start = -1;
-  for (int y = 0; y < height; ++y) {
-    const uint8_t* row = binary.data() + size_t(y) * width;
-    const bool has = std::find(row, row + width, uint8_t(1)) != row + width;
+  for (int y = 0; y < r.height(); ++y) {
+    bool has = false;
+    for (int x = 0; x < r.width() && !has; ++x) has = r.ink_at(x, y);
     if (has && start < 0) start = y;
     if (!has && start >= 0) out.emplace_back(start, y), start = -1;
   }
-  if (start >= 0) out.emplace_back(start, height);
+  if (start >= 0) out.emplace_back(start, r.height());
   return out;
 }
 
@@ -67,33 +56,31 @@ std::vector<Band> merge_thin(std::vector<Band> bands) {
   return out;
 }
 
-int band_x_height(const std::vector<uint8_t>& binary, int width, const Band& band) {
+int band_x_height(const Region& r, const Band& band) {
   std::vector<int> p;
   for (int y = band.first; y < band.second; ++y) {
-    const uint8_t* row = binary.data() + size_t(y) * width;
-    p.push_back(int(std::count(row, row + width, uint8_t(1))));
+    int n = 0;
+    for (int x = 0; x < r.width(); ++x) n += r.ink_at(x, y);
+    p.push_back(n);
   }
   const int peak = *std::max_element(p.begin(), p.end());
   int top = -1, bottom = -1;
-  for (int r = 0; r < int(p.size()); ++r)
-    if (p[r] >= 0.5 * peak) {
-      if (top < 0) top = r;
-      bottom = r;
+  for (int i = 0; i < int(p.size()); ++i)
+    if (p[i] >= 0.5 * peak) {
+      if (top < 0) top = i;
+      bottom = i;
     }
   return std::max(2, bottom + 1 - top);
 }
 
-// Column runs [x0, x1) of the band split at gaps wider than kSegmentGap x-heights.
-std::vector<std::pair<int, int>> band_segments(const std::vector<uint8_t>& binary, int width, const Band& band, int xh) {
-  std::vector<uint8_t> has(width, 0);
-  for (int y = band.first; y < band.second; ++y) {
-    const uint8_t* row = binary.data() + size_t(y) * width;
-    for (int x = 0; x < width; ++x) has[x] |= row[x];
-  }
+// Region column runs [x0, x1) of the band, split at gaps wider than kSegmentGap x-heights.
+std::vector<std::pair<int, int>> band_segments(const Region& r, const Band& band, int xh) {
   std::vector<std::pair<int, int>> out;
   int start = -1, prev = -1;
-  for (int x = 0; x < width; ++x) {
-    if (!has[x]) continue;
+  for (int x = 0; x < r.width(); ++x) {
+    bool has = false;
+    for (int y = band.first; y < band.second && !has; ++y) has = r.ink_at(x, y);
+    if (!has) continue;
     if (start < 0) {
       start = prev = x;
       continue;
@@ -103,6 +90,17 @@ std::vector<std::pair<int, int>> band_segments(const std::vector<uint8_t>& binar
   }
   if (start >= 0) out.emplace_back(start, prev + 1);
   return out;
+}
+
+// The segment's ink alone with 2 x-heights of blank margin (line_finder.py's _segment), cropped.
+std::optional<LineCrop> crop_segment(const Region& r, const Band& band, int s0, int s1, int xh) {
+  const int mw = s1 - s0 + 4 * xh, mh = band.second - band.first + 4 * xh;
+  std::vector<float> seg(size_t(mw) * mh, 0.0f);
+  for (int y = band.first; y < band.second; ++y)
+    for (int x = s0; x < s1; ++x)
+      seg[size_t(y - band.first + 2 * xh) * mw + (x - s0 + 2 * xh)] =
+          r.page.ink[size_t(r.y0 + y) * r.page.width + r.x0 + x];
+  return crop_line(seg, mw, mh, 2 * xh, 2 * xh + band.second - band.first);
 }
 
 }  // namespace
@@ -130,41 +128,25 @@ int otsu_threshold(const uint8_t* gray, size_t count) {
   return best;
 }
 
-std::vector<FoundLine> find_text_lines(const uint8_t* gray, int width, int height) {
-  const size_t n = size_t(width) * height;
-  const int level = otsu_threshold(gray, n);
-  std::vector<uint8_t> binary(n);
-  std::array<uint64_t, 256> page_hist{}, ink_hist{};
-  uint64_t ink_count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    binary[i] = gray[i] < level;
-    ++page_hist[gray[i]];
-    if (binary[i]) ++ink_hist[gray[i]], ++ink_count;
-  }
-  // Ink strength by the page's own paper and ink levels, in float as numpy computes it.
-  const double bg = percentile(page_hist, n, 90), fg = ink_count ? percentile(ink_hist, ink_count, 5) : 0.0;
-  const float bg32 = float(bg), range32 = float(std::max(16.0, bg - fg));
+std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1, int y1) {
+  const Region r{page, x0, y0, x1, y1};
   std::vector<FoundLine> out;
-  for (const Band& band : merge_thin(ink_bands(binary, width, height))) {
+  int prev_bottom = -1;
+  for (const Band& band : merge_thin(ink_bands(r))) {
     if (band.second - band.first < 3) continue;
-    const int xh = band_x_height(binary, width, band);
-    for (const auto& [x0, x1] : band_segments(binary, width, band, xh)) {
-      // The segment alone with 2 x-heights of blank margin, as line_finder.py's _segment.
-      const int mw = x1 - x0 + 4 * xh, mh = band.second - band.first + 4 * xh;
-      std::vector<float> seg(size_t(mw) * mh, 0.0f);
-      for (int y = band.first; y < band.second; ++y)
-        for (int x = x0; x < x1; ++x) {
-          const float v = (bg32 - float(gray[size_t(y) * width + x])) / range32;
-          seg[size_t(y - band.first + 2 * xh) * mw + (x - x0 + 2 * xh)] = std::clamp(v, 0.0f, 1.0f);
-        }
-      auto crop = crop_line(seg, mw, mh, 2 * xh, 2 * xh + band.second - band.first);
-      if (!crop) continue;
-      FoundLine line;
-      line.x0 = x0, line.y0 = band.first, line.x1 = x1, line.y1 = band.second;
-      line.band_x_height = xh;
-      line.crop = std::move(*crop);
-      out.push_back(std::move(line));
+    const int xh = band_x_height(r, band);
+    FoundLine line;
+    line.x_height = xh;
+    line.gap_before = prev_bottom < 0 ? -1 : band.first - prev_bottom;
+    for (const auto& [s0, s1] : band_segments(r, band, xh)) {
+      auto crop = crop_segment(r, band, s0, s1, xh);
+      if (crop) line.segments.push_back({x0 + s0, x0 + s1, std::move(*crop)});
     }
+    if (line.segments.empty()) continue;
+    line.x0 = line.segments.front().x0, line.x1 = line.segments.back().x1;
+    line.y0 = y0 + band.first, line.y1 = y0 + band.second;
+    prev_bottom = band.second;
+    out.push_back(std::move(line));
   }
   return out;
 }

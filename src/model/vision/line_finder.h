@@ -1,17 +1,16 @@
-// Text-line finding for folio-mini-ocr 2: the C++ twin of tools/train/mini2/line_finder.py (keep the
-// two in step; tests/vision/line_finder_golden_test compares them on a rendered page).
+// Text lines in one region of a page, for folio-mini-ocr 2: the C++ twin of the band and segment
+// rules of tools/train/mini2/line_finder.py, as layout.py applies them to one zone and column (keep
+// them in step; tests/vision/page_layout_golden_test compares the whole layout).
 //
-//   A page (gray bytes, 255 = paper) is binarised at Otsu's threshold. Runs of rows holding ink form
-//   bands; a band thinner than a third of the median band whose gap to the next is also below that
-//   (the dots over i and j, accents) joins the next band. Bands under 3 rows are dropped. Each band
-//   is cut into segments at column gaps wider than kSegmentGap x its x-height (table cells, a man
-//   page's option and its description, columns). Every segment's ink (by the page's own paper and
-//   ink levels: the 90th percentile of the page and the 5th of its Otsu ink) goes through the crop
-//   rule (line_crop.h) on its own, with 2 x-heights of blank margin.
+//   Runs of rows holding ink (within the region's columns) form bands; a band thinner than a third
+//   of the region's median band whose gap to the next is also below that (the dots over i and j,
+//   accents) joins the next band. Bands under 3 rows are dropped. Each band is cut into segments at
+//   column gaps wider than kSegmentGap x its x-height (table cells, a man page's option and its
+//   description). Every segment's ink goes through the crop rule (line_crop.h) on its own, with 2
+//   x-heights of blank margin.
 //
-// Promises: segments top to bottom (by band), left to right within a band; the same boxes and crops
-// as the Python reference, up to float rounding in the resize. Work and memory linear in the page's
-// pixels. Pure function; thread-safe.
+// Promises: lines top to bottom, segments left to right; work linear in the region's pixels. Pure
+// functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -21,20 +20,34 @@
 
 namespace folio {
 
-struct FoundLine {
-  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the segment's box on the page (ends exclusive)
-  int band_x_height = 0;               // its band's x-height in page pixels (Otsu ink)
-  LineCrop crop;                       // the recognizer's input
-};
-
 struct LineFinderRule {
   static constexpr double kSegmentGap = 2.2;
 };
 
-// gray: [height, width] row-major bytes. Empty result for a blank page.
-std::vector<FoundLine> find_text_lines(const uint8_t* gray, int width, int height);
+// A page binarised (1 = ink) and its ink strength in [0, 1], both [height, width] row-major.
+struct InkPage {
+  int width = 0, height = 0;
+  std::vector<uint8_t> binary;
+  std::vector<float> ink;
+};
 
-// Otsu's threshold of a gray image (the level maximising between-class variance; ink is < level).
+struct LineSegment {
+  int x0 = 0, x1 = 0;  // page columns [x0, x1)
+  LineCrop crop;
+};
+
+struct FoundLine {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // box of its segments on the page (ends exclusive)
+  int x_height = 0;                    // its band's x-height (binary ink)
+  int gap_before = -1;                 // blank rows to the previous line of the region; -1 for the first
+  std::vector<LineSegment> segments;   // at least one
+};
+
+// The lines of the region rows [y0, y1) x columns [x0, x1) of `page`.
+std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1, int y1);
+
+// Otsu's threshold of a gray image: the level maximising between-class variance, the last level of
+// the dark class (ink is <= level; a two-level image splits between its levels).
 int otsu_threshold(const uint8_t* gray, size_t count);
 
 }  // namespace folio

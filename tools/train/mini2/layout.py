@@ -2,16 +2,19 @@
 
 The reference the C++ front end mirrors (keep the two in step). Built on line_finder.py:
 
-  1. Otsu binarisation (as line_finder). Rules are removed: pixels of horizontal ink runs of at
+  1. Otsu binarisation (as line_finder: ink is at or below the level). Rules are removed: pixels of horizontal ink runs of at
      least RULE_H x the page width or vertical runs of at least RULE_V x its height (table borders,
      underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
      The text extent is the box of the remaining ink.
-  2. Columns: the vertical projection counts, per pixel column, the rows with ink. A gutter is the
-     widest run of pixel columns in the middle half of the text extent whose count stays at or below
-     GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. Rows with ink inside
-     the gutter are spanning (a title over both columns, a running header): runs of them form
-     full-width zones; the rows between them form two-column zones, read left column then right.
-     No gutter: one column, the whole page one zone.
+  2. Columns: the vertical projection counts, per pixel column, the rows with ink. A rough gutter is
+     the widest run of pixel columns in the middle half of the text extent whose count stays at or
+     below GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. A band of the
+     whole page is spanning when at least SPAN_ROWS of its rows have ink in the gutter (a title over
+     both columns, a centred page number; not a two-column block whose one line strays into the
+     gutter). The gutter is then the run of pixel columns around the rough one's middle with no ink
+     at all outside spanning rows (within the middle half), and spanning rows are found again with
+     it. Runs of spanning rows form full-width zones; the rows between them form two-column zones,
+     read left column then right. No gutter: one column, the whole page one zone.
   3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
      merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
      than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
@@ -28,7 +31,7 @@ from lines import crop_line
 
 RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width are rules
 RULE_V = 0.05   # vertical ink runs at least this fraction of the page height are rules
-GUTTER_INK = 0.04
+GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
 SPAN_ROWS = 0.3
 
@@ -65,17 +68,18 @@ def find_gutter(binary):
             start = None
     if best is None or best[1] - best[0] < GUTTER_MIN * binary.shape[1]:
         return None
-    # Tighten it to the pixel columns with no ink at all outside the spanning rows (the quiet run
-    # also takes in the few columns where a justified line or a hanging comma ends).
+    # Then the run of pixel columns with no ink at all outside the spanning rows around its middle,
+    # within the middle half: tighter where a justified line or a hanging comma enters the quiet
+    # run, wider where a spanning title's strokes cut it short.
     rough = (lo + best[0], lo + best[1])
     columns_only = binary[~_spanning_rows(binary, rough)]
     proj = columns_only.sum(axis=0)
     g0 = g1 = (rough[0] + rough[1]) // 2
     if proj[g0] != 0:
         return rough
-    while g0 > rough[0] and proj[g0 - 1] == 0:
+    while g0 > lo and proj[g0 - 1] == 0:
         g0 -= 1
-    while g1 < rough[1] and proj[g1] == 0:
+    while g1 < hi and proj[g1] == 0:
         g1 += 1
     return (g0, g1) if g1 - g0 >= GUTTER_MIN * binary.shape[1] else rough
 
@@ -132,7 +136,7 @@ def rules(binary):
 def find_layout(gray):
     """[Line] in reading order for a gray page (uint8, 255 = paper)."""
     t = otsu(gray)
-    binary = gray < t
+    binary = gray <= t  # Otsu level t ends the dark class
     bg = float(np.percentile(gray, 90))
     fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0
     ink = ((bg - gray.astype(np.float32)) / max(16.0, bg - fg)).clip(0, 1)

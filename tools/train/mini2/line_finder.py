@@ -81,7 +81,7 @@ def segments(binary, y0, y1):
 def find_lines(gray):
     """[(box (x0, y0, x1, y1), crop [32, W] float32)] in reading order."""
     t = otsu(gray)
-    binary = gray < t
+    binary = gray <= t  # Otsu level t ends the dark class
     # Gray levels matter to the recognizer: ink strength from the page's own paper and ink levels.
     bg = float(np.percentile(gray, 90))
     fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0

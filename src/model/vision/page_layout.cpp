@@ -1,0 +1,159 @@
+#include "model/vision/page_layout.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+namespace folio {
+
+namespace {
+
+// numpy.percentile's default (linear) over the values a histogram counts.
+double percentile(const std::array<uint64_t, 256>& hist, uint64_t total, double q) {
+  const double index = q / 100.0 * double(total - 1);
+  const uint64_t lo = uint64_t(std::floor(index)), hi = std::min(lo + 1, total - 1);
+  const double t = index - double(lo);
+  double a = 0, b = 0;
+  uint64_t seen = 0;
+  bool have_a = false;
+  for (int v = 0; v < 256; ++v) {
+    seen += hist[v];
+    if (!have_a && seen > lo) a = v, have_a = true;
+    if (seen > hi) {
+      b = v;
+      break;
+    }
+  }
+  return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;  // numpy's lerp
+}
+
+// Binary ink, ink strength, and rules removed from both.
+InkPage ink_page(const uint8_t* gray, int width, int height) {
+  InkPage p;
+  p.width = width, p.height = height;
+  const size_t n = size_t(width) * height;
+  const int level = otsu_threshold(gray, n);
+  p.binary.resize(n);
+  std::array<uint64_t, 256> page_hist{}, ink_hist{};
+  uint64_t ink_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    p.binary[i] = gray[i] <= level;  // Otsu's level ends the dark class
+    ++page_hist[gray[i]];
+    if (p.binary[i]) ++ink_hist[gray[i]], ++ink_count;
+  }
+  // In float, as numpy computes it from a float32 page and Python float levels.
+  const double bg = percentile(page_hist, n, 90), fg = ink_count ? percentile(ink_hist, ink_count, 5) : 0.0;
+  const float bg32 = float(bg), range32 = float(std::max(16.0, bg - fg));
+  p.ink.resize(n);
+  for (size_t i = 0; i < n; ++i) p.ink[i] = std::clamp((bg32 - float(gray[i])) / range32, 0.0f, 1.0f);
+  // Rules: runs measured on the binary page before anything is removed.
+  std::vector<uint8_t> rule(n, 0);
+  const int min_h = std::max(2, int(PageLayoutRule::kRuleH * width)), min_v = std::max(2, int(PageLayoutRule::kRuleV * height));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width;) {
+      if (!p.binary[size_t(y) * width + x]) { ++x; continue; }
+      int e = x;
+      while (e < width && p.binary[size_t(y) * width + e]) ++e;
+      if (e - x >= min_h) std::fill(rule.begin() + size_t(y) * width + x, rule.begin() + size_t(y) * width + e, 1);
+      x = e;
+    }
+  for (int x = 0; x < width; ++x)
+    for (int y = 0; y < height;) {
+      if (!p.binary[size_t(y) * width + x]) { ++y; continue; }
+      int e = y;
+      while (e < height && p.binary[size_t(e) * width + x]) ++e;
+      if (e - y >= min_v)
+        for (int k = y; k < e; ++k) rule[size_t(k) * width + x] = 1;
+      y = e;
+    }
+  for (size_t i = 0; i < n; ++i)
+    if (rule[i]) p.binary[i] = 0, p.ink[i] = 0.0f;
+  return p;
+}
+
+bool row_has_ink(const InkPage& p, int y, int x0, int x1) {
+  const uint8_t* row = p.binary.data() + size_t(y) * p.width;
+  return std::find(row + x0, row + x1, uint8_t(1)) != row + x1;
+}
+
+// Bands of the whole page's rows that are spanning for this gutter.
+std::vector<uint8_t> spanning_rows(const InkPage& p, std::pair<int, int> gutter) {
+  std::vector<uint8_t> out(p.height, 0);
+  for (int y = 0; y < p.height;) {
+    if (!row_has_ink(p, y, 0, p.width)) { ++y; continue; }
+    int e = y, in_gutter = 0;
+    while (e < p.height && row_has_ink(p, e, 0, p.width)) in_gutter += row_has_ink(p, e, gutter.first, gutter.second), ++e;
+    if (in_gutter >= PageLayoutRule::kSpanRows * (e - y)) std::fill(out.begin() + y, out.begin() + e, 1);
+    y = e;
+  }
+  return out;
+}
+
+std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int right) {
+  int ink_rows = 0;
+  for (int y = 0; y < p.height; ++y) ink_rows += row_has_ink(p, y, 0, p.width);
+  std::vector<int> proj(p.width, 0);
+  for (int y = 0; y < p.height; ++y)
+    for (int x = 0; x < p.width; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
+  int best0 = -1, best1 = -1, start = -1;
+  for (int x = lo; x <= hi; ++x) {
+    const bool quiet = x < hi && proj[x] <= PageLayoutRule::kGutterInk * ink_rows;
+    if (quiet && start < 0) start = x;
+    if (!quiet && start >= 0) {
+      if (best0 < 0 || x - start > best1 - best0) best0 = start, best1 = x;
+      start = -1;
+    }
+  }
+  if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * p.width) return std::nullopt;
+  // Then the run of columns with no ink outside spanning rows around its middle, within [lo, hi).
+  const std::pair<int, int> rough{best0, best1};
+  const std::vector<uint8_t> spanning = spanning_rows(p, rough);
+  std::fill(proj.begin(), proj.end(), 0);
+  for (int y = 0; y < p.height; ++y)
+    if (!spanning[y])
+      for (int x = 0; x < p.width; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  int g0 = (best0 + best1) / 2, g1 = g0;
+  if (proj[g0] != 0) return rough;
+  while (g0 > lo && proj[g0 - 1] == 0) --g0;
+  while (g1 < hi && proj[g1] == 0) ++g1;
+  if (g1 - g0 >= PageLayoutRule::kGutterMin * p.width) return std::make_pair(g0, g1);
+  return rough;
+}
+
+}  // namespace
+
+PageLayout find_layout(const uint8_t* gray, int width, int height) {
+  PageLayout out;
+  out.width = width, out.height = height;
+  const InkPage p = ink_page(gray, width, height);
+  int left = width, right = -1;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      if (p.binary[size_t(y) * width + x]) left = std::min(left, x), right = std::max(right, x);
+  if (right < 0) return out;
+  ++right;
+  const auto gutter = find_gutter(p, left, right);
+  std::vector<uint8_t> spanning(height, 0);
+  if (gutter) spanning = spanning_rows(p, *gutter);
+  for (int y = 0; y < height;) {
+    int e = y;
+    while (e < height && spanning[e] == spanning[y]) ++e;
+    std::vector<std::pair<int, int>> regions = {{left, right}};
+    if (gutter && !spanning[y]) regions = {{left, gutter->first}, {gutter->second, right}};
+    for (size_t c = 0; c < regions.size(); ++c)
+      for (FoundLine& f : find_lines_in(p, regions[c].first, y, regions[c].second, e)) {
+        LayoutLine l;
+        static_cast<FoundLine&>(l) = std::move(f);
+        l.column = int(c), l.columns = int(regions.size());
+        l.region_x0 = regions[c].first, l.region_x1 = regions[c].second;
+        out.lines.push_back(std::move(l));
+      }
+    y = e;
+  }
+  return out;
+}
+
+}  // namespace folio

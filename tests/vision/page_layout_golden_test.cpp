@@ -1,0 +1,162 @@
+// folio-mini-ocr 2's page layout in C++ against its Python reference (tools/train/mini2/layout.py):
+// tests/fixtures/mini2 holds a page typeset by WeasyPrint (a spanning title, two justified columns,
+// a ruled table, a list, a code line, a centred page number) rendered at 150 DPI, and what the
+// reference found on it (tools/fixtures/make_layout_fixture.py): every line's box, column, region,
+// x-height and gap, every segment's box, crop width and ink sums, and a few crops value by value.
+#include "model/vision/page_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "doc/gray_page.h"
+#include "doc/image.h"
+#include "doc/resize_float.h"
+#include "model/io/safetensors.h"
+
+namespace folio {
+namespace {
+
+const std::string kDir = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/";
+
+struct Fixture {
+  std::vector<uint8_t> gray;
+  int width = 0, height = 0;
+  std::unique_ptr<SafetensorsCheckpoint> expected;
+};
+
+Fixture load_fixture() {
+  Fixture f;
+  const RgbImage page = load_image(kDir + "layout_page.png");
+  f.gray = gray_bytes(page);
+  f.width = page.width, f.height = page.height;
+  f.expected = SafetensorsCheckpoint::open(kDir + "layout_golden.safetensors");
+  return f;
+}
+
+double sum(const std::vector<float>& v, bool squares) {
+  double s = 0;
+  for (float x : v) s += squares ? double(x) * x : x;
+  return s;
+}
+
+std::vector<const LineSegment*> all_segments(const PageLayout& layout) {
+  std::vector<const LineSegment*> out;
+  for (const LayoutLine& l : layout.lines)
+    for (const LineSegment& s : l.segments) out.push_back(&s);
+  return out;
+}
+
+TEST(PageLayout, MatchesThePythonReferenceOnATwoColumnPage) {
+  const Fixture f = load_fixture();
+  const PageLayout layout = find_layout(f.gray.data(), f.width, f.height);
+  const std::vector<float> lines = to_f32_vector(f.expected->get("lines")), segs = to_f32_vector(f.expected->get("segments"));
+  ASSERT_EQ(layout.lines.size() * 10, lines.size());
+  for (size_t i = 0; i < layout.lines.size(); ++i) {
+    const LayoutLine& l = layout.lines[i];
+    const float* e = lines.data() + 10 * i;
+    const std::vector<int> got = {l.x0, l.y0, l.x1, l.y1, l.column, l.columns, l.region_x0, l.region_x1, l.x_height, l.gap_before};
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(got[k], e[k]) << "line " << i << " field " << k;
+  }
+  // The page's shape: a title over both columns first, both columns, the page number last.
+  EXPECT_EQ(layout.lines.front().columns, 1);
+  EXPECT_EQ(layout.lines.back().columns, 1);
+  EXPECT_EQ(layout.lines[1].columns, 2);
+  const std::vector<const LineSegment*> got = all_segments(layout);
+  ASSERT_EQ(got.size() * 6, segs.size());
+  int compared = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    const float* e = segs.data() + 6 * k;
+    EXPECT_EQ(got[k]->x0, e[1]) << k;
+    EXPECT_EQ(got[k]->x1, e[2]) << k;
+    EXPECT_EQ(got[k]->crop.width, e[3]) << k;
+    // Float rounding only: sums of a few thousand values in [0, 1], stored as f32.
+    EXPECT_NEAR(sum(got[k]->crop.ink, false), e[4], 1e-3 * std::max(1.0f, e[4])) << k;
+    EXPECT_NEAR(sum(got[k]->crop.ink, true), e[5], 1e-3 * std::max(1.0f, e[5])) << k;
+    const std::string name = "crop_" + std::to_string(k);
+    if (!f.expected->contains(name)) continue;
+    const std::vector<float> want = to_f32_vector(f.expected->get(name));
+    ASSERT_EQ(want.size(), got[k]->crop.ink.size()) << name;
+    float err = 0;
+    for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(want[i] - got[k]->crop.ink[i]));
+    EXPECT_LT(err, 1e-3f) << name;  // the reference's crops are stored in f16 (relative step 2^-11)
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
+TEST(PageLayout, TheCropToleranceDiscriminates) {
+  // The page with its ink one gray level darker (paper untouched): crops that keep their width
+  // change values by at least 1 / (paper - ink) = 1/255, several times the 1e-3 allowed above.
+  const Fixture f = load_fixture();
+  std::vector<uint8_t> darker = f.gray;
+  for (uint8_t& v : darker)
+    if (v > 0 && v < 255) --v;
+  const auto a = all_segments(find_layout(f.gray.data(), f.width, f.height));
+  const PageLayout moved = find_layout(darker.data(), f.width, f.height);
+  const auto b = all_segments(moved);
+  ASSERT_EQ(a.size(), b.size());
+  float err = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i]->crop.width != b[i]->crop.width) continue;
+    for (size_t k = 0; k < a[i]->crop.ink.size(); ++k) err = std::max(err, std::fabs(a[i]->crop.ink[k] - b[i]->crop.ink[k]));
+  }
+  std::printf("one gray level moves the crops by %.4f\n", err);
+  EXPECT_GT(err, 3e-3f);
+}
+
+TEST(PageLayout, RulesAreNotText) {
+  // A ruled box around one word: the box's four rules go (300 and 181 pixels long, past 4% of the
+  // width and 5% of the height), the word (20-row strokes) stays one line of one segment.
+  const int W = 800, H = 1000;
+  std::vector<uint8_t> page(W * H, 255);
+  for (int x = 50; x < 350; ++x) page[60 * W + x] = page[240 * W + x] = 0;
+  for (int y = 60; y <= 240; ++y) page[y * W + 50] = page[y * W + 349] = 0;
+  for (int y = 140; y < 160; ++y)
+    for (int x = 150; x < 250; ++x)
+      if ((x / 6) % 2 == 0) page[y * W + x] = 0;  // "word": 20 rows of vertical strokes
+  const PageLayout layout = find_layout(page.data(), W, H);
+  ASSERT_EQ(layout.lines.size(), 1u);
+  EXPECT_EQ(layout.lines[0].segments.size(), 1u);
+  EXPECT_EQ(layout.lines[0].y0, 140);
+  EXPECT_EQ(layout.lines[0].x0, 156);  // the first stroke: columns 156-161
+}
+
+TEST(PageLayout, BlankAndTinyPagesGiveNoLines) {
+  std::vector<uint8_t> blank(64 * 48, 255);
+  EXPECT_TRUE(find_layout(blank.data(), 64, 48).lines.empty());
+  std::vector<uint8_t> black(64 * 48, 0);
+  EXPECT_TRUE(find_layout(black.data(), 64, 48).lines.empty());
+  // One speck two rows high: a band under 3 rows is dropped.
+  blank[10 * 64 + 10] = blank[11 * 64 + 10] = 0;
+  EXPECT_TRUE(find_layout(blank.data(), 64, 48).lines.empty());
+}
+
+TEST(ResizeFloat, MatchesPillowBilinearOnSmallCases) {
+  // Pillow 9.4: Image.fromarray(np.array([[0, 1, 2, 3]], np.float32)).resize((2, 1), Image.BILINEAR)
+  // -> [0.71428573, 2.2857144]: shrinking by 2 widens the triangle to 2 pixels; output 0 (centre 1)
+  // reads pixels 0, 1, 2 with weights 3/4, 3/4, 1/4 renormalised: 1.25 / 1.75.
+  const std::vector<float> row = {0, 1, 2, 3};
+  const std::vector<float> half = resize_bilinear_f32(row, 4, 1, 2, 1);
+  ASSERT_EQ(half.size(), 2u);
+  EXPECT_NEAR(half[0], 0.71428573f, 1e-6f);
+  EXPECT_NEAR(half[1], 2.2857144f, 1e-6f);
+  // Same size is the identity; enlarging interpolates.
+  EXPECT_EQ(resize_bilinear_f32(row, 4, 1, 4, 1), row);
+  const std::vector<float> twice = resize_bilinear_f32({0, 4}, 2, 1, 4, 1);
+  EXPECT_NEAR(twice[0], 0.0f, 1e-6f);
+  EXPECT_NEAR(twice[1], 1.0f, 1e-6f);
+  EXPECT_NEAR(twice[2], 3.0f, 1e-6f);
+  EXPECT_NEAR(twice[3], 4.0f, 1e-6f);
+  EXPECT_THROW(resize_bilinear_f32(row, 4, 1, 0, 1), Error);
+}
+
+}  // namespace
+}  // namespace folio
