@@ -70,8 +70,11 @@ def label_lines(lines, units):
 
 
 def render_markdown(actions, texts):
-    """Markdown from one action and one text per line (a line's text: its segments joined by " ";
-    for ROW, texts[i] may be a list of cells)."""
+    """Markdown of one page from one action and one text per line (a line's text: its segments
+    joined by " "; for ROW, texts[i] may be the list of its segments, the cells). Written so that a
+    stream can produce it line by line (the C++ StructureWriter): a table row is written with its
+    own cells (no padding to the widest row), the separator after a table's first row takes that
+    row's width, and a line's final hyphen waits for the next action (DEHYPHEN drops it)."""
     blocks = []  # [kind, text or list of lines]
 
     def text_of(i):
@@ -95,7 +98,7 @@ def render_markdown(actions, texts):
             a = "PARA"
         if a == "BULLET":
             t = t.lstrip()
-            if t[:1] in BULLET_GLYPHS:
+            if t and t[0] in BULLET_GLYPHS:
                 t = t[1:].lstrip()
         if a == "CODE" and blocks and blocks[-1][0] == "CODE":
             blocks[-1][1].append(t)
@@ -118,9 +121,8 @@ def render_markdown(actions, texts):
         elif kind == "CODE":
             parts.append("```\n" + "\n".join(body) + "\n```")
         elif kind == "ROW":
-            width = max(len(r) for r in body)
-            rows = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in body]
-            rows.insert(1, "|" + "---|" * width)
+            rows = ["| " + " | ".join(r) + " |" for r in body]
+            rows.insert(1, "|" + "---|" * len(body[0]))
             parts.append("\n".join(rows))
         else:
             parts.append(body)
@@ -131,4 +133,9 @@ def render_markdown(actions, texts):
             same_list = blocks[k][0] == blocks[k - 1][0] and blocks[k][0] in ("BULLET", "NUMBERED")
             out += "\n" if same_list else "\n\n"
         out += p
-    return out + "\n" if out else ""
+    return out
+
+
+def render_document(pages_actions, pages_texts, page_marker="\n<page>\n"):
+    """Pages rendered one by one (a block never spans a page break), joined by page_marker."""
+    return page_marker.join(render_markdown(a, t) for a, t in zip(pages_actions, pages_texts))
