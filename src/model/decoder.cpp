@@ -62,9 +62,11 @@ Decoder::Decoder(ModelConfig config, const TensorSource& weights, WeightNaming n
   active_weight_bytes_ = count_active_weight_bytes();
   // A tensor nobody asked for means the checkpoint and the config disagree (wrong layer count, a
   // different architecture): refuse rather than silently ignore weights. Vision-tower tensors of
-  // OCR checkpoints (and the mini OCR model's front end, "mini_ocr.*") belong to the encoder and are expected.
+  // OCR checkpoints (and the mini OCR models' front ends: "mini_ocr.*", "recognizer.*", "structure.*") belong
+  // to the encoder and are expected.
   static const char* kOtherParts[] = {"model.sam_model.", "model.vision_model.", "model.projector.", "model.image_newline",
-                                      "model.view_seperator", "rope_freqs.weight", "mini_ocr."};
+                                      "model.view_seperator", "rope_freqs.weight", "mini_ocr.", "recognizer.",
+                                      "structure."};
   for (const std::string& n : src_.names()) {
     if (used_.count(n)) continue;
     bool other = false;

@@ -8,7 +8,7 @@ mini model) that writes one action per text line (structure.py) over a reference
     generated: <bos>, one action per line, <page> between pages, <eos>; each generated token's input
                carries the codes of the NEXT line to label, so finding the line is a match of codes
                in attention (the lookup head starts as that match: see MiniOcr in mini_ocr_model.py)
-    mask:      R-SWA (the reference fully visible, the last `window` generated tokens)
+    mask:      R-SWA (the reference and <bos> fully visible, the last `window` generated tokens)
 
 The C++ engine runs the decoder as its ordinary llama path (tensor names are the checkpoint's).
 """
@@ -86,7 +86,9 @@ class StructureDecoder(nn.Module):
         ref = ref + self.codes(ref_types, ref_pages, ref_lines)
         gen = self.embed_tokens(tokens) + self.codes(torch.full_like(tokens, T_TEXT), gen_pages, gen_lines)
         x = torch.cat([ref, gen])
-        mask = rswa_mask(len(ref), len(gen), self.c["window"])
+        # <bos> (the first generated input) closes the reference, as the engine prefills it: it is
+        # pinned with the lines, and the window holds the actions after it.
+        mask = rswa_mask(len(ref) + 1, len(gen) - 1, self.c["window"])
         for blk in self.layers:
             x = blk(x, mask)
         return self.lm_head(rms_norm(x[len(ref):], self.norm, self.c["rms_eps"]))

@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--eval-docs", type=int, default=60)
     ap.add_argument("--save-minutes", type=float, default=3.0)
+    ap.add_argument("--reload-every", type=int, default=500, help="re-read the training documents (data still coming)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -165,6 +166,9 @@ def main():
             print(f"step {step} loss {loss_sum:.4f} lr {lr:.2e} {time.time() - t0:.0f}s", flush=True)
         if step % a.eval_every == 0 or step == a.steps:
             print("eval", step, {k: round(v, 4) for k, v in evaluate(model, held, a.eval_docs).items()}, flush=True)
+        if step % a.reload_every == 0:
+            train = load_split(a.work, "train")
+            print(f"{len(train)} training documents", flush=True)
         if time.time() - last_save > a.save_minutes * 60 or step == a.steps:
             save()
             last_save = time.time()

@@ -1,0 +1,62 @@
+// What folio-mini-ocr 2's structure decoder reads about each text line: the C++ twin of
+// tools/train/mini2/features.py (keep them in step; tests/vision/structure_tokens_golden_test
+// compares them on recorded lines).
+//
+// A line token is kNumeric features (its box against its column, x-height and height against the
+// page's, gaps above and below against its x-height and the page's typical gap, segments, column,
+// ink against the page's, text length, indent changes, digits and capitals) plus the character
+// classes of the first kCharHead and last kCharTail characters of its text (0: none or unknown).
+// Medians are the upper middle value, as features.py takes them. Pure functions; thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace folio {
+
+// A segment as read: its columns, the recognizer's text, the mean of its crop's ink.
+struct ReadSegment {
+  int x0 = 0, x1 = 0;
+  std::string text;
+  double ink = 0;
+};
+
+// A line of page_layout.h with its segments read.
+struct ReadLine {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  int column = 0, columns = 1, region_x0 = 0, region_x1 = 0;
+  int x_height = 0, gap_before = -1;
+  std::vector<ReadSegment> segments;
+  std::string text() const;  // segments joined by " "
+};
+
+inline constexpr int kLineNumeric = 21;
+inline constexpr int kCharHead = 3, kCharTail = 2, kCharSlots = kCharHead + kCharTail;
+
+struct LineFeatures {
+  std::array<float, kLineNumeric> numeric{};
+  std::array<int32_t, kCharSlots> chars{};
+};
+
+// UTF-8 character -> class (k + 1 for the k-th character of the charset, 0 otherwise).
+class CharClasses {
+ public:
+  explicit CharClasses(const std::string& charset);
+  int32_t of(std::string_view character) const;
+  int32_t count() const { return static_cast<int32_t>(index_.size()) + 1; }
+
+ private:
+  std::unordered_map<std::string, int32_t> index_;
+};
+
+// The features of one page's lines, in reading order.
+std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines, int page_height, const CharClasses& classes);
+
+// The UTF-8 characters of s, one string each (a byte that starts no valid sequence is one character).
+std::vector<std::string_view> utf8_split(std::string_view s);
+
+}  // namespace folio
