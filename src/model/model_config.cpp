@@ -66,15 +66,16 @@ void ModelConfig::validate() const {
 ModelConfig ModelConfig::from_hf_json(const json& root) {
   ModelConfig c;
   // Unlimited-OCR / DeepSeek-OCR keep the language model's settings in "language_config".
-  // folio's own mini OCR model keeps its (llama-style) decoder's settings in "text_config".
+  // folio's own mini OCR models keep their (llama-style) decoder's settings in "text_config".
   const char* nested = root.contains("language_config") ? "language_config" : "text_config";
   const json& j = root.contains(nested) && root[nested].is_object() ? root[nested] : root;
   c.model_type = root.value("model_type", j.value("model_type", std::string()));
   bool deepseek = c.model_type == "deepseek_v2" || c.model_type == "unlimited-ocr" || c.model_type == "deepseek_vl_v2" ||
                   c.model_type == "deepseek-ocr" || j.contains("n_routed_experts") || j.contains("first_k_dense_replace");
-  if (!deepseek && c.model_type != "llama" && c.model_type != "folio-mini-ocr" && !c.model_type.empty())
-    throw Error(Error::Kind::Unsupported,
-                "config.json: model_type '" + c.model_type + "' is not supported (llama, deepseek_v2, unlimited-ocr, folio-mini-ocr)");
+  if (!deepseek && c.model_type != "llama" && c.model_type != "folio-mini-ocr" && c.model_type != "folio-mini-ocr-2" &&
+      !c.model_type.empty())
+    throw Error(Error::Kind::Unsupported, "config.json: model_type '" + c.model_type +
+                                              "' is not supported (llama, deepseek_v2, unlimited-ocr, folio-mini-ocr, folio-mini-ocr-2)");
   c.arch = deepseek ? Arch::DeepseekV2 : Arch::Llama;
   if (deepseek && j.value("use_mla", false))
     throw Error(Error::Kind::Unsupported, "config.json: DeepSeek-V2 with MLA (use_mla: true) is not supported");

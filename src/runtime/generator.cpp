@@ -137,6 +137,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   res.stop_reason = "length";
   for (int64_t step = 0; step < opt.max_tokens; ++step) {
     if (opt.on_logits) opt.on_logits(logits);
+    if (opt.constrain) opt.constrain(logits);
     if (guard) guard->apply(history, logits);
     int32_t tok = sampler.sample(logits);
     if (!opt.teacher.empty()) {

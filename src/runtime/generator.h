@@ -82,6 +82,10 @@ struct GenerationOptions {
   // Called with the logits each generated token is chosen from (before the n-gram guard), e.g. to
   // compare two KV configurations step by step.
   std::function<void(std::span<const float>)> on_logits;
+  // When set, may rule tokens out (set their logits to -inf) before each choice, after on_logits
+  // and before the n-gram guard: a model whose output has a grammar (folio-mini-ocr 2: one action
+  // per line, then the page token). It must leave at least one token allowed.
+  std::function<void(std::span<float>)> constrain;
   // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
   // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
   // they run out. Measures per-step agreement without one early difference shifting the rest.

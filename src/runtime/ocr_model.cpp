@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "model/io/json_file.h"
 #include "runtime/ocr_mini.h"
+#include "runtime/ocr_mini2.h"
 #include "runtime/ocr_unlimited.h"
 
 namespace folio {
@@ -21,7 +22,8 @@ OcrPass OcrModel::prepare_rolling(const OcrPages&, size_t, size_t, size_t, Visio
 
 namespace {
 bool is_ocr_type(const std::string& type) {
-  return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr";
+  return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr" ||
+         type == "folio-mini-ocr-2";
 }
 }  // namespace
 
@@ -49,8 +51,9 @@ std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::stri
   // One line per OCR model family.
   if (type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2") return UnlimitedOcrModel::load(dir, weights);
   if (type == "folio-mini-ocr") return MiniOcrModel::load(dir, weights);
+  if (type == "folio-mini-ocr-2") return MiniOcr2Model::load(dir, weights);
   throw Error(Error::Kind::Unsupported, cfg.string() + ": model_type '" + type +
-                                            "' is not an OCR model folio knows (unlimited-ocr, deepseek-ocr, folio-mini-ocr)");
+                                            "' is not an OCR model folio knows (unlimited-ocr, deepseek-ocr, folio-mini-ocr, folio-mini-ocr-2)");
 }
 
 }  // namespace folio

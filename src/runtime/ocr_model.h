@@ -4,7 +4,8 @@
 // image-embedding rows, ReferencePart) plus its decoding recipe (n-gram guard, an optional
 // embed_token hook), and parses what its decoder writes back into pages. The pipeline
 // (ocr_pipeline.h) owns everything else: passes, KV pool, generation, streaming, statistics,
-// markdown and JSON. Implementations: UnlimitedOcrModel (ocr_unlimited.h), MiniOcrModel (ocr_mini.h).
+// markdown and JSON. Implementations: UnlimitedOcrModel (ocr_unlimited.h), MiniOcrModel (ocr_mini.h),
+// MiniOcr2Model (ocr_mini2.h).
 #pragma once
 
 #include <cstddef>
@@ -27,9 +28,14 @@ namespace folio {
 // One pass ready for the generator.
 struct OcrPass {
   std::vector<ReferencePart> reference;
-  // The model's decoding recipe (no_repeat_ngram / window, embed_token, stop_at_eos); the pipeline
-  // fills in policy, max_tokens and prefill_chunk.
+  // The model's decoding recipe (no_repeat_ngram / window, embed_token, constrain, stop_at_eos); the
+  // pipeline fills in policy, max_tokens and prefill_chunk.
   GenerationOptions generation;
+  // When set, the text each generated token adds (instead of the tokenizer's bytes; <eos> included)
+  // and what the pass still owes once generation ends: for models whose tokens are not text
+  // (folio-mini-ocr 2 writes one action per line; its recognizer's readings become the text).
+  std::function<std::string(int32_t token)> write_token;
+  std::function<std::string()> write_end;
 };
 
 // Called after each page of a pass is encoded: the page's index in OcrPages and the milliseconds

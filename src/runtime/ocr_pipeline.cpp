@@ -163,7 +163,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
                                                threads, on_encoded)
                        : model.prepare(pages, first, count, opt.mode, threads, on_encoded);
     st.encode_ms += ms_between(prepare_start, Clock::now());
-    GenerationOptions g = pass.generation;
+    GenerationOptions g = pass.generation;  // copies the hooks: they share the pass's state
     g.policy = opt.policy;
     g.prefill_chunk = opt.prefill_chunk;
     g.reference_store = store.get();
@@ -180,7 +180,8 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
       const auto now = Clock::now();
       if (!first_token) first_token = now;
       ++prog.tokens;
-      if (!(g.stop_at_eos && tok == cfg.eos_id)) emit(detok.push(tok));
+      if (pass.write_token) emit(pass.write_token(tok));
+      else if (!(g.stop_at_eos && tok == cfg.eos_id)) emit(detok.push(tok));
       const double ms = decode_ms_before + ms_between(*first_token, now);
       prog.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog.tokens) / ms : 0.0;
       prog.kv_bytes = pool.bytes_in_use();
@@ -204,7 +205,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
     // Moved, not copied while generating: a long document's tokens are held once.
     if (out.tokens.empty()) out.tokens = std::move(r.tokens);
     else out.tokens.insert(out.tokens.end(), r.tokens.begin(), r.tokens.end());
-    emit(detok.flush());
+    emit(pass.write_end ? pass.write_end() : detok.flush());
     st.reference_tokens += r.reference_tokens;
     st.decode_tokens += generated;
     st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);

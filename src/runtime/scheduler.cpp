@@ -286,6 +286,7 @@ void Scheduler::keep_prefix(Active& a) {
 
 void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at, std::vector<Done>& done) {
   const ModelConfig& cfg = dec_.config();
+  if (a.req.constrain) a.req.constrain(row);
   if (a.guard) a.guard->apply(a.history, row);
   const int32_t tok = a.sampler.sample(row);
   a.tokens.push_back(tok);

@@ -98,6 +98,8 @@ struct SequenceRequest {
   // of by id (GenerationOptions::embed_token). Called on the scheduler thread, once per fed token,
   // in order, and never after the sequence ends.
   std::function<void(int32_t token, float* row)> embed_token;
+  // As GenerationOptions::constrain: rules tokens out before each choice (scheduler thread).
+  std::function<void(std::span<float>)> constrain;
   int64_t max_tokens = 256;      // generated tokens at most (a stopping EOS included)
   // Rolling reference (policy `rolling`), as GenerationOptions::rolling: the parts marked `page` are
   // the resident pages; when the model writes the separator the oldest leaves the KV and the page

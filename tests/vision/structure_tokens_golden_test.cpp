@@ -46,8 +46,8 @@ std::vector<std::vector<ReadLine>> load_records(std::vector<int>* heights) {
 }
 
 struct StructureFixture {
-  nlohmann::json config = read_json_file(kDir + "config.json");
-  std::unique_ptr<TensorSource> weights = SafetensorsCheckpoint::open(kDir + "model.safetensors");
+  nlohmann::json config = read_json_file(kDir + "model/config.json");
+  std::unique_ptr<TensorSource> weights = SafetensorsCheckpoint::open(kDir + "model/model.safetensors");
   std::unique_ptr<TensorSource> expected = SafetensorsFile::open(kDir + "expected.safetensors");
   CharClasses classes{config["recognizer"]["charset"].get<std::string>()};
   std::vector<int> heights;

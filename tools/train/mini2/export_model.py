@@ -21,6 +21,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reference"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 import structure  # noqa: E402
 from decoder import save_safetensors  # noqa: E402
 from export_recognizer import folded_tensors  # noqa: E402
@@ -53,9 +54,15 @@ def structure_tensors(m):
 
 
 def tokenizer_json():
-    vocab = {f"<{name}>" if not name.startswith("<") else name: i for i, name in enumerate(structure.VOCAB)}
+    """The actions and specials as special tokens with the decoder's ids; the 256 byte tokens a
+    byte-level vocabulary must have come after them (the decoder never writes them)."""
+    from export import bytes_to_unicode  # tools/train/export.py (v1): GPT-2's byte table
+    specials = {f"<{name}>" if not name.startswith("<") else name: i for i, name in enumerate(structure.VOCAB)}
     added = [dict(id=i, content=c, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
-             for c, i in vocab.items()]
+             for c, i in specials.items()]
+    table = bytes_to_unicode()
+    vocab = dict(specials)
+    vocab.update({table[b]: len(specials) + b for b in range(256)})
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},

@@ -1,0 +1,196 @@
+#include "runtime/ocr_mini2.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "doc/gray_page.h"
+#include "model/io/json_file.h"
+#include "model/vision/page_layout.h"
+#include "runtime/ocr_accuracy.h"
+#include "runtime/structure_writer.h"
+
+namespace folio {
+
+// What the hooks of one pass share: the pages' line readings as they are read, where the decoder
+// is, and the markdown writer.
+struct MiniOcr2Model::PassState {
+  explicit PassState(int32_t page_token, size_t pages) : cursor(page_token), pages_in_pass(pages) {}
+  std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
+  StructureCursor cursor;
+  StructureWriter writer;
+  size_t pages_in_pass;
+  std::vector<float> scratch;
+};
+
+std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const std::string& weights) {
+  std::unique_ptr<MiniOcr2Model> m(new MiniOcr2Model());
+  m->model_ = load_model(dir, true, weights);
+  const nlohmann::json cfg = read_json_file(dir + "/config.json");
+  FOLIO_CHECK_INPUT(!m->model_.config.rope, dir + "/config.json: the structure decoder must have position_encoding \"none\"");
+  FOLIO_CHECK_INPUT(cfg.contains("recognizer") && cfg["recognizer"].contains("charset") && cfg.contains("structure") &&
+                        cfg["structure"].contains("actions") && cfg.contains("page_token_id"),
+                    dir + "/config.json: a folio-mini-ocr-2 config needs recognizer.charset, structure.actions and page_token_id");
+  m->pdf_dpi_ = cfg.value("pdf_dpi", 150.0);
+  const std::string charset = cfg["recognizer"]["charset"].get<std::string>();
+  m->recognizer_ = std::make_unique<LineRecognizer>(*m->model_.weights, charset, "recognizer.");
+  m->classes_ = std::make_unique<CharClasses>(charset);
+  m->tokens_ = std::make_unique<StructureTokens>(*m->model_.weights, m->model_.config.hidden, m->classes_->count());
+  m->page_token_ = cfg["page_token_id"].get<int32_t>();
+  // The decoder's tokens 0.. are the actions, in the config's order (names as structure.py's).
+  const auto& actions = cfg["structure"]["actions"];
+  m->action_of_token_.assign(static_cast<size_t>(m->model_.config.vocab), std::nullopt);
+  for (size_t i = 0; i < actions.size() && i < m->action_of_token_.size(); ++i) {
+    const auto a = structure_action_from_name(actions[i].get<std::string>());
+    FOLIO_CHECK_INPUT(a.has_value(), dir + "/config.json: unknown action '" + actions[i].get<std::string>() + "'");
+    m->action_of_token_[i] = a;
+  }
+  return m;
+}
+
+Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
+  const std::vector<uint8_t> gray = gray_bytes(image);
+  PageLayout layout = find_layout(gray.data(), image.width, image.height);
+  if (static_cast<int64_t>(layout.lines.size()) > kMaxLinesPerPage) layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));
+  std::vector<const LineCrop*> crops;
+  for (const LayoutLine& l : layout.lines)
+    for (const LineSegment& s : l.segments) crops.push_back(&s.crop);
+  const std::vector<std::string> texts = recognizer_->read_many(crops, threads);
+  Mini2Page page;
+  page.width = image.width, page.height = image.height;
+  size_t k = 0;
+  for (const LayoutLine& l : layout.lines) {
+    ReadLine r;
+    r.x0 = l.x0, r.y0 = l.y0, r.x1 = l.x1, r.y1 = l.y1;
+    r.column = l.column, r.columns = l.columns, r.region_x0 = l.region_x0, r.region_x1 = l.region_x1;
+    r.x_height = l.x_height, r.gap_before = l.gap_before;
+    for (const LineSegment& s : l.segments) {
+      const double ink = std::accumulate(s.crop.ink.begin(), s.crop.ink.end(), 0.0) / std::max<size_t>(1, s.crop.ink.size());
+      r.segments.push_back({s.x0, s.x1, texts[k++], ink});
+    }
+    page.lines.push_back(std::move(r));
+  }
+  return page;
+}
+
+ReferencePart MiniOcr2Model::page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
+                                       const PageEncodedFn& on_encoded, PassState& state) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Mini2Page page = read_page(pages.render(first + k), threads);
+  const std::vector<LineFeatures> feats = page_line_features(page.lines, page.height, *classes_);
+  const int64_t d = tokens_->hidden(), n = static_cast<int64_t>(feats.size());
+  std::vector<float> rows(static_cast<size_t>((n + 1) * d), 0.0f);
+  std::vector<int64_t> units;
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = rows.data() + i * d;
+    tokens_->line_token(feats[static_cast<size_t>(i)], row);
+    tokens_->add_code(StructureTokenType::Line, static_cast<int64_t>(k), i, row);
+    units.push_back(i);
+  }
+  tokens_->add_code(k + 1 == count ? StructureTokenType::DocEnd : StructureTokenType::PageEnd, static_cast<int64_t>(k), n,
+                    rows.data() + n * d);
+  units.push_back(n);
+  std::vector<std::vector<std::string>> cells;
+  for (const ReadLine& l : page.lines) {
+    cells.emplace_back();
+    for (const ReadSegment& s : l.segments) cells.back().push_back(s.text);
+  }
+  if (state.cells.size() <= k) state.cells.resize(k + 1);
+  state.cells[k] = std::move(cells);
+  if (on_encoded) on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n + 1), model_.config.bos_id), std::move(rows));
+  part.page = true;
+  part.unit_starts = std::move(units);  // sparse: every line its own unit
+  return part;
+}
+
+void MiniOcr2Model::finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const {
+  const int64_t d = tokens_->hidden();
+  const int32_t bos = model_.config.bos_id, eos = model_.config.eos_id;
+  std::vector<float> bos_row(static_cast<size_t>(d));
+  model_.decoder->embed(bos, bos_row.data());
+  tokens_->add_code(StructureTokenType::Text, 0, 0, bos_row.data());
+  pass.reference.push_back(ReferencePart::rows({bos}, std::move(bos_row)));
+  state->scratch.resize(static_cast<size_t>(d));
+  // Only what keeps one action per line: actions while the page has lines, then <page> (<eos> after
+  // the pass's last page).
+  pass.generation.constrain = [this, state, eos](std::span<float> logits) {
+    const auto page = static_cast<size_t>(state->cursor.page());
+    const size_t lines = page < state->cells.size() ? state->cells[page].size() : 0;
+    const bool more = static_cast<size_t>(state->cursor.line()) < lines;
+    const int32_t end = page + 1 >= state->pages_in_pass ? eos : page_token_;
+    for (size_t t = 0; t < logits.size(); ++t) {
+      const bool allowed = more ? action_of_token_[t].has_value() : static_cast<int32_t>(t) == end;
+      if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
+    }
+  };
+  pass.write_token = [this, state](int32_t token) -> std::string {
+    const auto page = static_cast<size_t>(state->cursor.page()), line = static_cast<size_t>(state->cursor.line());
+    if (token == page_token_) {
+      if (page < state->cells.size()) state->cells[page] = {};  // read and written: only the cursor needs it now
+      return state->writer.page_break("\n<page>\n");  // kMini2PageMarker on a line of its own
+    }
+    const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
+    if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return "";
+    return state->writer.push(*a, state->cells[page][line]);
+  };
+  pass.write_end = [state] { return state->writer.finish(); };
+  pass.generation.embed_token = [this, state](int32_t token, float* row) {
+    state->cursor.advance(token);
+    model_.decoder->embed(token, row);
+    tokens_->add_code(StructureTokenType::Text, state->cursor.page(), state->cursor.line(), row);
+  };
+  pass.generation.page_separator = page_token_;
+  pass.generation.no_repeat_ngram = 0;
+  pass.generation.stop_at_eos = true;
+}
+
+OcrPass MiniOcr2Model::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,
+                               const PageEncodedFn& on_encoded) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+  auto state = std::make_shared<PassState>(page_token_, count);
+  OcrPass pass;
+  for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded, *state));
+  finish_pass(pass, state);
+  return pass;
+}
+
+OcrPass MiniOcr2Model::prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode,
+                                       ThreadPool& threads, const PageEncodedFn& on_encoded) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+  FOLIO_CHECK_INPUT(resident >= 1 && static_cast<int64_t>(resident) < tokens_->max_pages(),
+                    "rolling: resident pages must be between 1 and " + std::to_string(tokens_->max_pages() - 1) +
+                        " (pages that share a page code must never be resident together), got " + std::to_string(resident));
+  auto state = std::make_shared<PassState>(page_token_, count);
+  OcrPass pass;
+  const size_t initial = std::min(resident, count);
+  for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded, *state));
+  finish_pass(pass, state);
+  GenerationOptions::Rolling rolling;
+  rolling.separator = page_token_;
+  rolling.next_page = [this, &pages, &threads, on_encoded, first, count, state, next = initial]() mutable -> std::optional<ReferencePart> {
+    if (next >= count) return std::nullopt;
+    return page_part(pages, first, next++, count, threads, on_encoded, *state);
+  };
+  pass.generation.rolling = std::move(rolling);
+  return pass;
+}
+
+std::vector<OcrPage> MiniOcr2Model::parse(std::string_view text) const {
+  std::vector<OcrPage> pages;
+  for (std::string& page : split_text_pages(text, kMini2PageMarker)) {
+    while (!page.empty() && page.front() == '\n') page.erase(page.begin());
+    OcrPage p;
+    if (!page.empty()) p.blocks.push_back({"", {}, std::move(page)});
+    pages.push_back(std::move(p));
+  }
+  return pages;
+}
+
+}  // namespace folio

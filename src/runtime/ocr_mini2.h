@@ -1,0 +1,84 @@
+// MiniOcr2Model: folio-mini-ocr 2 (model_type "folio-mini-ocr-2", models/folio-mini-ocr-2) as an
+// OcrModel: it reads born-digital pages of any size.
+//
+// Promises, as tools/train/mini2 defines the model:
+//  - a page (a PDF rendered at the model's pdf_dpi, or an image at its own size) is laid out
+//    (page_layout.h: rules removed, columns, lines in reading order, segments) and every segment is
+//    read by the line recognizer (greedy CTC);
+//  - the reference of a pass is, page after page, one token per line (line_features.h and
+//    structure_tokens.h) and a page-end token (document-end after the pass's last page), then <bos>;
+//  - the decoder writes one action per line and <page> between pages, constrained to do exactly
+//    that (an action while lines remain, then <page>, or <eos> after the last page), so no line is
+//    lost or written twice; each action goes back in with the code of the next line;
+//  - the text is the lines' readings arranged by the actions (StructureWriter): markdown with
+//    headings, paragraphs, lists, code and tables; "<page>" between pages.
+// A model object serves one pass at a time per pipeline (the pass's state lives in its hooks).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/vision/line_features.h"
+#include "model/vision/line_recognizer.h"
+#include "model/vision/structure_tokens.h"
+#include "runtime/loaded_model.h"
+#include "runtime/ocr_model.h"
+#include "runtime/structure_writer.h"
+
+namespace folio {
+
+inline constexpr std::string_view kMini2PageMarker = "<page>";
+
+// One page as the model reads it.
+struct Mini2Page {
+  int width = 0, height = 0;
+  std::vector<ReadLine> lines;  // reading order
+};
+
+class MiniOcr2Model : public OcrModel {
+ public:
+  // Most lines one page may give the decoder; more (a page of noise) are cut, with a warning line in
+  // the log. Bounds the reference a page takes before it is read.
+  static constexpr int64_t kMaxLinesPerPage = 400;
+
+  // dir: config.json ("folio-mini-ocr-2"), model.safetensors, tokenizer.json. InvalidInput naming the
+  // missing or broken file, key or tensor.
+  static std::unique_ptr<MiniOcr2Model> load(const std::string& dir, const std::string& weights = "");
+
+  std::string name() const override { return "folio-mini-ocr-2"; }
+  double pdf_dpi() const override { return pdf_dpi_; }
+  Decoder& decoder() override { return *model_.decoder; }
+  const Tokenizer& tokenizer() const override { return *model_.tokenizer; }
+  int64_t image_tokens(const OcrPages&, size_t, VisionMode) const override { return kMaxLinesPerPage + 1; }
+  size_t max_pages_per_pass(VisionMode) const override { return SIZE_MAX; }
+  int64_t max_output_tokens(size_t count) override { return static_cast<int64_t>(count) * (kMaxLinesPerPage + 1) + 1; }
+  OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
+                  const PageEncodedFn& on_encoded) override;
+  bool can_roll() const override { return true; }
+  OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
+                          ThreadPool& threads, const PageEncodedFn& on_encoded) override;
+  // Splits at "<page>"; each page is one block of markdown.
+  std::vector<OcrPage> parse(std::string_view text) const override;
+
+  // Lays out and reads one page image.
+  Mini2Page read_page(const RgbImage& page, ThreadPool& threads) const;
+
+ private:
+  struct PassState;
+  MiniOcr2Model() = default;
+  ReferencePart page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
+                          const PageEncodedFn& on_encoded, PassState& state) const;
+  void finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const;
+
+  LoadedModel model_;
+  double pdf_dpi_ = 150;
+  std::unique_ptr<LineRecognizer> recognizer_;
+  std::unique_ptr<CharClasses> classes_;
+  std::unique_ptr<StructureTokens> tokens_;
+  std::vector<std::optional<StructureAction>> action_of_token_;  // decoder token -> action
+  int32_t page_token_ = -1;
+};
+
+}  // namespace folio
