@@ -78,8 +78,11 @@ bool row_has_ink(const InkPage& p, int y, int x0, int x1) {
   return std::find(row + x0, row + x1, uint8_t(1)) != row + x1;
 }
 
-// Bands of the whole page's rows that are spanning for this gutter.
+// Bands of the whole page's rows that are spanning for this gutter: ink in its middle third, which
+// a spanning line crosses and a line overflowing its column (a long URL) does not reach.
 std::vector<uint8_t> spanning_rows(const InkPage& p, std::pair<int, int> gutter) {
+  const int third = (gutter.second - gutter.first) / 3;
+  gutter = {gutter.first + third, gutter.second - third};
   std::vector<uint8_t> out(p.height, 0);
   for (int y = 0; y < p.height;) {
     if (!row_has_ink(p, y, 0, p.width)) { ++y; continue; }

@@ -8,9 +8,10 @@
 //      (a ruled table falls apart into rows and cells).
 //   2. Columns: the widest run of pixel columns in the middle half of the ink's extent whose ink
 //      count is at most kGutterInk x the rows with ink, at least kGutterMin x the page width, is a
-//      gutter; it then becomes the run of columns around its middle with no ink outside spanning rows. A band of the whole
-//      page is spanning when at least kSpanRows of its rows have ink in the gutter (a title, a
-//      centred page number). Runs of spanning rows are full-width zones; the rows between them are
+//      gutter; it then becomes the run of columns around its middle with no ink outside spanning
+//      rows. A band of the whole page is spanning when at least kSpanRows of its rows have ink in the
+//      gutter's middle third (a title, a centred page number; not a line overflowing its column).
+//      Runs of spanning rows are full-width zones; the rows between them are
 //      two-column zones, read left column then right.
 //   3. Lines of each zone and column by line_finder.h.
 //

@@ -9,9 +9,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
   2. Columns: the vertical projection counts, per pixel column, the rows with ink. A rough gutter is
      the widest run of pixel columns in the middle half of the text extent whose count stays at or
      below GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. A band of the
-     whole page is spanning when at least SPAN_ROWS of its rows have ink in the gutter (a title over
-     both columns, a centred page number; not a two-column block whose one line strays into the
-     gutter). The gutter is then the run of pixel columns around the rough one's middle with no ink
+     whole page is spanning when at least SPAN_ROWS of its rows have ink in the gutter's middle third
+     (a title over both columns, a centred page number; not a line overflowing its column into the
+     gutter, nor a two-column block whose one line strays into it). The gutter is then the run of pixel columns around the rough one's middle with no ink
      at all outside spanning rows (within the middle half), and spanning rows are found again with
      it. Runs of spanning rows form full-width zones; the rows between them form two-column zones,
      read left column then right. No gutter: one column, the whole page one zone.
@@ -86,12 +86,19 @@ def find_gutter(binary):
 
 def _spanning_rows(binary, gutter):
     """Rows of the bands of the whole page that are spanning (see zones)."""
-    in_gutter = binary[:, gutter[0]:gutter[1]].any(axis=1)
+    in_gutter = binary[:, _middle_third(gutter)[0]:_middle_third(gutter)[1]].any(axis=1)
     spanning = np.zeros(binary.shape[0], bool)
     for b0, b1 in bands(binary.any(axis=1)):
         if in_gutter[b0:b1].sum() >= SPAN_ROWS * (b1 - b0):
             spanning[b0:b1] = True
     return spanning
+
+
+def _middle_third(gutter):
+    """The gutter's middle third: what a spanning line crosses and a line overflowing its column
+    (a long URL, a code line) does not reach."""
+    w = gutter[1] - gutter[0]
+    return gutter[0] + w // 3, gutter[1] - w // 3
 
 
 def zones(binary, gutter):
