@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "doc/gray_page.h"
 #include "model/io/json_file.h"
+#include "model/vision/deskew.h"
 #include "model/vision/page_layout.h"
 #include "runtime/ocr_accuracy.h"
 #include "runtime/structure_writer.h"
@@ -51,7 +52,9 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
 }
 
 Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
-  const std::vector<uint8_t> gray = gray_bytes(image);
+  std::vector<uint8_t> gray = gray_bytes(image);
+  const double skew = skew_angle(gray.data(), image.width, image.height);
+  if (skew != 0.0) gray = rotate_page(gray.data(), image.width, image.height, skew);
   PageLayout layout = find_layout(gray.data(), image.width, image.height);
   if (static_cast<int64_t>(layout.lines.size()) > kMaxLinesPerPage) layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));
   std::vector<const LineCrop*> crops;

@@ -2,7 +2,8 @@
 // OcrModel: it reads born-digital pages of any size.
 //
 // Promises, as tools/train/mini2 defines the model:
-//  - a page (a PDF rendered at the model's pdf_dpi, or an image at its own size) is laid out
+//  - a page (a PDF rendered at the model's pdf_dpi, or an image at its own size) is deskewed
+//    (deskew.h: tilts up to 3 degrees), laid out
 //    (page_layout.h: rules removed, columns, lines in reading order, segments) and every segment is
 //    read by the line recognizer (greedy CTC);
 //  - the reference of a pass is, page after page, one token per line (line_features.h and

@@ -126,11 +126,12 @@ def _long_runs(binary, length):
     padded = np.zeros((h, w + 2), np.int8)
     padded[:, 1:-1] = binary
     d = np.diff(padded, axis=1)
+    ys, starts = np.nonzero(d == 1)   # row-major order: run k starts at starts[k] and ends at ends[k]
+    _, ends = np.nonzero(d == -1)
     out = np.zeros_like(binary)
-    for y, x0 in zip(*np.nonzero(d == 1)):
-        x1 = x0 + np.argmax(d[y, x0 + 1:] == -1) + 1
-        if x1 - x0 >= length:
-            out[y, x0:x1] = True
+    long = ends - starts >= length
+    for y, x0, x1 in zip(ys[long], starts[long], ends[long]):
+        out[y, x0:x1] = True
     return out
 
 

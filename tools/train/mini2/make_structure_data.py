@@ -1,6 +1,7 @@
 """Line records for training folio-mini-ocr 2's structure decoder, from docsynth.py's documents.
 
-For every page of every document: the layout (layout.py: columns, lines in reading order, segments),
+For every page of every document: deskewing (deskew.py), the layout (layout.py: columns, lines in
+reading order, segments),
 the recognizer's reading of every segment (the checkpoint given, greedy CTC, as the engine reads),
 and each line's unit (the block it belongs to, from the coloured twin of the page) and action
 (structure.label_lines). Writes WORK/structure/SPLIT/NNNNNN.json per document; resumable (documents
@@ -26,6 +27,7 @@ import corpus as corpus_mod  # noqa: E402
 import docsynth  # noqa: E402
 import lines as lines_mod  # noqa: E402
 import structure  # noqa: E402
+from deskew import deskew, rotate  # noqa: E402
 from layout import find_layout  # noqa: E402
 from recognizer import LineRecognizer, greedy_decode  # noqa: E402
 
@@ -63,6 +65,9 @@ def read_segments(model, crops):
 
 
 def page_records(model, gray, label):
+    gray, angle = deskew(gray)  # as the engine reads a page
+    if angle != 0.0:
+        label = np.stack([rotate(label[:, :, c], angle) for c in range(3)], axis=2)
     found = find_layout(gray)
     crops = [c for line in found for _, c in line.segments]
     texts = read_segments(model, crops) if crops else []

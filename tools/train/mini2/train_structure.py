@@ -3,7 +3,9 @@
     OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/train_structure.py --work /work/mini2 --steps 6000
 
 Resumable and seeded: WORK/structure_state.pt (model, optimiser, step) is saved every few minutes
-and at the end; the documents of step s depend only on (seed, s). Evaluates on the held-out split
+and at the end; the documents of step s depend only on (seed, s) and the training documents on
+disk (re-read every --reload-every steps, so training can start while make_structure_data.py is
+still writing them; for a run that repeats exactly, write the data first). Evaluates on the held-out split
 (held-out sources and fonts): greedy decoding, line by line, as the engine decodes; prints action
 accuracy, precision and recall of headings and list items, and the markdown's character error
 against the source markdown next to the same for the true actions (the recognizer's part of it).

@@ -1,0 +1,69 @@
+#include "model/vision/deskew.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "model/vision/line_finder.h"
+
+namespace folio {
+
+double skew_angle(const uint8_t* gray, int width, int height) {
+  const size_t n = size_t(width) * height;
+  const int level = otsu_threshold(gray, n);
+  int64_t ink = 0;
+  for (size_t i = 0; i < n; ++i) ink += gray[i] <= level;
+  if (ink < DeskewRule::kMinPoints) return 0.0;
+  const int64_t k = (ink + DeskewRule::kMaxPoints - 1) / DeskewRule::kMaxPoints;
+  std::vector<double> xs, ys;
+  int64_t seen = 0;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      if (gray[size_t(y) * width + x] <= level && seen++ % k == 0) xs.push_back(x), ys.push_back(y);
+  const int steps = static_cast<int>(std::lround(DeskewRule::kMaxAngle / DeskewRule::kStep));
+  std::vector<int> order;
+  for (int i = 0; i <= steps; ++i) {
+    order.push_back(-i);
+    if (i) order.push_back(i);
+  }
+  int best = 0;
+  int64_t best_score = -1, level_score = 0;
+  std::vector<int64_t> proj(xs.size());
+  for (int i : order) {
+    // As Python's math.radians: degrees times (pi / 180).
+    const double a = i * DeskewRule::kStep * (std::numbers::pi / 180.0), c = std::cos(a), s = std::sin(a);
+    for (size_t p = 0; p < xs.size(); ++p) proj[p] = static_cast<int64_t>(std::floor(ys[p] * c - xs[p] * s));
+    const int64_t lo = *std::min_element(proj.begin(), proj.end()), hi = *std::max_element(proj.begin(), proj.end());
+    std::vector<int64_t> counts(static_cast<size_t>(hi - lo + 1), 0);
+    for (int64_t v : proj) ++counts[static_cast<size_t>(v - lo)];
+    int64_t score = 0;
+    for (int64_t c2 : counts) score += c2 * c2;
+    if (i == 0) level_score = score;
+    if (score > best_score) best = i, best_score = score;
+  }
+  return best_score >= DeskewRule::kMinGain * static_cast<double>(level_score) ? best * DeskewRule::kStep : 0.0;
+}
+
+std::vector<uint8_t> rotate_page(const uint8_t* gray, int width, int height, double degrees) {
+  const double a = degrees * (std::numbers::pi / 180.0), c = std::cos(a), s = std::sin(a);
+  const double cx = (width - 1) / 2.0, cy = (height - 1) / 2.0;
+  auto at = [&](int64_t y, int64_t x) -> double {
+    return (x < 0 || y < 0 || x >= width || y >= height) ? 255.0 : gray[size_t(y) * width + size_t(x)];
+  };
+  std::vector<uint8_t> out(size_t(width) * height);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const double dx = x - cx, dy = y - cy;
+      const double sx = cx + dx * c - dy * s, sy = cy + dx * s + dy * c;
+      const double fx0 = std::floor(sx), fy0 = std::floor(sy);
+      const auto x0 = static_cast<int64_t>(fx0), y0 = static_cast<int64_t>(fy0);
+      const double fx = sx - fx0, fy = sy - fy0;
+      const double top = (1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1);
+      const double bottom = (1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1);
+      const double v = (1 - fy) * top + fy * bottom;
+      out[size_t(y) * width + x] = static_cast<uint8_t>(std::clamp(std::floor(v + 0.5), 0.0, 255.0));
+    }
+  return out;
+}
+
+}  // namespace folio
