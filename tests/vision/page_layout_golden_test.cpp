@@ -129,6 +129,25 @@ TEST(PageLayout, RulesAreNotText) {
   EXPECT_EQ(layout.lines[0].x0, 156);  // the first stroke: columns 156-161
 }
 
+TEST(PageLayout, ShortLinesAndAHeaderAtTheRightAreOneColumn) {
+  // A man page's shape: short lines on the left, a header part at the right of the first line.
+  // The middle is quiet, but rows with ink on both sides of it are too few for two columns.
+  const int W = 1000, H = 1400;
+  std::vector<uint8_t> page(W * H, 255);
+  auto block = [&](int x0, int y0, int x1) {
+    for (int y = y0; y < y0 + 16; ++y)
+      for (int x = x0; x < x1; ++x)
+        if ((x / 5) % 2 == 0) page[size_t(y) * W + x] = 0;
+  };
+  block(100, 100, 300);
+  block(700, 100, 900);
+  for (int i = 0; i < 30; ++i) block(100, 150 + 36 * i, 100 + 200 + 7 * (i % 5));
+  const PageLayout layout = find_layout(page.data(), W, H);
+  ASSERT_EQ(layout.lines.size(), 31u);
+  for (const LayoutLine& l : layout.lines) EXPECT_EQ(l.columns, 1);
+  EXPECT_EQ(layout.lines[0].segments.size(), 2u);  // the header's two parts, in reading order first
+}
+
 TEST(PageLayout, BlankAndTinyPagesGiveNoLines) {
   std::vector<uint8_t> blank(64 * 48, 255);
   EXPECT_TRUE(find_layout(blank.data(), 64, 48).lines.empty());

@@ -119,11 +119,25 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int r
     if (!spanning[y])
       for (int x = 0; x < p.width; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
   int g0 = (best0 + best1) / 2, g1 = g0;
-  if (proj[g0] != 0) return rough;
-  while (g0 > lo && proj[g0 - 1] == 0) --g0;
-  while (g1 < hi && proj[g1] == 0) ++g1;
-  if (g1 - g0 >= PageLayoutRule::kGutterMin * p.width) return std::make_pair(g0, g1);
-  return rough;
+  std::pair<int, int> gutter = rough;
+  if (proj[g0] == 0) {
+    while (g0 > lo && proj[g0 - 1] == 0) --g0;
+    while (g1 < hi && proj[g1] == 0) ++g1;
+    if (g1 - g0 >= PageLayoutRule::kGutterMin * p.width) gutter = {g0, g1};
+  }
+  // Two columns fill rows on both sides of the gutter and are crossed by few lines; a one-column
+  // page of short lines, or whose table leaves a quiet strip, is not two columns.
+  const std::vector<uint8_t> crossing = spanning_rows(p, gutter);
+  int both = 0, crossed = 0;
+  for (int y = 0; y < p.height; ++y) {
+    if (crossing[y]) {
+      ++crossed;
+      continue;
+    }
+    both += row_has_ink(p, y, left, gutter.first) && row_has_ink(p, y, gutter.second, right);
+  }
+  if (both >= PageLayoutRule::kBothSides * ink_rows && 2 * crossed <= both) return gutter;
+  return std::nullopt;
 }
 
 }  // namespace

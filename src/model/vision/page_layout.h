@@ -11,8 +11,10 @@
 //      gutter; it then becomes the run of columns around its middle with no ink outside spanning
 //      rows. A band of the whole page is spanning when at least kSpanRows of its rows have ink in the
 //      gutter's middle third (a title, a centred page number; not a line overflowing its column).
-//      Runs of spanning rows are full-width zones; the rows between them are
-//      two-column zones, read left column then right.
+//      Runs of spanning rows are full-width zones; the rows between them are two-column zones, read
+//      left column then right. A gutter counts only with ink on both sides of it in at least
+//      kBothSides of the rows with ink (outside spanning rows) and in at least twice as many rows as
+//      are spanning; else the page is one column.
 //   3. Lines of each zone and column by line_finder.h.
 //
 // Promises: the same lines, boxes and crops as the Python reference up to float rounding in the
@@ -32,6 +34,7 @@ struct PageLayoutRule {
   static constexpr double kGutterInk = 0.08;
   static constexpr double kGutterMin = 0.012;
   static constexpr double kSpanRows = 0.3;
+  static constexpr double kBothSides = 0.2;
 };
 
 struct LayoutLine : FoundLine {

@@ -12,7 +12,9 @@ glyphs dropped, whitespace runs made one space. CER is the edit distance over th
 case kept. Times are whole commands (process start, PDF rendering included).
 """
 import argparse
+import io
 import os
+import random
 import re
 import subprocess
 import sys
@@ -60,6 +62,27 @@ def folio_pages(folio, model, pdf, threads):
     return pages, secs
 
 
+def scanned(png, rng, out_path):
+    """The page as a scan: turned by up to 2 degrees, blurred, JPEG quality 60."""
+    from PIL import Image, ImageFilter
+    img = Image.open(png).convert("L")
+    img = img.rotate(rng.uniform(-2.0, 2.0), resample=Image.BILINEAR, fillcolor=255)
+    img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 0.8)))
+    img.save(out_path, format="JPEG", quality=60)
+    return out_path
+
+
+def folio_scan_pages(folio, model, images, threads):
+    with tempfile.NamedTemporaryFile(suffix=".md") as f:
+        t0 = time.time()
+        subprocess.run([folio, "ocr", *images, "--model", model, "--out", f.name, "--quiet", "--threads", str(threads)],
+                       check=True)
+        secs = time.time() - t0
+        md = open(f.name, encoding="utf-8").read()
+    pages = re.split(r"^<!-- page \d+ -->$", md, flags=re.M)
+    return ([p for p in pages if p.strip()] if len(pages) > 1 else [md]), secs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--folio", default="build/folio")
@@ -69,13 +92,20 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-tesseract", action="store_true")
     ap.add_argument("--show", type=int, default=0, help="print the first N pages side by side")
+    ap.add_argument("--scan", action="store_true", help="read degraded images of the pages instead (tilt up to 2 "
+                    "degrees, blur, JPEG 60; ours from 150 DPI, tesseract's from 300 DPI)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="mini2_folio_eval_")
     totals = {"folio": [0, 0, 0.0, 0], "tesseract": [0, 0, 0.0, 0]}
     done = 0
     for pdf in heldout_man_pdfs(tmp, 60, a.seed):
         n = page_count(pdf)
-        ours, secs = folio_pages(a.folio, a.model, pdf, a.threads)
+        if a.scan:
+            images = [scanned(render(pdf, p, 150, os.path.join(tmp, f"s{p}")), random.Random(f"{a.seed}:{os.path.basename(pdf)}:{p}"),
+                              os.path.join(tmp, f"scan{p}.jpg")) for p in range(1, n + 1)]
+            ours, secs = folio_scan_pages(a.folio, a.model, images, a.threads)
+        else:
+            ours, secs = folio_pages(a.folio, a.model, pdf, a.threads)
         totals["folio"][2] += secs
         totals["folio"][3] += n
         for page in range(1, n + 1):
@@ -92,6 +122,8 @@ def main():
                 print("REF:", ref[:400], "\nOURS:", hyp[:400])
             if not a.no_tesseract:
                 png = render(pdf, page, 300, os.path.join(tmp, "p300"))
+                if a.scan:
+                    png = scanned(png, random.Random(f"{a.seed}:{os.path.basename(pdf)}:{page}"), os.path.join(tmp, "t300.jpg"))
                 t0 = time.time()
                 tess = subprocess.run(["tesseract", png, "-", "--psm", "6"], capture_output=True, text=True,
                                       env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout

@@ -14,7 +14,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      gutter, nor a two-column block whose one line strays into it). The gutter is then the run of pixel columns around the rough one's middle with no ink
      at all outside spanning rows (within the middle half), and spanning rows are found again with
      it. Runs of spanning rows form full-width zones; the rows between them form two-column zones,
-     read left column then right. No gutter: one column, the whole page one zone.
+     read left column then right. A gutter must have ink on both sides of it in at least BOTH_SIDES
+     of the rows with ink (outside spanning rows), and at least twice as many such rows as spanning
+     rows; else, or with no quiet run at all, the page is one column and one zone.
   3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
      merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
      than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
@@ -34,6 +36,7 @@ RULE_V = 0.05   # vertical ink runs at least this fraction of the page height ar
 GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
 SPAN_ROWS = 0.3
+BOTH_SIDES = 0.2
 
 
 @dataclass
@@ -75,13 +78,22 @@ def find_gutter(binary):
     columns_only = binary[~_spanning_rows(binary, rough)]
     proj = columns_only.sum(axis=0)
     g0 = g1 = (rough[0] + rough[1]) // 2
-    if proj[g0] != 0:
-        return rough
-    while g0 > lo and proj[g0 - 1] == 0:
-        g0 -= 1
-    while g1 < hi and proj[g1] == 0:
-        g1 += 1
-    return (g0, g1) if g1 - g0 >= GUTTER_MIN * binary.shape[1] else rough
+    gutter = rough
+    if proj[g0] == 0:
+        while g0 > lo and proj[g0 - 1] == 0:
+            g0 -= 1
+        while g1 < hi and proj[g1] == 0:
+            g1 += 1
+        if g1 - g0 >= GUTTER_MIN * binary.shape[1]:
+            gutter = (g0, g1)
+    # Two columns fill rows on both sides of it; a page of short lines (a man page, a list) leaves
+    # a quiet middle with ink on one side only.
+    spanning = _spanning_rows(binary, gutter)
+    both = binary[~spanning]
+    both = int((both[:, left:gutter[0]].any(axis=1) & both[:, gutter[1]:right].any(axis=1)).sum())
+    # ... and are crossed by few lines: a one-column page whose table or list leaves a quiet strip
+    # has its paragraphs crossing it.
+    return gutter if both >= BOTH_SIDES * n_rows and 2 * int(spanning.sum()) <= both else None
 
 
 def _spanning_rows(binary, gutter):
