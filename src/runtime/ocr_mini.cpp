@@ -63,9 +63,7 @@ void MiniOcrModel::finish_pass(OcrPass& pass) const {
 
 OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,
                               const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
+  check_pass_pages(pages, first, count);
   // One part per page, so the KV cache sees pages as segments (sparse selects within them).
   OcrPass pass;
   for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded));
@@ -75,9 +73,7 @@ OcrPass MiniOcrModel::prepare(const OcrPages& pages, size_t first, size_t count,
 
 OcrPass MiniOcrModel::prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode,
                                       ThreadPool& threads, const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
+  check_pass_pages(pages, first, count);
   FOLIO_CHECK_INPUT(resident >= 1 && static_cast<int64_t>(resident) < cfg_.page_code_period,
                     "rolling: resident pages must be between 1 and " + std::to_string(cfg_.page_code_period - 1) +
                         " (pages that share a page code must never be resident together), got " + std::to_string(resident));

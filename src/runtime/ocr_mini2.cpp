@@ -152,9 +152,7 @@ void MiniOcr2Model::finish_pass(OcrPass& pass, std::shared_ptr<PassState> state)
 
 OcrPass MiniOcr2Model::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,
                                const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
+  check_pass_pages(pages, first, count);
   auto state = std::make_shared<PassState>(page_token_, count);
   OcrPass pass;
   for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded, *state));
@@ -164,9 +162,7 @@ OcrPass MiniOcr2Model::prepare(const OcrPages& pages, size_t first, size_t count
 
 OcrPass MiniOcr2Model::prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode,
                                        ThreadPool& threads, const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
+  check_pass_pages(pages, first, count);
   FOLIO_CHECK_INPUT(resident >= 1 && static_cast<int64_t>(resident) < tokens_->max_pages(),
                     "rolling: resident pages must be between 1 and " + std::to_string(tokens_->max_pages() - 1) +
                         " (pages that share a page code must never be resident together), got " + std::to_string(resident));

@@ -20,6 +20,12 @@ OcrPass OcrModel::prepare_rolling(const OcrPages&, size_t, size_t, size_t, Visio
                                         "reference; " + name() + " does not (use rswa, full or sparse)");
 }
 
+void check_pass_pages(const OcrPages& pages, size_t first, size_t count) {
+  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
+                                                                     std::to_string(first + count) + " of " +
+                                                                     std::to_string(pages.size()));
+}
+
 namespace {
 bool is_ocr_type(const std::string& type) {
   return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr" ||

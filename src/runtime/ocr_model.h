@@ -83,6 +83,10 @@ class OcrModel {
   virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }
 };
 
+// Throws InvalidInput unless pages [first, first + count) are a non-empty run of `pages` (the check
+// every prepare makes).
+void check_pass_pages(const OcrPages& pages, size_t first, size_t count);
+
 // Opens the OCR model in directory `dir`, choosing the implementation from its config.json
 // ("model_type": "unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"; "folio-mini-ocr"). InvalidInput naming the
 // directory or file when something is missing, broken or of an unknown type. `weights`: as

@@ -63,9 +63,7 @@ std::vector<float> UnlimitedOcrModel::encode_page(const RgbImage& page, VisionMo
 
 OcrPass UnlimitedOcrModel::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                                    const PageEncodedFn& on_encoded) {
-  FOLIO_CHECK_INPUT(count >= 1 && first + count <= pages.size(), "OCR pass: pages " + std::to_string(first + 1) + ".." +
-                                                                     std::to_string(first + count) + " of " +
-                                                                     std::to_string(pages.size()));
+  check_pass_pages(pages, first, count);
   FOLIO_CHECK_INPUT(count == 1 || mode == VisionMode::Base, "Gundam mode reads one page per pass (multi-page input is Base only)");
   std::vector<int64_t> per_page;
   for (size_t i = first; i < first + count; ++i) per_page.push_back(image_tokens(pages, i, mode));

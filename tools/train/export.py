@@ -35,13 +35,11 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def tokenizer_json():
-    """A byte vocabulary (id = byte value) with no merges, plus the four special tokens."""
-    table = bytes_to_unicode()
-    vocab = {table[b]: b for b in range(256)}
-    specials = [(BOS, "<bos>"), (EOS, "<eos>"), (PAGE, "<page>"), (PAD, "<pad>")]
+def byte_level_tokenizer(vocab, specials):
+    """A Hugging Face tokenizer.json: byte-level BPE over `vocab` with no merges, and `specials`
+    [(content, id)] as special added tokens."""
     added = [dict(id=i, content=c, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
-             for i, c in specials]
+             for c, i in specials]
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": None,
@@ -51,6 +49,13 @@ def tokenizer_json():
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
                   "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab, "merges": []},
     }
+
+
+def tokenizer_json():
+    """A byte vocabulary (id = byte value) with no merges, plus the four special tokens."""
+    table = bytes_to_unicode()
+    vocab = {table[b]: b for b in range(256)}
+    return byte_level_tokenizer(vocab, [("<bos>", BOS), ("<eos>", EOS), ("<page>", PAGE), ("<pad>", PAD)])
 
 
 def config_json(c, extra=None):

@@ -247,8 +247,8 @@ def rswa_mask(n_ref, n_gen, window):
     return torch.where(query_ref, causal, key_ref | in_window)
 
 
-def state_dict_for_checkpoint(m):
-    """{checkpoint tensor name: tensor}: llama names for the decoder, mini_ocr.* for the rest."""
+def llama_tensors(m):
+    """{llama tensor name: tensor} of a decoder with embed_tokens, layers of Block, norm, lm_head."""
     out = {"model.embed_tokens.weight": m.embed_tokens.weight}
     for i, b in enumerate(m.layers):
         p = f"model.layers.{i}."
@@ -260,6 +260,12 @@ def state_dict_for_checkpoint(m):
             out[p + f"mlp.{n}.weight"] = getattr(b, n).weight
     out["model.norm.weight"] = m.norm
     out["lm_head.weight"] = m.lm_head.weight
+    return out
+
+
+def state_dict_for_checkpoint(m):
+    """{checkpoint tensor name: tensor}: llama names for the decoder, mini_ocr.* for the rest."""
+    out = llama_tensors(m)
     fe = m.frontend
     for i, conv in enumerate(fe.conv):
         out[f"mini_ocr.conv.{i}.weight"] = conv.weight

@@ -27,23 +27,15 @@ from decoder import save_safetensors  # noqa: E402
 from export_recognizer import folded_tensors  # noqa: E402
 from lines import ASCEND, CHARSET, CORE_FRACTION, DESCEND, HEIGHT, PAD  # noqa: E402
 from recognizer import LineRecognizer  # noqa: E402
+from export import byte_level_tokenizer, bytes_to_unicode  # noqa: E402  (tools/train/export.py, v1's)
+from mini_ocr_model import llama_tensors  # noqa: E402
 from structure_model import StructureDecoder  # noqa: E402
 
 PDF_DPI = 150
 
 
 def structure_tensors(m):
-    out = {"model.embed_tokens.weight": m.embed_tokens.weight}
-    for i, b in enumerate(m.layers):
-        p = f"model.layers.{i}."
-        out[p + "input_layernorm.weight"] = b.input_layernorm
-        out[p + "post_attention_layernorm.weight"] = b.post_attention_layernorm
-        for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            out[p + f"self_attn.{n}.weight"] = getattr(b, n).weight
-        for n in ("gate_proj", "up_proj", "down_proj"):
-            out[p + f"mlp.{n}.weight"] = getattr(b, n).weight
-    out["model.norm.weight"] = m.norm
-    out["lm_head.weight"] = m.lm_head.weight
+    out = llama_tensors(m)
     out["structure.line_proj.0.weight"] = m.line_proj[0].weight
     out["structure.line_proj.0.bias"] = m.line_proj[0].bias
     out["structure.line_proj.2.weight"] = m.line_proj[2].weight
@@ -56,21 +48,11 @@ def structure_tensors(m):
 def tokenizer_json():
     """The actions and specials as special tokens with the decoder's ids; the 256 byte tokens a
     byte-level vocabulary must have come after them (the decoder never writes them)."""
-    from export import bytes_to_unicode  # tools/train/export.py (v1): GPT-2's byte table
     specials = {f"<{name}>" if not name.startswith("<") else name: i for i, name in enumerate(structure.VOCAB)}
-    added = [dict(id=i, content=c, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
-             for c, i in specials.items()]
     table = bytes_to_unicode()
     vocab = dict(specials)
     vocab.update({table[b]: len(specials) + b for b in range(256)})
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab, "merges": []},
-    }
+    return byte_level_tokenizer(vocab, list(specials.items()))
 
 
 def config_json(c, extra=None):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from line_finder import _segment, bands, merge_thin, otsu, segments
+from line_finder import _segment, bands, binarise, merge_thin, segments
 from lines import crop_line
 
 RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width are rules
@@ -155,11 +155,7 @@ def rules(binary):
 
 def find_layout(gray):
     """[Line] in reading order for a gray page (uint8, 255 = paper)."""
-    t = otsu(gray)
-    binary = gray <= t  # Otsu level t ends the dark class
-    bg = float(np.percentile(gray, 90))
-    fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0
-    ink = ((bg - gray.astype(np.float32)) / max(16.0, bg - fg)).clip(0, 1)
+    binary, ink = binarise(gray)
     ruled = rules(binary)
     binary &= ~ruled
     ink[ruled] = 0.0

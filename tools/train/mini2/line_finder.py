@@ -78,14 +78,21 @@ def segments(binary, y0, y1):
     return out, xh
 
 
-def find_lines(gray):
-    """[(box (x0, y0, x1, y1), crop [32, W] float32)] in reading order."""
+def binarise(gray):
+    """(binary, ink): Otsu's ink (<= the level, which ends the dark class) and ink strength in
+    [0, 1] by the page's own paper and ink levels (the 90th percentile of the page, the 5th of its
+    Otsu ink): gray levels matter to the recognizer."""
     t = otsu(gray)
-    binary = gray <= t  # Otsu level t ends the dark class
-    # Gray levels matter to the recognizer: ink strength from the page's own paper and ink levels.
+    binary = gray <= t
     bg = float(np.percentile(gray, 90))
     fg = float(np.percentile(gray[binary], 5)) if binary.any() else 0.0
     ink = ((bg - gray.astype(np.float32)) / max(16.0, bg - fg)).clip(0, 1)
+    return binary, ink
+
+
+def find_lines(gray):
+    """[(box (x0, y0, x1, y1), crop [32, W] float32)] in reading order."""
+    binary, ink = binarise(gray)
     out = []
     for y0, y1 in merge_thin(bands(binary.any(axis=1))):
         if y1 - y0 < 3:
