@@ -68,6 +68,7 @@ std::string StructureWriter::push(StructureAction a, const std::vector<std::stri
   const bool continues = a == A::Join || a == A::JoinTight || a == A::Dehyphen;
   std::string out;
   if (continues && (block_ == Block::Text || block_ == Block::List)) {
+    if (!held_hyphen_) a = A::Join;  // JOIN_TIGHT and DEHYPHEN only ever follow a hyphen
     if (a == A::Dehyphen) held_hyphen_ = false;
     if (held_hyphen_) out += "-", held_hyphen_ = false;
     if (a == A::Join && block_has_text_) out += " ";

@@ -10,7 +10,8 @@
 //  - blocks are separated by a blank line, items of one list by a newline; headings get "#" marks,
 //    bulleted items "- " (their own bullet glyph dropped), code lines a fence, rows "| a | b |" with
 //    a separator after a table's first row as wide as that row;
-//  - a continuation with no block to continue starts a paragraph;
+//  - a continuation with no block to continue starts a paragraph; JOIN_TIGHT and DEHYPHEN after a
+//    line that does not end in a hyphen join as JOIN does;
 //  - text comes out as soon as it is final: a line's final hyphen waits for the next action, a fence
 //    or one-row table separator for the end of its block.
 // Not thread-safe; one writer per document.

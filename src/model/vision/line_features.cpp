@@ -38,6 +38,12 @@ bool is_upper(uint32_t cp) {
 }
 bool is_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
 
+bool ends_with_hyphen(const std::string& text) {
+  size_t n = text.size();
+  while (n > 0 && text[n - 1] == ' ') --n;
+  return n > 0 && text[n - 1] == '-';
+}
+
 double line_ink(const ReadLine& l) {
   double s = 0, w = 0;
   for (const ReadSegment& g : l.segments) s += g.ink * (g.x1 - g.x0), w += g.x1 - g.x0;
@@ -126,6 +132,7 @@ std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines,
         digits / std::max(1.0, n),
         upper / std::max(1.0, letters),
         ((l.x0 + l.x1) / 2.0 - (l.region_x0 + l.region_x1) / 2.0) / rw,
+        i > 0 && ends_with_hyphen(lines[i - 1].text()) ? 1.0 : 0.0,
     };
     for (int k = 0; k < kLineNumeric; ++k) out[i].numeric[k] = static_cast<float>(f[k]);
     // The first and last characters of the text without its outer spaces.

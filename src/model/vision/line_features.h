@@ -4,7 +4,8 @@
 //
 // A line token is kNumeric features (its box against its column, x-height and height against the
 // page's, gaps above and below against its x-height and the page's typical gap, segments, column,
-// ink against the page's, text length, indent changes, digits and capitals) plus the character
+// ink against the page's, text length, indent changes, digits and capitals, whether the line before
+// in reading order ends with a hyphen) plus the character
 // classes of the first kCharHead and last kCharTail characters of its text (0: none or unknown).
 // Medians are the upper middle value, as features.py takes them. Pure functions; thread-safe.
 #pragma once
@@ -34,7 +35,7 @@ struct ReadLine {
   std::string text() const;  // segments joined by " "
 };
 
-inline constexpr int kLineNumeric = 21;
+inline constexpr int kLineNumeric = 22;
 inline constexpr int kCharHead = 3, kCharTail = 2, kCharSlots = kCharHead + kCharTail;
 
 struct LineFeatures {

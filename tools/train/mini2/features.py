@@ -1,6 +1,7 @@
 """What folio-mini-ocr 2's structure decoder reads about each line (the C++ engine mirrors this).
 
-A line token is NUMERIC features (geometry, ink, text statistics; page-relative) plus the classes of
+A line token is NUMERIC features (geometry, ink, text statistics, whether the line before ends with
+a hyphen; page-relative) plus the classes of
 its first CHAR_HEAD and last CHAR_TAIL characters. Inputs are layout.py's lines and the recognizer's
 text of each segment, in the record form make_structure_data.py writes:
   {"box": [x0, y0, x1, y1], "column", "columns", "region": [x0, x1], "xh", "gap_before",
@@ -10,7 +11,7 @@ import math
 
 from lines import CHAR_INDEX
 
-NUMERIC = 21
+NUMERIC = 22
 CHAR_HEAD, CHAR_TAIL = 3, 2
 
 
@@ -69,6 +70,9 @@ def page_features(lines, page_h):
             sum(c.isdigit() for c in text) / max(1, len(text)),
             sum(c.isupper() for c in letters) / max(1, len(letters)),
             ((x0 + x1) / 2 - (r0 + r1) / 2) / rw,
+            # The line before in reading order ends with a hyphen: what JOIN, DEHYPHEN and
+            # JOIN_TIGHT turn on.
+            1.0 if i > 0 and line_text(lines[i - 1]).rstrip().endswith("-") else 0.0,
         ]
         stripped = text.strip()
         head = [CHAR_INDEX.get(c, 0) for c in stripped[:CHAR_HEAD]]

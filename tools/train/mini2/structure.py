@@ -12,7 +12,8 @@ what the line is in the document's markdown:
   FURNITURE   a running header, footer or    SKIP        not text (a rule, a speck): dropped
               page number (kept as its own paragraph)
 
-Between pages the decoder writes PAGE, after the last line EOS. render_markdown turns actions and
+Between pages the decoder writes PAGE, after the last line EOS. JOIN_TIGHT and DEHYPHEN act only after
+a line ending in a hyphen; anywhere else they join as JOIN does. render_markdown turns actions and
 line texts into markdown; the C++ engine mirrors it (keep the two in step).
 """
 import re
@@ -87,6 +88,8 @@ def render_markdown(actions, texts):
         t = text_of(i)
         if a in CONTINUES and blocks and blocks[-1][0] in ("PARA", "H1", "H2", "H3", "BULLET", "NUMBERED"):
             cur = blocks[-1]
+            if not cur[1].endswith("-"):
+                a = "JOIN"  # JOIN_TIGHT and DEHYPHEN only ever follow a hyphen
             if a == "JOIN":
                 cur[1] = cur[1] + " " + t if cur[1] else t
             elif a == "JOIN_TIGHT":
