@@ -15,15 +15,17 @@
 
 namespace folio {
 
-// What the hooks of one pass share: the pages' line readings as they are read, where the decoder
-// is, and the markdown writer.
+// What the hooks of one pass share. The pages' readings are written once, as pages are read; the
+// decoder side (constrain, embed_token: the scheduler's thread) and the writer side (write_token:
+// whoever turns tokens into text, possibly later and elsewhere) each follow the tokens with their
+// own cursor, so neither depends on when the other runs.
 struct MiniOcr2Model::PassState {
-  explicit PassState(int32_t page_token, size_t pages) : cursor(page_token), pages_in_pass(pages) {}
+  PassState(int32_t page_token, size_t pages) : cursor(page_token), written(page_token), pages_in_pass(pages) {}
+  std::vector<size_t> line_counts;                            // [page]
   std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
-  StructureCursor cursor;
+  StructureCursor cursor, written;
   StructureWriter writer;
   size_t pages_in_pass;
-  std::vector<float> scratch;
 };
 
 std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const std::string& weights) {
@@ -100,7 +102,8 @@ ReferencePart MiniOcr2Model::page_part(const OcrPages& pages, size_t first, size
     cells.emplace_back();
     for (const ReadSegment& s : l.segments) cells.back().push_back(s.text);
   }
-  if (state.cells.size() <= k) state.cells.resize(k + 1);
+  if (state.cells.size() <= k) state.cells.resize(k + 1), state.line_counts.resize(k + 1);
+  state.line_counts[k] = cells.size();
   state.cells[k] = std::move(cells);
   if (on_encoded) on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n + 1), model_.config.bos_id), std::move(rows));
@@ -111,17 +114,25 @@ ReferencePart MiniOcr2Model::page_part(const OcrPages& pages, size_t first, size
 
 void MiniOcr2Model::finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const {
   const int64_t d = tokens_->hidden();
-  const int32_t bos = model_.config.bos_id, eos = model_.config.eos_id;
+  const int32_t bos = model_.config.bos_id;
   std::vector<float> bos_row(static_cast<size_t>(d));
   model_.decoder->embed(bos, bos_row.data());
   tokens_->add_code(StructureTokenType::Text, 0, 0, bos_row.data());
   pass.reference.push_back(ReferencePart::rows({bos}, std::move(bos_row)));
-  state->scratch.resize(static_cast<size_t>(d));
+  pass.generation.page_separator = page_token_;
+  pass.generation.no_repeat_ngram = 0;
+  pass.generation.stop_at_eos = true;
+  bind_hooks(pass, std::move(state));
+}
+
+void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) const {
+  const int32_t eos = model_.config.eos_id;
+  pass.model_state = state;
   // Only what keeps one action per line: actions while the page has lines, then <page> (<eos> after
   // the pass's last page).
   pass.generation.constrain = [this, state, eos](std::span<float> logits) {
     const auto page = static_cast<size_t>(state->cursor.page());
-    const size_t lines = page < state->cells.size() ? state->cells[page].size() : 0;
+    const size_t lines = page < state->line_counts.size() ? state->line_counts[page] : 0;
     const bool more = static_cast<size_t>(state->cursor.line()) < lines;
     const int32_t end = page + 1 >= state->pages_in_pass ? eos : page_token_;
     for (size_t t = 0; t < logits.size(); ++t) {
@@ -129,10 +140,16 @@ void MiniOcr2Model::finish_pass(OcrPass& pass, std::shared_ptr<PassState> state)
       if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
     }
   };
+  pass.generation.embed_token = [this, state](int32_t token, float* row) {
+    state->cursor.advance(token);
+    model_.decoder->embed(token, row);
+    tokens_->add_code(StructureTokenType::Text, state->cursor.page(), state->cursor.line(), row);
+  };
   pass.write_token = [this, state](int32_t token) -> std::string {
-    const auto page = static_cast<size_t>(state->cursor.page()), line = static_cast<size_t>(state->cursor.line());
+    const auto page = static_cast<size_t>(state->written.page()), line = static_cast<size_t>(state->written.line());
+    state->written.advance(token);
     if (token == page_token_) {
-      if (page < state->cells.size()) state->cells[page] = {};  // read and written: only the cursor needs it now
+      if (page < state->cells.size()) state->cells[page] = {};  // written: only its line count is needed now
       return state->writer.page_break("\n<page>\n");  // kMini2PageMarker on a line of its own
     }
     const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
@@ -140,14 +157,17 @@ void MiniOcr2Model::finish_pass(OcrPass& pass, std::shared_ptr<PassState> state)
     return state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };
-  pass.generation.embed_token = [this, state](int32_t token, float* row) {
-    state->cursor.advance(token);
-    model_.decoder->embed(token, row);
-    tokens_->add_code(StructureTokenType::Text, state->cursor.page(), state->cursor.line(), row);
-  };
-  pass.generation.page_separator = page_token_;
-  pass.generation.no_repeat_ngram = 0;
-  pass.generation.stop_at_eos = true;
+}
+
+OcrPass MiniOcr2Model::fresh_decoding(const OcrPass& prepared) const {
+  OcrPass out = prepared;
+  const auto* old = static_cast<const PassState*>(prepared.model_state.get());
+  if (!old) throw Error(Error::Kind::Internal, "fresh_decoding: the pass was not prepared by folio-mini-ocr-2");
+  auto state = std::make_shared<PassState>(page_token_, old->pages_in_pass);
+  state->line_counts = old->line_counts;
+  state->cells = old->cells;
+  bind_hooks(out, std::move(state));
+  return out;
 }
 
 OcrPass MiniOcr2Model::prepare(const OcrPages& pages, size_t first, size_t count, VisionMode, ThreadPool& threads,

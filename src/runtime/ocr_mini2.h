@@ -13,7 +13,9 @@
 //    lost or written twice; each action goes back in with the code of the next line;
 //  - the text is the lines' readings arranged by the actions (StructureWriter): markdown with
 //    headings, paragraphs, lists, code and tables; "<page>" between pages.
-// A model object serves one pass at a time per pipeline (the pass's state lives in its hooks).
+// The pass's decoding state lives in its hooks (constrain and embed_token on the decoding thread,
+// write_token wherever the tokens become text, each with its own cursor): one sequence per pass;
+// fresh_decoding gives another.
 #pragma once
 
 #include <memory>
@@ -60,6 +62,9 @@ class MiniOcr2Model : public OcrModel {
   bool can_roll() const override { return true; }
   OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
                           ThreadPool& threads, const PageEncodedFn& on_encoded) override;
+  // The prepared pass with its own decoding state (cursors, markdown writer), the pages' readings
+  // shared: for one more sequence over the same pages (the server reuses prepared passes).
+  OcrPass fresh_decoding(const OcrPass& prepared) const override;
   // Splits at "<page>"; each page is one block of markdown.
   std::vector<OcrPage> parse(std::string_view text) const override;
 
@@ -72,6 +77,7 @@ class MiniOcr2Model : public OcrModel {
   ReferencePart page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
                           const PageEncodedFn& on_encoded, PassState& state) const;
   void finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const;
+  void bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) const;
 
   LoadedModel model_;
   double pdf_dpi_ = 150;

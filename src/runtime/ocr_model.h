@@ -36,6 +36,8 @@ struct OcrPass {
   // (folio-mini-ocr 2 writes one action per line; its recognizer's readings become the text).
   std::function<std::string(int32_t token)> write_token;
   std::function<std::string()> write_end;
+  // What the model keeps about the pass for fresh_decoding (opaque to everyone else).
+  std::shared_ptr<const void> model_state;
 };
 
 // Called after each page of a pass is encoded: the page's index in OcrPages and the milliseconds
@@ -78,6 +80,10 @@ class OcrModel {
   virtual bool can_roll() const { return false; }
   virtual OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,
                                   ThreadPool& threads, const PageEncodedFn& on_encoded);
+
+  // A prepared pass ready for one more sequence (the server decodes one prepared pass for many
+  // requests): hooks that keep decoding state get their own. Default: a copy.
+  virtual OcrPass fresh_decoding(const OcrPass& prepared) const { return prepared; }
 
   // The decoded text of one pass -> its pages (parse_ocr_output by default).
   virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }

@@ -65,6 +65,9 @@ struct OcrJob::Pass {
   bool stop_at_eos = true;
   int64_t cached_rows = 0;
   std::optional<StreamingDetokenizer> detok;
+  // The model's own text for its tokens, when its tokens are not text (OcrPass::write_token).
+  std::function<std::string(int32_t)> write_token;
+  std::function<std::string()> write_end;
   std::string text;
   std::vector<int32_t> tokens;
   std::optional<SequenceResult> result;
@@ -211,7 +214,10 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     }
 
     // 4. One sequence per pass, with a fresh copy of the model's recipe.
-    SequenceRequest sr = ocr_sequence_request(cached->pass, 0);
+    OcrPass pass = model.fresh_decoding(cached->pass);
+    p->write_token = std::move(pass.write_token);
+    p->write_end = std::move(pass.write_end);
+    SequenceRequest sr = ocr_sequence_request(std::move(pass), 0);
     int64_t P = 0;
     for (const ReferencePart& part : sr.reference) P += static_cast<int64_t>(part.ids.size());
     if (P > max_ref)
@@ -286,14 +292,14 @@ void OcrJob::absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optio
   for (int32_t t : fresh) {
     p.tokens.push_back(t);
     if (p.stop_at_eos && t == eos) continue;
-    const std::string piece = p.detok->push(t);
+    const std::string piece = p.write_token ? p.write_token(t) : p.detok->push(t);
     // A page boundary can only appear where a marker ends ('>' of "<page>" / "<PAGE>").
     if (piece.find('>') != std::string::npos) boundary = true;
     p.text += piece;
   }
   OcrModel& model = *engine_.model;
   if (result) {
-    p.text += p.detok->flush();
+    p.text += p.write_end ? p.write_end() : p.detok->flush();
     p.result = result;
     p.ended = true;
     std::vector<OcrPage> got = fit_ocr_pages(model.parse(p.text), p.count, p.first, warnings_);

@@ -132,11 +132,6 @@ void Service::load() {
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
   if (is_ocr_model_dir(path)) {
     ocr_model_ = load_ocr_model(path, cfg_.model.weights);
-    // Its passes carry per-sequence decoding state (the line cursor and markdown writer) that the
-    // server's reuse of prepared passes would share between requests.
-    if (ocr_model_->name() == "folio-mini-ocr-2")
-      throw Error(Error::Kind::Unsupported, "model.path: folio serve does not run folio-mini-ocr-2 yet (folio ocr does); "
-                                            "use folio-mini-ocr or Unlimited-OCR");
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();
   } else {
