@@ -7,9 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "core/error.h"
+#include "doc/image_write.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"
 
@@ -61,6 +65,21 @@ TEST(MiniOcr2, RollingKeepsOnePageResidentAndLosesNoLine) {
   ASSERT_EQ(rolling.pages.size(), 3u);
   ASSERT_EQ(rolling.tokens.size(), rswa.tokens.size());
   for (size_t i = 0; i < rolling.tokens.size(); ++i) EXPECT_EQ(rolling.tokens[i] >= 13, rswa.tokens[i] >= 13) << i;
+}
+
+TEST(MiniOcr2, BlankPagesGiveEmptyPagesAndNothingElse) {
+  // No lines: the constrained decoder can only close each page at once.
+  const std::string blank = (std::filesystem::temp_directory_path() / ("mini2_blank_" + std::to_string(getpid()) + ".png")).string();
+  write_png(RgbImage(640, 800, 255), blank);
+  const OcrPages pages = OcrPages::open({blank, kPage, blank}, {}, model().pdf_dpi());
+  ThreadPool threads(2);
+  const OcrResult r = run_ocr(model(), pages, OcrOptions{}, threads);
+  std::filesystem::remove(blank);
+  ASSERT_EQ(r.pages.size(), 3u);
+  EXPECT_TRUE(r.pages[0].blocks.empty());
+  EXPECT_FALSE(r.pages[1].blocks.empty());
+  EXPECT_TRUE(r.pages[2].blocks.empty());
+  EXPECT_EQ(r.tokens.size(), 1 + 42 + 1 + 1u);  // <page>, 42 actions, <page>, <eos>
 }
 
 TEST(MiniOcr2, LoadsThroughTheFactoryAndRefusesBrokenDirectories) {
