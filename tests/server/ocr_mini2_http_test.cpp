@@ -12,32 +12,13 @@
 #include "runtime/ocr_mini2.h"
 #include "runtime/ocr_pipeline.h"
 #include "server/service.h"
+#include "test_base64.h"
 
 namespace folio {
 namespace {
 
 const std::string kModel = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/structure/model";
 const std::string kPage = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/layout_page.png";
-
-std::string base64(const std::string& in) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += a[(v >> s) & 63];
-  }
-  const size_t rest = in.size() - i;
-  if (rest) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    if (rest == 2) v |= uint8_t(in[i + 1]) << 8;
-    out += a[(v >> 18) & 63];
-    out += a[(v >> 12) & 63];
-    out += rest == 2 ? a[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   auto model = MiniOcr2Model::load(kModel);
@@ -60,7 +41,7 @@ TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   cli.set_read_timeout(120, 0);
   std::ifstream f(kPage, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-  const std::string body = nlohmann::json{{"file", base64(bytes)}, {"filename", "page.png"}}.dump();
+  const std::string body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round ? "second request (prepared pass reused)" : "first request");
     auto r = cli.Post("/v1/ocr", body, "application/json");
