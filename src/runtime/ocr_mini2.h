@@ -42,8 +42,8 @@ struct Mini2Page {
 
 class MiniOcr2Model : public OcrModel {
  public:
-  // Most lines one page may give the decoder; more (a page of noise) are cut, with a warning line in
-  // the log. Bounds the reference a page takes before it is read.
+  // Most lines one page may give the decoder; the lines after them (only a page of noise has more)
+  // are not read. Bounds the reference a page takes before it is read.
   static constexpr int64_t kMaxLinesPerPage = 400;
 
   // dir: config.json ("folio-mini-ocr-2"), model.safetensors, tokenizer.json. InvalidInput naming the

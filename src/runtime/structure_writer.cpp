@@ -12,8 +12,6 @@ constexpr std::array<std::string_view, kStructureActions> kNames = {
 // structure.py's BULLET_GLYPHS.
 constexpr std::array<std::string_view, 12> kBullets = {"•", "–", "-", "*", "·", "▪", "◦", "‣", "○", "●", "■", "□"};
 
-size_t utf8_length(unsigned char b) { return b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4; }
-
 std::string_view lstrip(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return s;
@@ -22,11 +20,9 @@ std::string_view lstrip(std::string_view s) {
 // A bulleted item's text without its own bullet glyph (Python: lstrip, drop t[0] if a bullet, lstrip).
 std::string strip_bullet(std::string_view t) {
   t = lstrip(t);
-  if (!t.empty()) {
-    const std::string_view first = t.substr(0, utf8_length(static_cast<unsigned char>(t[0])));
-    for (std::string_view b : kBullets)
-      if (first == b) return std::string(lstrip(t.substr(first.size())));
-  }
+  // Each bullet is one whole character, so starting with it is being it first.
+  for (std::string_view b : kBullets)
+    if (t.starts_with(b)) return std::string(lstrip(t.substr(b.size())));
   return std::string(t);
 }
 

@@ -139,12 +139,12 @@ TEST(StructureGolden, ReferenceRowsAndTeacherForcedLogitsUnderRswa) {
 }
 
 TEST(StructureGolden, CharClassesFollowTheCharset) {
-  const CharClasses c("ab\xc3\xa9");
-  EXPECT_EQ(c.of("a"), 1);
-  EXPECT_EQ(c.of("\xc3\xa9"), 3);
-  EXPECT_EQ(c.of("z"), 0);
-  EXPECT_EQ(c.count(), 4);
-  EXPECT_EQ(utf8_split("a\xc3\xa9\xe2\x80\xa2").size(), 3u);
+  const CharClasses c("ab\xc3\xa9\xe2\x80\xa2");  // a, b, é, •
+  EXPECT_EQ(c.of(U'a'), 1);
+  EXPECT_EQ(c.of(U'\u00e9'), 3);
+  EXPECT_EQ(c.of(U'\u2022'), 4);
+  EXPECT_EQ(c.of(U'z'), 0);
+  EXPECT_EQ(c.count(), 5);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "text/utf8.h"
+
 namespace folio {
 
 namespace {
@@ -17,26 +19,17 @@ double upper_median(std::vector<T> v, double fallback) {
   return static_cast<double>(v[v.size() / 2]);
 }
 
-// The code point of one UTF-8 character (as utf8_split cut it).
-uint32_t code_point(std::string_view c) {
-  const auto b = static_cast<unsigned char>(c[0]);
-  if (c.size() == 1) return b;
-  uint32_t cp = b & (0xff >> (c.size() + 1));
-  for (size_t i = 1; i < c.size(); ++i) cp = (cp << 6) | (static_cast<unsigned char>(c[i]) & 0x3f);
-  return cp;
-}
-
 // Python's str.isalpha / isupper / isdigit on the characters the recognizer can write (ASCII,
 // Latin-1 letters, œ; its punctuation and symbols are none of them).
-bool is_alpha(uint32_t cp) {
+bool is_alpha(char32_t cp) {
   if (cp < 0x80) return std::isalpha(static_cast<int>(cp)) != 0;
   return (cp >= 0xc0 && cp <= 0xff && cp != 0xd7 && cp != 0xf7) || cp == 0x152 || cp == 0x153;
 }
-bool is_upper(uint32_t cp) {
+bool is_upper(char32_t cp) {
   if (cp < 0x80) return std::isupper(static_cast<int>(cp)) != 0;
   return (cp >= 0xc0 && cp <= 0xde && cp != 0xd7) || cp == 0x152;
 }
-bool is_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
+bool is_digit(char32_t cp) { return cp >= '0' && cp <= '9'; }
 
 bool ends_with_hyphen(const std::string& text) {
   size_t n = text.size();
@@ -52,18 +45,6 @@ double line_ink(const ReadLine& l) {
 
 }  // namespace
 
-std::vector<std::string_view> utf8_split(std::string_view s) {
-  std::vector<std::string_view> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t n = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    n = std::min(n, s.size() - i);
-    out.push_back(s.substr(i, n));
-    i += n;
-  }
-  return out;
-}
-
 std::string ReadLine::text() const {
   std::string out;
   for (size_t i = 0; i < segments.size(); ++i) out += (i ? " " : "") + segments[i].text;
@@ -72,11 +53,11 @@ std::string ReadLine::text() const {
 
 CharClasses::CharClasses(const std::string& charset) {
   int32_t k = 1;
-  for (std::string_view c : utf8_split(charset)) index_.emplace(std::string(c), k++);
+  for (char32_t c : decode_utf8(charset).cps) index_.emplace(c, k++);
 }
 
-int32_t CharClasses::of(std::string_view character) const {
-  const auto it = index_.find(std::string(character));
+int32_t CharClasses::of(char32_t character) const {
+  const auto it = index_.find(character);
   return it == index_.end() ? 0 : it->second;
 }
 
@@ -101,10 +82,9 @@ std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines,
     const double gap_after = same_next ? next->gap_before : 0;
     const ReadLine* prev = i > 0 && !first ? &lines[i - 1] : nullptr;
     const std::string text = l.text();
-    const std::vector<std::string_view> chars = utf8_split(text);
+    const std::vector<char32_t> chars = decode_utf8(text).cps;
     double letters = 0, upper = 0, digits = 0;
-    for (std::string_view c : chars) {
-      const uint32_t cp = code_point(c);
+    for (char32_t cp : chars) {
       letters += is_alpha(cp), upper += is_alpha(cp) && is_upper(cp), digits += is_digit(cp);
     }
     double seg_gaps = 0;
@@ -137,8 +117,8 @@ std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines,
     for (int k = 0; k < kLineNumeric; ++k) out[i].numeric[k] = static_cast<float>(f[k]);
     // The first and last characters of the text without its outer spaces.
     size_t a = 0, b = chars.size();
-    while (a < b && chars[a] == " ") ++a;
-    while (b > a && chars[b - 1] == " ") --b;
+    while (a < b && chars[a] == U' ') ++a;
+    while (b > a && chars[b - 1] == U' ') --b;
     for (int k = 0; k < kCharHead && a + k < b; ++k) out[i].chars[k] = classes.of(chars[a + k]);
     const size_t tail = std::min<size_t>(kCharTail, b - a);
     for (size_t k = 0; k < tail; ++k) out[i].chars[kCharSlots - tail + k] = classes.of(chars[b - tail + k]);

@@ -13,7 +13,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -43,21 +42,18 @@ struct LineFeatures {
   std::array<int32_t, kCharSlots> chars{};
 };
 
-// UTF-8 character -> class (k + 1 for the k-th character of the charset, 0 otherwise).
+// Code point -> class (k + 1 for the k-th character of the UTF-8 charset, 0 otherwise).
 class CharClasses {
  public:
   explicit CharClasses(const std::string& charset);
-  int32_t of(std::string_view character) const;
+  int32_t of(char32_t character) const;
   int32_t count() const { return static_cast<int32_t>(index_.size()) + 1; }
 
  private:
-  std::unordered_map<std::string, int32_t> index_;
+  std::unordered_map<char32_t, int32_t> index_;
 };
 
 // The features of one page's lines, in reading order.
 std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines, int page_height, const CharClasses& classes);
-
-// The UTF-8 characters of s, one string each (a byte that starts no valid sequence is one character).
-std::vector<std::string_view> utf8_split(std::string_view s);
 
 }  // namespace folio

@@ -11,6 +11,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/ops.h"
+#include "text/utf8.h"
 
 namespace folio {
 
@@ -20,14 +21,11 @@ constexpr int kConvs = 4;
 // Max-pool (rows, columns) after each convolution; {1, 1} = none.
 constexpr int64_t kPool[kConvs][2] = {{2, 2}, {2, 2}, {2, 1}, {1, 1}};
 
+// The charset's characters, one UTF-8 string each.
 std::vector<std::string> utf8_characters(const std::string& s) {
+  const DecodedText d = decode_utf8(s);
   std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const size_t n = b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
-    out.push_back(s.substr(i, n));
-    i += n;
-  }
+  for (size_t i = 0; i < d.cps.size(); ++i) out.push_back(s.substr(d.offsets[i], d.offsets[i + 1] - d.offsets[i]));
   return out;
 }
 
