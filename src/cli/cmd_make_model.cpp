@@ -15,7 +15,7 @@ Runner add_make_model(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   app.add_option("--arch", a->arch, "llama, unlimited-ocr (vision tower + decoder) or unlimited-ocr-decoder")->required();
-  app.add_option("--preset", a->preset, "tiny (tests) or full (the real shapes, for speed)")->capture_default_str();
+  app.add_option("--preset", a->preset, "tiny (tests), tiny-k (unlimited-ocr-decoder with 256-wide rows, for GGUF K formats) or full (the real shapes, for speed)")->capture_default_str();
   app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
   app.add_option("--dtype", a->dtype, "Weight dtype: f32, f16 or bf16")->capture_default_str();
   app.add_option("--out", a->out, "Output directory")->required();

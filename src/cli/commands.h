@@ -14,6 +14,7 @@ using Runner = std::function<int()>;
 
 Runner add_generate(CLI::App& app);
 Runner add_inspect(CLI::App& app);
+Runner add_convert(CLI::App& app);
 Runner add_make_model(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_ocr(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   };
   add("generate", "Generate text from a prompt, streaming tokens to stdout", folio::cli::add_generate);
   add("inspect", "Show a checkpoint's architecture, tensors, parameters and KV bytes per token", folio::cli::add_inspect);
+  add("convert", "Write a checkpoint as the GGUF files llama.cpp reads (q8_0, q4_k_m, ...)", folio::cli::add_convert);
   add("make-model", "Write a random-weight checkpoint in the published layout", folio::cli::add_make_model);
   add("ocr", "Read PDFs and images into markdown and JSON with an OCR model", folio::cli::add_ocr);
   add("serve", "Serve the model over an OpenAI-compatible HTTP API (see --help for every key)", folio::cli::add_serve);

@@ -186,13 +186,23 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// q4_0 and q5_0 round as llama.cpp's reference quantizer does, so files match llama-quantize's
+// byte for byte: the inverse scale from the unrounded scale, codes truncated from x / d + offset + 0.5
+// (the largest magnitude maps to code 0 exactly; nothing rounds below 0).
+int truncated_code(float v, int hi) { return std::min(hi, static_cast<int>(static_cast<int8_t>(v))); }
+
+}  // namespace
+
 void quantize_q4_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ4_0*>(dst);
   for (int64_t k = 0; k < n / 32; ++k, src += 32) {
-    const float d = through_f16(signed_absmax(src, 32) / -8.f, &b[k].d);
+    const float d = signed_absmax(src, 32) / -8.f;
+    b[k].d = f32_to_f16(d);
     const float id = d != 0.f ? 1.f / d : 0.f;
     for (int j = 0; j < 16; ++j) {
-      const int lo = clamp_round(src[j] * id + 8.f, 0, 15), hi = clamp_round(src[j + 16] * id + 8.f, 0, 15);
+      const int lo = truncated_code(src[j] * id + 8.5f, 15), hi = truncated_code(src[j + 16] * id + 8.5f, 15);
       b[k].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
   }
@@ -201,11 +211,12 @@ void quantize_q4_0(const float* src, void* dst, int64_t n) {
 void quantize_q5_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_0*>(dst);
   for (int64_t k = 0; k < n / 32; ++k, src += 32) {
-    const float d = through_f16(signed_absmax(src, 32) / -16.f, &b[k].d);
+    const float d = signed_absmax(src, 32) / -16.f;
+    b[k].d = f32_to_f16(d);
     const float id = d != 0.f ? 1.f / d : 0.f;
     uint32_t qh = 0;
     for (int j = 0; j < 16; ++j) {
-      const int lo = clamp_round(src[j] * id + 16.f, 0, 31), hi = clamp_round(src[j + 16] * id + 16.f, 0, 31);
+      const int lo = truncated_code(src[j] * id + 16.5f, 31), hi = truncated_code(src[j + 16] * id + 16.5f, 31);
       b[k].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
       qh |= static_cast<uint32_t>(lo >> 4) << j;
       qh |= static_cast<uint32_t>(hi >> 4) << (j + 16);

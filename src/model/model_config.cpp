@@ -119,37 +119,78 @@ ModelConfig ModelConfig::from_hf_json(const json& root) {
 
 ModelConfig ModelConfig::from_hf_file(const std::string& path) { return from_hf_json(read_json_file(path)); }
 
-ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
-  ModelConfig c;
-  auto arch = g.get_string("general.architecture");
-  if (!arch || *arch != "llama")
-    throw Error(Error::Kind::Unsupported, "GGUF: architecture '" + arch.value_or("?") + "' is not supported (llama)");
-  auto need = [&](const std::string& key) {
-    auto v = g.get_int(key);
-    if (!v) throw_invalid("GGUF: missing metadata key '" + key + "'");
-    return *v;
-  };
-  c.model_type = "llama";
-  c.arch = Arch::Llama;
-  c.hidden = need("llama.embedding_length");
-  c.n_layers = need("llama.block_count");
-  c.n_heads = need("llama.attention.head_count");
-  c.n_kv_heads = g.get_int("llama.attention.head_count_kv").value_or(c.n_heads);
-  c.head_dim = g.get_int("llama.attention.key_length").value_or(c.hidden / c.n_heads);
-  c.intermediate = need("llama.feed_forward_length");
-  c.max_positions = g.get_int("llama.context_length").value_or(4096);
-  c.rms_eps = static_cast<float>(g.get_float("llama.attention.layer_norm_rms_epsilon").value_or(1e-5));
-  c.rope_theta = g.get_float("llama.rope.freq_base").value_or(10000.0);
-  // llama.cpp's converter permutes Q/K rows so that adjacent pairs rotate together.
-  c.rope_style = kernels::RopeStyle::Interleaved;
+namespace {
+
+// The tokenizer half of a GGUF's settings: BOS/EOS ids and the vocabulary size.
+void gguf_vocab(const GgufFile& g, const std::string& arch, ModelConfig& c) {
   c.bos_id = static_cast<int32_t>(g.get_int("tokenizer.ggml.bos_token_id").value_or(-1));
   c.eos_id = static_cast<int32_t>(g.get_int("tokenizer.ggml.eos_token_id").value_or(-1));
   auto tokens = g.get_string_array("tokenizer.ggml.tokens");
-  c.vocab = g.get_int("llama.vocab_size").value_or(static_cast<int64_t>(tokens.size()));
+  c.vocab = g.get_int(arch + ".vocab_size").value_or(static_cast<int64_t>(tokens.size()));
   if (c.vocab == 0) {
     if (const TensorView* t = g.find("token_embd.weight")) c.vocab = t->shape[0];
   }
   c.tie_embeddings = g.find("output.weight") == nullptr;
+}
+
+// llama.cpp's "deepseek2-ocr": DeepSeek-V2 without MLA (plain MHA, NEOX-style RoPE over the whole
+// head, so Q/K rows are stored unpermuted), softmax-gated routed experts plus shared experts.
+void gguf_deepseek2_ocr(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  auto need = [&](const std::string& key) {
+    auto v = g.get_int(a + "." + key);
+    if (!v) throw_invalid("GGUF: missing metadata key '" + a + "." + key + "' in " + g.description());
+    return *v;
+  };
+  c.model_type = "deepseek_v2";
+  c.arch = Arch::DeepseekV2;
+  c.rope_style = kernels::RopeStyle::RotateHalf;
+  c.head_dim = c.n_heads > 0 ? c.hidden / c.n_heads : 0;
+  c.moe_intermediate = need("expert_feed_forward_length");
+  c.n_routed = need("expert_count");
+  c.top_k = need("expert_used_count");
+  c.n_shared = g.get_int(a + ".expert_shared_count").value_or(0);
+  c.first_k_dense = g.get_int(a + ".leading_dense_block_count").value_or(0);
+  c.routed_scaling = static_cast<float>(g.get_float(a + ".expert_weights_scale").value_or(1.0));
+  if (const GgufValue* norm = g.get(a + ".expert_weights_norm"))
+    if (const bool* b = std::get_if<bool>(norm)) c.norm_topk_prob = *b;
+  // llama.cpp's gating functions: 1 softmax (the default when absent), 2 sigmoid.
+  const int64_t gating = g.get_int(a + ".expert_gating_func").value_or(1);
+  if (gating != 1 && gating != 0)
+    throw Error(Error::Kind::Unsupported, "GGUF: " + a + ".expert_gating_func " + std::to_string(gating) +
+                                              " is not supported (softmax) in " + g.description());
+  c.sliding_window = g.get_int(a + ".attention.sliding_window").value_or(128);
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
+  ModelConfig c;
+  const std::string arch = g.get_string("general.architecture").value_or("?");
+  if (arch != "llama" && arch != "deepseek2-ocr")
+    throw Error(Error::Kind::Unsupported, "GGUF: architecture '" + arch + "' is not supported (llama, deepseek2-ocr)");
+  auto need = [&](const std::string& key) {
+    auto v = g.get_int(arch + "." + key);
+    if (!v) throw_invalid("GGUF: missing metadata key '" + arch + "." + key + "' in " + g.description());
+    return *v;
+  };
+  c.hidden = need("embedding_length");
+  c.n_layers = need("block_count");
+  c.n_heads = need("attention.head_count");
+  c.n_kv_heads = g.get_int(arch + ".attention.head_count_kv").value_or(c.n_heads);
+  c.intermediate = need("feed_forward_length");
+  c.max_positions = g.get_int(arch + ".context_length").value_or(4096);
+  c.rms_eps = static_cast<float>(g.get_float(arch + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.rope_theta = g.get_float(arch + ".rope.freq_base").value_or(10000.0);
+  gguf_vocab(g, arch, c);
+  if (arch == "deepseek2-ocr") {
+    gguf_deepseek2_ocr(g, arch, c);
+  } else {
+    c.model_type = "llama";
+    c.arch = Arch::Llama;
+    c.head_dim = g.get_int("llama.attention.key_length").value_or(c.n_heads > 0 ? c.hidden / c.n_heads : 0);
+    // llama.cpp's converter permutes Q/K rows so that adjacent pairs rotate together.
+    c.rope_style = kernels::RopeStyle::Interleaved;
+  }
   c.validate();
   return c;
 }

@@ -11,7 +11,8 @@ bool more_bits(int64_t layer, int64_t n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
-// llama.cpp's fallback for rows that are not a multiple of 256.
+}  // namespace
+
 DType row_fallback(DType t, int64_t cols) {
   if (cols % dtype_block_elems(t) == 0) return t;
   switch (t) {
@@ -21,8 +22,6 @@ DType row_fallback(DType t, int64_t cols) {
     default: return cols % 32 == 0 ? t : DType::BF16;
   }
 }
-
-}  // namespace
 
 std::optional<WeightScheme> parse_weight_scheme(const std::string& name) {
   if (name == "q4_k_m") return WeightScheme{name, DType::Q4_K, true};

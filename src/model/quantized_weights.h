@@ -40,6 +40,10 @@ const char* weight_scheme_names();
 // The format a linear gets under `scheme` (before the row-length fallback). `layer` is -1 for lm_head.
 DType scheme_type_for(const WeightScheme& scheme, const std::string& role, int64_t layer, int64_t n_layers);
 
+// The format llama.cpp's quantizer falls back to when a row of `cols` values does not fill whole
+// blocks of `t` (q4_k -> q5_0, q5_k and q6_k -> q8_0, bf16 when not even 32 divides the row).
+DType row_fallback(DType t, int64_t cols);
+
 class QuantizedWeights : public TensorSource {
  public:
   QuantizedWeights(const TensorSource& inner, const ModelConfig& config, WeightNaming naming, WeightScheme scheme);

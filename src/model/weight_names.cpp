@@ -21,11 +21,46 @@ std::string layer_tensor_name(WeightNaming n, int64_t layer, const std::string& 
         {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
         {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},  {"mlp.up_proj", "ffn_up"},
         {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
+    const std::string blk = "blk." + std::to_string(layer) + ".";
     for (auto& [hf, gg] : map)
-      if (what == hf) return "blk." + std::to_string(layer) + "." + gg + ".weight";
+      if (what == hf) return blk + gg + ".weight";
+    static const std::pair<const char*, const char*> moe[] = {
+        {"mlp.gate", "ffn_gate_inp"},
+        {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
+        {"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+        {"mlp.shared_experts.down_proj", "ffn_down_shexp"}};
+    for (auto& [hf, gg] : moe)
+      if (what == hf) return blk + gg + ".weight";
+    // "mlp.experts.E.up_proj" -> expert E of the stacked "blk.L.ffn_up_exps.weight".
+    static const std::string experts = "mlp.experts.";
+    if (what.rfind(experts, 0) == 0) {
+      const size_t dot = what.find('.', experts.size());
+      if (dot != std::string::npos) {
+        const std::string proj = what.substr(dot + 1);
+        const std::string e = what.substr(experts.size(), dot - experts.size());
+        for (const char* p : {"gate", "up", "down"})
+          if (proj == std::string(p) + "_proj") return expert_slice_name(blk + "ffn_" + p + "_exps.weight", std::stoll(e));
+      }
+    }
     throw Error(Error::Kind::Unsupported, "GGUF naming has no tensor for '" + what + "'");
   }
   return "model.layers." + std::to_string(layer) + "." + what + ".weight";
+}
+
+std::string expert_slice_name(const std::string& stacked, int64_t expert) {
+  return stacked + "[" + std::to_string(expert) + "]";
+}
+
+std::optional<std::pair<std::string, int64_t>> parse_expert_slice_name(std::string_view name) {
+  if (name.size() < 4 || name.back() != ']') return std::nullopt;
+  const size_t open = name.rfind('[');
+  if (open == std::string_view::npos || open + 2 > name.size() - 1) return std::nullopt;
+  int64_t e = 0;
+  for (size_t i = open + 1; i + 1 < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || e > (int64_t{1} << 40)) return std::nullopt;
+    e = e * 10 + (name[i] - '0');
+  }
+  return std::make_pair(std::string(name.substr(0, open)), e);
 }
 
 std::vector<TensorSpec> decoder_tensor_specs(const ModelConfig& c, WeightNaming n) {

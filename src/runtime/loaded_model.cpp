@@ -4,54 +4,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/expert_slices.h"
 #include "model/io/gguf.h"
 #include "model/io/safetensors.h"
 #include "model/quantized_weights.h"
 #include "text/bpe_tokenizer.h"
-#include "text/sentencepiece_tokenizer.h"
+#include "text/gguf_vocab.h"
 
 namespace folio {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& g) {
-  auto model = g.get_string("tokenizer.ggml.model").value_or("");
-  auto tokens = g.get_string_array("tokenizer.ggml.tokens");
-  if (tokens.empty()) throw_invalid(g.description() + ": no tokenizer.ggml.tokens in the GGUF metadata");
-  if (model == "llama") {
-    SpmVocab v;
-    v.tokens = std::move(tokens);
-    v.scores = g.get_f32_array("tokenizer.ggml.scores");
-    v.types = g.get_i32_array("tokenizer.ggml.token_type");
-    if (v.scores.empty()) v.scores.assign(v.tokens.size(), 0.f);
-    if (v.types.empty()) v.types.assign(v.tokens.size(), 1);
-    v.bos = static_cast<int32_t>(g.get_int("tokenizer.ggml.bos_token_id").value_or(1));
-    v.eos = static_cast<int32_t>(g.get_int("tokenizer.ggml.eos_token_id").value_or(2));
-    v.unk = static_cast<int32_t>(g.get_int("tokenizer.ggml.unknown_token_id").value_or(0));
-    if (const GgufValue* add = g.get("tokenizer.ggml.add_space_prefix")) {
-      if (const bool* b = std::get_if<bool>(add)) v.add_space_prefix = *b;
-    }
-    return make_sentencepiece_tokenizer(std::move(v));
-  }
-  if (model == "gpt2") {
-    // A byte-level BPE vocabulary: rebuild the tokenizer.json it came from and load that.
-    nlohmann::json j;
-    nlohmann::json vocab = nlohmann::json::object();
-    for (size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i]] = i;
-    j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", g.get_string_array("tokenizer.ggml.merges")}};
-    j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-    j["decoder"] = {{"type", "ByteLevel"}};
-    j["added_tokens"] = nlohmann::json::array();
-    auto types = g.get_i32_array("tokenizer.ggml.token_type");
-    for (size_t i = 0; i < types.size() && i < tokens.size(); ++i)
-      if (types[i] == 3 || types[i] == 4)
-        j["added_tokens"].push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}});
-    return load_tokenizer_json_string(j.dump());
-  }
-  throw Error(Error::Kind::Unsupported, g.description() + ": tokenizer model '" + model + "' is not supported (llama, gpt2)");
-}
 
 // The decoder over the checkpoint's tensors, or over their re-stored linears under `weights`.
 void make_decoder(LoadedModel& m, WeightNaming naming, const std::string& weights) {
@@ -77,7 +41,8 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::
     auto g = GgufFile::open(path);
     m.config = ModelConfig::from_gguf(*g);
     if (need_tokenizer) m.tokenizer = tokenizer_from_gguf(*g);
-    m.weights = std::move(g);
+    // llama.cpp stacks each MoE layer's experts in one tensor; the decoder reads them one by one.
+    m.weights = std::make_unique<ExpertSliceSource>(std::move(g));
     make_decoder(m, WeightNaming::Gguf, weights);
     return m;
   }

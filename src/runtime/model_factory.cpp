@@ -14,7 +14,10 @@
 namespace folio {
 
 ModelConfig preset_config(const std::string& arch, const std::string& preset) {
-  if (preset != "tiny" && preset != "full") throw_invalid("unknown preset '" + preset + "' (expected tiny or full)");
+  if (preset != "tiny" && preset != "full" && preset != "tiny-k")
+    throw_invalid("unknown preset '" + preset + "' (expected tiny, tiny-k or full)");
+  if (preset == "tiny-k" && arch != "unlimited-ocr-decoder")
+    throw_invalid("preset tiny-k is for --arch unlimited-ocr-decoder only");
   const bool full = preset == "full";
   ModelConfig c;
   c.bos_id = 0;
@@ -50,6 +53,16 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
     c.max_positions = full ? 32768 : arch == "unlimited-ocr" ? 8192 : 2048;
     c.rms_eps = 1e-6f;
     c.sliding_window = 128;
+    if (preset == "tiny-k") {
+      // Rows of 256 so llama.cpp's K formats apply, and expert down_proj rows of 288 (not a
+      // multiple of 256) so its quantizer's q5_0 / q8_0 fallbacks appear too: the GGUF oracle model.
+      c.hidden = 256;
+      c.intermediate = 256;
+      c.moe_intermediate = 288;
+      c.n_routed = 4;
+      c.top_k = 2;
+      c.n_shared = 1;
+    }
   } else {
     throw_invalid("unknown architecture '" + arch + "' (expected llama, unlimited-ocr or unlimited-ocr-decoder)");
   }
