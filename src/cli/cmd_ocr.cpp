@@ -22,7 +22,7 @@ namespace {
 
 struct OcrArgs {
   std::vector<std::string> inputs;
-  std::string model, mode = "base", pages, out, json, weights;
+  std::string model, mmproj, mode = "base", pages, out, json, weights;
   KVOptions kv;
   PolicyOptions policy;
   int64_t max_tokens = 0, kv_budget = 0;
@@ -67,7 +67,7 @@ int run_ocr_command(const OcrArgs& a) {
 
   if (a.dpi < 0) throw_invalid("--dpi must be positive, got " + std::to_string(a.dpi));
   // The model first (it maps its weights, nothing more) because it says which DPI its pages want.
-  std::unique_ptr<OcrModel> model = load_ocr_model(model_dir, a.weights);
+  std::unique_ptr<OcrModel> model = load_ocr_model(model_dir, a.weights, a.mmproj);
   OcrPages pages = OcrPages::open(a.inputs, a.pages, a.dpi > 0 ? a.dpi : model->pdf_dpi());
   ThreadPool threads(a.threads);
   if (opt.kv_budget > 0 && !a.policy_given) {
@@ -127,7 +127,8 @@ int run_ocr_command(const OcrArgs& a) {
 Runner add_ocr(CLI::App& app) {
   auto a = std::make_shared<OcrArgs>();
   app.add_option("files", a->inputs, "PDFs, PNG/JPEG images, or directories of images (pages in order)")->required();
-  app.add_option("--model", a->model, "OCR model directory (config.json + model.safetensors + tokenizer.json; default: $FOLIO_MODEL or the shipped model)");
+  app.add_option("--model", a->model, "OCR model directory (config.json + model.safetensors + tokenizer.json; default: $FOLIO_MODEL or the shipped model), or a .gguf text model with --mmproj");
+  app.add_option("--mmproj", a->mmproj, "With --model TEXT.gguf: llama.cpp's mmproj file holding the vision tower");
   app.add_option("--weights", a->weights,
                  std::string("Re-store the decoder's linears at load: ") + weight_scheme_names());
   app.add_option("--mode", a->mode, "base (1024 view) or gundam (plus 640 tiles; one page per pass)")->capture_default_str();

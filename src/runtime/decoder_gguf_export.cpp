@@ -97,6 +97,10 @@ void check_exportable(const ModelConfig& c) {
 
 const char* gguf_export_types() { return "f32, f16, bf16, q8_0, q4_k_m"; }
 
+bool is_gguf_export_type(const std::string& type) {
+  return type == "f32" || type == "f16" || type == "bf16" || type == "q8_0" || type == "q4_k_m";
+}
+
 GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& hf, const nlohmann::json& tokenizer_json,
                                      const std::string& type, const std::string& out_path, const std::string& model_name) {
   const ExportType t = parse_export_type(type);

@@ -36,8 +36,9 @@ struct GgufExportSummary {
   uint64_t tensor_bytes = 0;                  // bytes of tensor data
 };
 
-// The accepted --type values, for help and error messages.
+// The accepted --type values, for help and error messages; and whether `type` is one.
 const char* gguf_export_types();
+bool is_gguf_export_type(const std::string& type);
 
 GgufExportSummary write_decoder_gguf(const ModelConfig& config, const TensorSource& hf_weights,
                                      const nlohmann::json& tokenizer_json, const std::string& type,

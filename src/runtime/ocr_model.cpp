@@ -46,9 +46,15 @@ bool is_ocr_model_dir(const std::string& path) {
   }
 }
 
-std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights) {
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights, const std::string& mmproj) {
   namespace fs = std::filesystem;
   if (!fs::exists(dir)) throw_invalid("model directory '" + dir + "' does not exist");
+  if (fs::is_regular_file(dir) && fs::path(dir).extension() == ".gguf") {
+    if (mmproj.empty())
+      throw_invalid("model '" + dir + "' is a GGUF text model: give its vision tower with --mmproj (llama.cpp's mmproj file)");
+    return UnlimitedOcrModel::load_gguf(dir, mmproj, weights);
+  }
+  if (!mmproj.empty()) throw_invalid("--mmproj goes with a .gguf text model, not with the directory '" + dir + "'");
   if (!fs::is_directory(dir)) throw_invalid("model path '" + dir + "' is not a directory (an OCR model is a directory)");
   const fs::path cfg = fs::path(dir) / "config.json";
   if (!fs::exists(cfg)) throw_invalid("model directory '" + dir + "' has no config.json");

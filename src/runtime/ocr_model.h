@@ -97,7 +97,10 @@ void check_pass_pages(const OcrPages& pages, size_t first, size_t count);
 // ("model_type": "unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"; "folio-mini-ocr"). InvalidInput naming the
 // directory or file when something is missing, broken or of an unknown type. `weights`: as
 // load_model's (the decoder's linears re-stored in a block format; the vision tower keeps its types).
-std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights = "");
+// `mmproj`: with a .gguf text model instead of a directory, llama.cpp's vision-tower file for it
+// (Unlimited-OCR / DeepSeek-OCR); a .gguf without one is InvalidInput.
+std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::string& weights = "",
+                                         const std::string& mmproj = "");
 
 // True when `path` is a directory whose config.json names an OCR model type load_ocr_model knows
 // (false for anything else, including a missing or unreadable config).

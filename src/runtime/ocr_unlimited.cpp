@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "doc/ocr_prompt.h"
 #include "model/vision/image_assembly.h"
+#include "model/vision/mmproj.h"
 
 namespace folio {
 
@@ -29,14 +30,30 @@ std::unique_ptr<UnlimitedOcrModel> UnlimitedOcrModel::load(const std::string& di
   m->model_ = load_model(dir, true, weights);
   if (m->model_.config.arch != Arch::DeepseekV2)
     throw_invalid("model '" + dir + "' is a " + m->model_.config.arch_name() + " decoder, not Unlimited-OCR's deepseek_v2");
-  const VisionConfig vcfg = VisionConfig::from_hf_file((d / "config.json").string());
-  if (vcfg.n_embed != m->model_.config.hidden)
-    throw_invalid("config.json of '" + dir + "': projector n_embed " + std::to_string(vcfg.n_embed) +
-                  " differs from the decoder's hidden_size " + std::to_string(m->model_.config.hidden));
-  m->encoder_ = std::make_unique<DeepEncoder>(vcfg, *m->model_.weights);
-  m->global_side_ = output_side(vcfg, kGlobalViewSide);
-  m->tile_side_ = output_side(vcfg, kTileSide);
+  m->attach_encoder(VisionConfig::from_hf_file((d / "config.json").string()), *m->model_.weights, "config.json of '" + dir + "'");
   return m;
+}
+
+std::unique_ptr<UnlimitedOcrModel> UnlimitedOcrModel::load_gguf(const std::string& text_gguf, const std::string& mmproj,
+                                                                const std::string& weights) {
+  std::unique_ptr<UnlimitedOcrModel> m(new UnlimitedOcrModel());
+  auto vision = MmprojSource::open(mmproj);  // small: checked before the text model is mapped
+  m->model_ = load_model(text_gguf, true, weights);
+  if (m->model_.config.arch != Arch::DeepseekV2)
+    throw_invalid("model '" + text_gguf + "' is a " + m->model_.config.arch_name() + " decoder, not Unlimited-OCR's deepseek_v2");
+  const VisionConfig vcfg = vision->config();
+  m->mmproj_ = std::move(vision);
+  m->attach_encoder(vcfg, *m->mmproj_, "mmproj '" + mmproj + "' (for '" + text_gguf + "')");
+  return m;
+}
+
+void UnlimitedOcrModel::attach_encoder(const VisionConfig& vcfg, const TensorSource& vision, const std::string& where) {
+  if (vcfg.n_embed != model_.config.hidden)
+    throw_invalid(where + ": projector width " + std::to_string(vcfg.n_embed) + " differs from the decoder's hidden size " +
+                  std::to_string(model_.config.hidden));
+  encoder_ = std::make_unique<DeepEncoder>(vcfg, vision);
+  global_side_ = output_side(vcfg, kGlobalViewSide);
+  tile_side_ = output_side(vcfg, kTileSide);
 }
 
 int64_t UnlimitedOcrModel::image_tokens(int width, int height, VisionMode mode) const {

@@ -33,6 +33,11 @@ class UnlimitedOcrModel : public OcrModel {
   // dir: config.json (published layout, with vision_config) + model.safetensors (decoder and vision
   // tensors) + tokenizer.json. InvalidInput naming the missing or broken file or tensor.
   static std::unique_ptr<UnlimitedOcrModel> load(const std::string& dir, const std::string& weights = "");
+  // The GGUF files llama.cpp users hold: the text model (deepseek2-ocr) and its mmproj (the vision
+  // tower, model/vision/mmproj.h). InvalidInput when the projector's width differs from the text
+  // model's hidden size, naming both files.
+  static std::unique_ptr<UnlimitedOcrModel> load_gguf(const std::string& text_gguf, const std::string& mmproj,
+                                                      const std::string& weights = "");
 
   std::string name() const override { return "unlimited-ocr"; }
   Decoder& decoder() override { return *model_.decoder; }
@@ -53,7 +58,11 @@ class UnlimitedOcrModel : public OcrModel {
  private:
   UnlimitedOcrModel() = default;
 
+  // Checks the decoder against the tower and builds the encoder over `vision`'s tensors.
+  void attach_encoder(const VisionConfig& vcfg, const TensorSource& vision, const std::string& where);
+
   LoadedModel model_;
+  std::unique_ptr<TensorSource> mmproj_;  // the vision tensors when they come from an mmproj file
   std::unique_ptr<DeepEncoder> encoder_;
   int64_t global_side_ = 0, tile_side_ = 0;  // encoder output grid of a 1024 view / a 640 tile
 };

@@ -76,6 +76,8 @@ const std::vector<Key>& keys() {
                    if (v.s.empty() || parse_weight_scheme(v.s)) return std::string();
                    return "must be one of " + std::string(weight_scheme_names()) + ", got '" + v.s + "'";
                  }});
+    k.push_back({"model.mmproj", Type::String, "with a .gguf model.path: its vision tower (llama.cpp's mmproj file), for OCR",
+                 [](ServerConfig& c, const Value& v) { c.model.mmproj = v.s; return std::string(); }});
     k.push_back({"model.max_reference_length", Type::Int, "prompt tokens per request at most (0 = the model's context)",
                  [](ServerConfig& c, const Value& v) {
                    c.model.max_reference_length = v.i;

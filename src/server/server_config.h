@@ -21,6 +21,7 @@ struct ServerConfig {
   struct Model {
     std::string path;                  // "" = the shipped model (resolved_model_path)
     std::string weights;               // "" = as stored; else a --weights scheme (q8_0, q4_k_m, ...)
+    std::string mmproj;                // with a .gguf model.path: llama.cpp's vision-tower file
     int64_t max_reference_length = 0;  // prompt tokens at most; 0 = the model's context
   } model;
   struct Attention {

@@ -130,8 +130,8 @@ void Service::start() {
 void Service::load() {
   const std::string path = resolved_model_path(cfg_);
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
-  if (is_ocr_model_dir(path)) {
-    ocr_model_ = load_ocr_model(path, cfg_.model.weights);
+  if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
+    ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();
   } else {
