@@ -43,7 +43,7 @@ struct DecodeArgs {
   std::string model, json, weights;
   KVOptions kv;
   PolicyOptions policy;
-  int64_t ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 512;
+  int64_t ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 2048;
   int threads = 0;
   bool synthetic_ref = true;
   uint64_t seed = 1;

@@ -8,12 +8,20 @@
 
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/causal_attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "model/weight_names.h"
 
 namespace folio {
 
+namespace {
+
+// A reference run of at least this many tokens attends as matrix products (kernels::attend_causal);
+// a shorter one, one query at a time (it reads little, and short prompts keep their exact numbers).
+constexpr int64_t kCausalRunMinTokens = 64;
+
+}  // namespace
 
 const TensorView* Decoder::need(const std::string& name, std::vector<int64_t> shape) {
   const TensorView& t = src_.get(name, shape);
@@ -256,12 +264,22 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
   };
 
   std::vector<Task> parallel;
+  // Long runs of reference tokens attend as matrix products (causal_attention.h), once their keys
+  // and values are stored: {input, first row, count}.
+  struct Run {
+    size_t input;
+    int64_t row, n;
+  };
+  std::vector<Run> runs;
   int64_t row = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const Input& in = batch[i];
     const int64_t n = in.count();
     const bool ring = !in.reference && in.kv->policy().windowed();
-    if (ring && n > 1) {
+    if (in.reference && n >= kCausalRunMinTokens) {
+      for (int64_t j = 0; j < n; ++j) store(Task{in.kv, row + j, first_pos[i] + j});
+      runs.push_back({i, row, n});
+    } else if (ring && n > 1) {
       // Several generated tokens at once into a ring: each must be written and attended before the
       // next one may overwrite a slot it still sees.
       for (int64_t j = 0; j < n; ++j) {
@@ -279,6 +297,24 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     row += n;
   }
   if (!parallel.empty()) attend_all(parallel);
+  for (const Run& r : runs) {
+    const Input& in = batch[r.input];
+    const int64_t first = first_pos[r.input];
+    std::vector<kernels::KVSpan> spans;
+    in.kv->visible_spans(layer, first + r.n - 1, spans);
+    int64_t rows = 0;
+    for (const kernels::KVSpan& sp : spans) rows += sp.tokens;
+    if (rows == first + r.n) {
+      const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      kernels::attend_causal(q + r.row * nh * hd, r.n, first, spans, shape, out + r.row * nh * hd, pool);
+      continue;
+    }
+    // Rows that are not the positions 0.. in order (a rolling reference that dropped pages): one
+    // query at a time.
+    std::vector<Task> one_by_one;
+    for (int64_t j = 0; j < r.n; ++j) one_by_one.push_back(Task{in.kv, r.row + j, first + j});
+    attend_all(one_by_one);
+  }
   // Blocks of a tiered reference stay pinned only while this layer reads them.
   for (const Input& in : batch) in.kv->end_reads();
 }

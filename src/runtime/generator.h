@@ -58,7 +58,7 @@ struct GenerationOptions {
   int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
   int no_repeat_window = 128;    // looking back this many tokens (reference ids + output)
   bool stop_at_eos = true;
-  int64_t prefill_chunk = 512;   // reference rows per forward pass
+  int64_t prefill_chunk = 2048;  // reference rows per forward pass (a MoE layer converts its experts once per pass)
   // When set, each generated token is fed back to the decoder as the embedding row this hook
   // writes (`hidden` floats) instead of by id (models whose output tokens are embedded by more than
   // the decoder's own table). Unset: fed by id.

@@ -41,7 +41,7 @@ struct OcrOptions {
   size_t kv_hot_bytes = size_t{64} << 20, kv_cold_bytes = size_t{64} << 30;
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
-  int64_t prefill_chunk = 512;
+  int64_t prefill_chunk = 2048;  // a MoE layer converts every expert it meets once per pass: fewer, longer passes
   std::optional<int> no_repeat_ngram;   // overrides of the model's recipe (0 turns the guard off)
   std::optional<int> no_repeat_window;
   // Teacher forcing: feed these tokens (another run's OcrResult) instead of the model's own, pass by
