@@ -14,6 +14,7 @@ int64_t dtype_block_elems(DType t) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q5_0: return 32;
+    case DType::Q5_1: return 32;
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: return 256;
@@ -29,6 +30,7 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q8_0: return sizeof(BlockQ8_0);
     case DType::Q4_0: return sizeof(BlockQ4_0);
     case DType::Q5_0: return sizeof(BlockQ5_0);
+    case DType::Q5_1: return sizeof(BlockQ5_1);
     case DType::Q4_K: return sizeof(BlockQ4K);
     case DType::Q5_K: return sizeof(BlockQ5K);
     case DType::Q6_K: return sizeof(BlockQ6K);
@@ -51,6 +53,7 @@ const char* dtype_name(DType t) {
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
     case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
@@ -67,6 +70,7 @@ std::optional<DType> parse_dtype(std::string_view s) {
   if (l == "q8_0" || l == "q8") return DType::Q8_0;
   if (l == "q4_0") return DType::Q4_0;
   if (l == "q5_0") return DType::Q5_0;
+  if (l == "q5_1") return DType::Q5_1;
   if (l == "q4_k") return DType::Q4_K;
   if (l == "q5_k") return DType::Q5_K;
   if (l == "q6_k") return DType::Q6_K;
@@ -146,6 +150,7 @@ void convert_to_f32(DType t, const void* src, float* dst, int64_t n) {
     }
     case DType::Q4_0: dequantize_q4_0(src, dst, n); return;
     case DType::Q5_0: dequantize_q5_0(src, dst, n); return;
+    case DType::Q5_1: dequantize_q5_1(src, dst, n); return;
     case DType::Q4_K: dequantize_q4_k(src, dst, n); return;
     case DType::Q5_K: dequantize_q5_k(src, dst, n); return;
     case DType::Q6_K: dequantize_q6_k(src, dst, n); return;
@@ -182,6 +187,7 @@ void convert_from_f32(DType t, const float* src, void* dst, int64_t n) {
     }
     case DType::Q4_0: quantize_q4_0(src, dst, n); return;
     case DType::Q5_0: quantize_q5_0(src, dst, n); return;
+    case DType::Q5_1: quantize_q5_1(src, dst, n); return;
     case DType::Q4_K: quantize_q4_k(src, dst, n); return;
     case DType::Q5_K: quantize_q5_k(src, dst, n); return;
     case DType::Q6_K: quantize_q6_k(src, dst, n); return;

@@ -14,7 +14,7 @@
 
 namespace folio {
 
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K };
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 
 // True for the block-quantised weight formats (q8_0 and after): their matmuls quantise the
 // activations to 8 bits and take integer dot products (kernels/cpu/matmul.h).

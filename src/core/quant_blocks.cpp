@@ -143,6 +143,21 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
   }
 }
 
+void dequantize_q5_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_1*>(src);
+  for (int64_t k = 0; k < n / 32; ++k, dst += 32) {
+    const float d = f16_to_f32(b[k].d), m = f16_to_f32(b[k].m);
+    uint32_t qh;
+    std::memcpy(&qh, b[k].qh, 4);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = static_cast<int>((b[k].qs[j] & 15u) | (((qh >> j) & 1u) << 4));
+      const int hi = static_cast<int>((b[k].qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+      dst[j] = static_cast<float>(lo) * d + m;
+      dst[j + 16] = static_cast<float>(hi) * d + m;
+    }
+  }
+}
+
 namespace {
 
 // q4_k and q5_k (kFifth): the same sub-blocks, q5_k adding bit j of qh[l] as element l's 16s.
@@ -225,6 +240,27 @@ void quantize_q5_0(const float* src, void* dst, int64_t n) {
   }
 }
 
+void quantize_q5_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_1*>(dst);
+  for (int64_t k = 0; k < n / 32; ++k, src += 32) {
+    float lo = src[0], hi = src[0];
+    for (int j = 1; j < 32; ++j) lo = std::min(lo, src[j]), hi = std::max(hi, src[j]);
+    const float d = (hi - lo) / 31.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    b[k].d = f32_to_f16(d);
+    b[k].m = f32_to_f16(lo);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      // Truncation of (x - min) / d + 0.5, as llama.cpp's reference: at most 31 by construction.
+      const int c0 = static_cast<uint8_t>((src[j] - lo) * id + 0.5f), c1 = static_cast<uint8_t>((src[j + 16] - lo) * id + 0.5f);
+      b[k].qs[j] = static_cast<uint8_t>((c0 & 15) | ((c1 & 15) << 4));
+      qh |= static_cast<uint32_t>((c0 >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((c1 >> 4) & 1) << (j + 16);
+    }
+    std::memcpy(b[k].qh, &qh, 4);
+  }
+}
+
 namespace {
 
 // q4_k and q5_k (kFifth): the same sub-blocks; q5_k keeps each code's 16s as bit j of qh[l].
@@ -280,7 +316,9 @@ void quantize_act_q8(const float* x, ActQ8* dst, int64_t n) {
     const float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
     uint16_t stored;
     dst[k].d = through_f16(d, &stored);
-    for (int i = 0; i < 32; ++i) dst[k].q[i] = static_cast<int8_t>(std::round(x[i] * id));
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) sum += dst[k].q[i] = static_cast<int8_t>(std::round(x[i] * id));
+    dst[k].s = through_f16(d * static_cast<float>(sum), &stored);
   }
 }
 

@@ -7,6 +7,8 @@
 //         qs[j] holds element j in its low nibble and element j + 16 in its high nibble.
 //   Q5_0  32 elements, 22 bytes:  f16 d, u8 qh[4], u8 qs[16];           w = d (q - 16)
 //         q's low 4 bits as Q4_0's nibbles, its fifth bit is bit i of the little-endian qh.
+//   Q5_1  32 elements, 24 bytes:  f16 d, f16 m, u8 qh[4], u8 qs[16];    w = d q + m
+//         q as Q5_0's (unsigned, 0..31): llama.cpp's fallback for Q5_K rows that are not a multiple of 256.
 //   Q4_K  256 elements, 144 bytes: f16 d, f16 dmin, u8 scales[12], u8 qs[128];
 //         8 sub-blocks of 32 with 6-bit scale sc_j and min m_j (packed, see scale_min_k4):
 //         w = d sc_j q - dmin m_j, q the nibble. Each 32 bytes of qs hold sub-block 2i in their
@@ -19,7 +21,8 @@
 //         half, high nibbles: 64-95 and 96-127) and 32 bytes of qh (2 bits for each quarter).
 //
 // Activations (f32 rows quantised once per matmul call, shared by every weight row):
-//   ActQ8   per 32 elements: d = max|x| / 127 rounded to f16 (as llama.cpp's q8_0), q = round(x / d).
+//   ActQ8   per 32 elements: d = max|x| / 127 rounded to f16 (as llama.cpp's q8_0), q = round(x / d),
+//           and s = d times the sum of q rounded to f16 (llama.cpp's q8_1: q5_1's minima need it).
 //   ActQ8K  per 256 elements: d = max|x| / 127 as f32, q = round(x / d), and the sums of q over
 //           each 16 elements (the K formats' minima and Q6_K's offset of 32 need them).
 // The integer dot of a weight block with an activation block is exact; how it is turned into
@@ -50,6 +53,13 @@ struct BlockQ5_0 {
 };
 static_assert(sizeof(BlockQ5_0) == 22);
 
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
 struct BlockQ4K {
   uint16_t d, dmin;
   uint8_t scales[12];
@@ -75,6 +85,7 @@ static_assert(sizeof(BlockQ6K) == 210);
 
 struct ActQ8 {
   float d;  // already rounded through f16
+  float s;  // the codes' sum times the unrounded d, rounded through f16 (llama.cpp's q8_1, for q5_1)
   int8_t q[32];
 };
 
@@ -116,6 +127,7 @@ inline void scales_mins_k4(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
 // Dequantise n elements (a multiple of the format's block size) of one format to f32.
 void dequantize_q4_0(const void* src, float* dst, int64_t n);
 void dequantize_q5_0(const void* src, float* dst, int64_t n);
+void dequantize_q5_1(const void* src, float* dst, int64_t n);
 void dequantize_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
@@ -123,6 +135,8 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n);
 // Quantise n f32 elements (a multiple of the block size) into blocks of one format.
 void quantize_q4_0(const float* src, void* dst, int64_t n);
 void quantize_q5_0(const float* src, void* dst, int64_t n);
+// q5_1: the block's minimum and (max - min) / 31 as llama.cpp's reference quantizer takes them.
+void quantize_q5_1(const float* src, void* dst, int64_t n);
 void quantize_q4_k(const float* src, void* dst, int64_t n);
 void quantize_q5_k(const float* src, void* dst, int64_t n);
 void quantize_q6_k(const float* src, void* dst, int64_t n);

@@ -17,7 +17,7 @@ DType row_fallback(DType t, int64_t cols) {
   if (cols % dtype_block_elems(t) == 0) return t;
   switch (t) {
     case DType::Q4_K: return cols % 32 == 0 ? DType::Q5_0 : DType::BF16;
-    case DType::Q5_K:
+    case DType::Q5_K: return cols % 32 == 0 ? DType::Q5_1 : DType::BF16;
     case DType::Q6_K: return cols % 32 == 0 ? DType::Q8_0 : DType::BF16;
     default: return cols % 32 == 0 ? t : DType::BF16;
   }
@@ -31,7 +31,7 @@ std::optional<WeightScheme> parse_weight_scheme(const std::string& name) {
   return WeightScheme{name, *t, false};
 }
 
-const char* weight_scheme_names() { return "q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m"; }
+const char* weight_scheme_names() { return "q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m"; }
 
 DType scheme_type_for(const WeightScheme& scheme, const std::string& role, int64_t layer, int64_t n_layers) {
   if (!scheme.k_mix) return scheme.base;

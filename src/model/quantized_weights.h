@@ -6,7 +6,7 @@
 // q4_k_m / q5_k_m: lm_head in q6_k; v_proj and the MLPs' down_proj in q6_k on the layers llama.cpp
 // gives more bits (the first and last eighth of the layers and every third in between), the base
 // format (q4_k / q5_k) elsewhere. A K format needs rows of a multiple of 256; other rows fall back as
-// llama.cpp's quantizer does (q4_k -> q5_0, q5_k and q6_k -> q8_0). Embeddings, the MoE router and
+// llama.cpp's quantizer does (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0). Embeddings, the MoE router and
 // norms keep the checkpoint's type; so does a tensor already in a block format.
 //
 // Construction quantises every linear (single-threaded, seconds per GB of weights) and then never
@@ -41,7 +41,7 @@ const char* weight_scheme_names();
 DType scheme_type_for(const WeightScheme& scheme, const std::string& role, int64_t layer, int64_t n_layers);
 
 // The format llama.cpp's quantizer falls back to when a row of `cols` values does not fill whole
-// blocks of `t` (q4_k -> q5_0, q5_k and q6_k -> q8_0, bf16 when not even 32 divides the row).
+// blocks of `t` (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, bf16 when not even 32 divides the row).
 DType row_fallback(DType t, int64_t cols);
 
 class QuantizedWeights : public TensorSource {

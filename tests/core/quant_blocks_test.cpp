@@ -49,6 +49,21 @@ TEST(QuantBlocks, Q5_0TakesItsFifthBitsFromQh) {
   EXPECT_EQ(v[0], -16.0f);
 }
 
+TEST(QuantBlocks, Q5_1AddsItsMinimumToUnsignedCodes) {
+  BlockQ5_1 b{};
+  b.d = 0x3800;  // 0.5
+  b.m = 0xC000;  // -2.0
+  for (auto& q : b.qs) q = 0;
+  b.qs[2] = 0x3F;                                 // element 2: low bits 15; element 18: low bits 3
+  const uint32_t qh = (1u << 2) | (1u << 17);     // element 2 gains 16, element 17 too
+  std::memcpy(b.qh, &qh, 4);
+  const std::vector<float> v = decode(DType::Q5_1, &b, 32);
+  EXPECT_EQ(v[2], 0.5f * 31 - 2.0f);
+  EXPECT_EQ(v[18], 0.5f * 3 - 2.0f);
+  EXPECT_EQ(v[17], 0.5f * 16 - 2.0f);
+  EXPECT_EQ(v[0], -2.0f);
+}
+
 // Scales 1..7, 63 and mins 0..6, 33 for the 8 sub-blocks, packed as ggml packs them.
 void write_k4_scales(uint8_t s[12]) {
   const uint8_t bytes[12] = {1, 2, 3, 4 | (3 << 6), 0, 1, 2, 3 | (2 << 6), 0x45, 0x56, 0x67, 0x1F};
@@ -132,7 +147,7 @@ TEST(QuantBlocks, EveryFormatRoundTripsWithinItsPrecision) {
   std::vector<float> x(256 * 64);
   for (auto& v : x) v = nd(rng);
   const double q8 = rms_error(DType::Q8_0, x), q4 = rms_error(DType::Q4_0, x), q5 = rms_error(DType::Q5_0, x),
-               q4k = rms_error(DType::Q4_K, x),
+               q51 = rms_error(DType::Q5_1, x), q4k = rms_error(DType::Q4_K, x),
                q5k = rms_error(DType::Q5_K, x), q6k = rms_error(DType::Q6_K, x);
   EXPECT_LT(q8, 0.01);
   EXPECT_LT(q6k, 0.03);
@@ -140,6 +155,8 @@ TEST(QuantBlocks, EveryFormatRoundTripsWithinItsPrecision) {
   EXPECT_LT(q4k, 0.12);
   EXPECT_LT(q4, 0.15);
   EXPECT_LT(q5, q4);
+  EXPECT_LT(q51, q4);
+  EXPECT_GT(q51, q8);
   EXPECT_LT(q6k, q5k);
   EXPECT_LT(q5k, q4k);
   EXPECT_GT(q4k, 0.01);  // 4 bits cannot be this good: the data really went through the codes

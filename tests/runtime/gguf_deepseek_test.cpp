@@ -118,12 +118,15 @@ TEST(GgufDeepseek, ConvertedF32FileDecodesAsLlamaCppAndAsTheSafetensors) {
 // runner-up logit, from the oracle) exceeds what a flip can move.
 TEST(GgufDeepseek, ReadsLlamaQuantizeFilesAndDecodesLlamaCppsTokens) {
   const auto prompt = oracle()["prompt"].get<std::vector<int32_t>>();
-  for (const char* type : {"Q8_0", "Q4_K_M"}) {
+  // The third: the hidden-64 tiny decoder in llama.cpp's Q5_1 (what Q5_K_M files hold where a row is
+  // not a multiple of 256).
+  for (const auto& [type, file] : {std::pair{"Q8_0", "tiny-k-Q8_0.gguf"}, std::pair{"Q4_K_M", "tiny-k-Q4_K_M.gguf"},
+                                   std::pair{"tiny_Q5_1", "tiny-Q5_1.gguf"}}) {
     SCOPED_TRACE(type);
     const auto& want = oracle()[type];
     const auto tokens = want["tokens"].get<std::vector<int32_t>>();
     const auto margins = want["margins"].get<std::vector<float>>();
-    LoadedModel m = load_model(kFixtures + "/tiny-k-" + type + ".gguf", false);
+    LoadedModel m = load_model(kFixtures + "/" + file, false);
     ThreadPool pool(2);
     KVBlockPool kvpool(m.decoder->kv_layout(DType::F32), 0);
     SequenceKV kv(kvpool, 1, KVPolicy::parse("full", 128));
@@ -179,6 +182,29 @@ TEST(GgufDeepseek, ConvertChoosesLlamaQuantizeTensorTypes) {
     EXPECT_EQ(mine->get_string("tokenizer.ggml.pre"), ref->get_string("tokenizer.ggml.pre"));
     EXPECT_EQ(mine->get_string_array("tokenizer.ggml.tokens"), ref->get_string_array("tokenizer.ggml.tokens"));
   }
+}
+
+// folio's q5_1 quantiser writes llama.cpp's blocks to the byte: the f32 file llama-quantize read,
+// quantised by folio, equals the file it wrote.
+TEST(GgufDeepseek, Q5_1BlocksEqualLlamaQuantizes) {
+  const fs::path dir = tiny().dir / "tiny";
+  write_random_checkpoint(preset_config("unlimited-ocr-decoder", "tiny"), dir.string(), 7, DType::F32);
+  LoadedModel m = load_model(dir.string(), false);
+  const std::string f32 = (tiny().dir / "tiny-f32.gguf").string();
+  write_decoder_gguf(m.config, *m.weights, read_json_file((dir / "tokenizer.json").string()), "f32", f32, "tiny");
+  auto src = GgufFile::open(f32);
+  auto ref = GgufFile::open(kFixtures + "/tiny-Q5_1.gguf");
+  int compared = 0;
+  for (const std::string& n : ref->names()) {
+    const TensorView& want = ref->tensor(n);
+    if (want.dtype != DType::Q5_1) continue;
+    const TensorView& x = src->tensor(n);
+    std::vector<uint8_t> mine(want.nbytes());
+    convert_from_f32(DType::Q5_1, static_cast<const float*>(x.data), mine.data(), x.numel());
+    EXPECT_EQ(0, std::memcmp(mine.data(), want.data, mine.size())) << n;
+    ++compared;
+  }
+  EXPECT_GT(compared, 20);
 }
 
 TEST(GgufDeepseek, VocabularyFromTheFileTokenizesAsTheTokenizerJson) {

@@ -46,8 +46,8 @@ using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t str
 
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
-  QGemvFn qgemv[6];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K
-  RowsToF32Fn to_f32[9];   // indexed by DType
+  QGemvFn qgemv[7];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
+  RowsToF32Fn to_f32[10];  // indexed by DType
   DotFn dot[3];            // F32, F16, BF16
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16

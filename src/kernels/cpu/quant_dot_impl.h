@@ -17,6 +17,7 @@
 // Every integer sum is exact, and the floats are combined in one fixed order per format, so all
 // ISAs (the scalar traits are the reference) give the same bits, whatever the thread split or batch:
 //   q8_0, q4_0, q5_0: per block, lane k accumulates fma(isum_k, dw * dx, acc_k); then hsum.
+//   q5_1: the same, and one float adding fma(m_w, s_x) per block; out = hsum + that float.
 //   K formats: per 256-block, s = fma(dw * dx, isum, s), minus the minima (fma(-(dmin dx), msum, s)).
 
 namespace folio::kernels::detail {
@@ -24,10 +25,12 @@ namespace {
 
 constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a tile of weight rows
 
-// Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones with kOffset to
-// subtract (q4_0: 8, q5_0: 16). Unsigned codes go straight into the u8 x s8 product, and the offset
-// comes off once per activation block for all rows of a tile (offset times its 4-element sums).
-// All three start with their f16 scale.
+// Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones (kUnsigned) with
+// kOffset to subtract (q4_0: 8, q5_0: 16, q5_1: 0). Unsigned codes go straight into the u8 x s8
+// product, and the offset comes off once per activation block for all rows of a tile (offset times
+// its 4-element sums). q5_1 adds its block minimum instead (kMin): m_w times the activation block's
+// s (d_x times its code sum, f16), into one float per row as llama.cpp does. All start with their
+// f16 scale (q5_1's minimum follows it).
 template <class I>
 float block_scale(const uint8_t* b) {
   uint16_t d;
@@ -38,6 +41,7 @@ float block_scale(const uint8_t* b) {
 template <class I>
 struct FmtQ8_0 {
   static constexpr int kOffset = 0;
+  static constexpr bool kUnsigned = false, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   static typename I::bytes weights(const uint8_t* b) { return I::load(b + offsetof(BlockQ8_0, q)); }
 };
@@ -45,6 +49,7 @@ struct FmtQ8_0 {
 template <class I>
 struct FmtQ4_0 {
   static constexpr int kOffset = 8;
+  static constexpr bool kUnsigned = true, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ4_0);
   static typename I::bytes weights(const uint8_t* b) { return I::expand16(b + offsetof(BlockQ4_0, qs)); }
 };
@@ -52,12 +57,26 @@ struct FmtQ4_0 {
 template <class I>
 struct FmtQ5_0 {
   static constexpr int kOffset = 16;
+  static constexpr bool kUnsigned = true, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ5_0);
   static typename I::bytes weights(const uint8_t* b) {
     uint32_t qh;
     std::memcpy(&qh, b + offsetof(BlockQ5_0, qh), 4);
     return I::or_(I::expand16(b + offsetof(BlockQ5_0, qs)), I::bits32(qh));
   }
+};
+
+template <class I>
+struct FmtQ5_1 {
+  static constexpr int kOffset = 0;
+  static constexpr bool kUnsigned = true, kMin = true;
+  static constexpr size_t kBytes = sizeof(BlockQ5_1);
+  static typename I::bytes weights(const uint8_t* b) {
+    uint32_t qh;
+    std::memcpy(&qh, b + offsetof(BlockQ5_1, qh), 4);
+    return I::or_(I::expand16(b + offsetof(BlockQ5_1, qs)), I::bits32(qh));
+  }
+  static float min(const uint8_t* b) { return block_scale<I>(b + offsetof(BlockQ5_1, m)); }
 };
 
 // Weight rows of block formats are short (1-2 KiB for a 1,280-wide matrix), so each row's stream
@@ -83,6 +102,7 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
   typename I::f32 acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = I::fzero();
+  float mins[R][G] = {};  // q5_1: the blocks' minima against the activation sums
   for (int64_t b = 0; b < nb; ++b) {
     typename I::bytes xv[G];
     typename I::i32 offset[G];
@@ -98,13 +118,15 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
       for (int g = 0; g < G; ++g) {
         typename I::i32 dot;
         if constexpr (F::kOffset != 0) dot = I::sub(I::dot_u8s8(wv, xv[g]), offset[g]);
+        else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv[g]);
         else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv[g], wv));
         acc[r][g] = I::fma(dot, dw * x[g * xs + b].d, acc[r][g]);
+        if constexpr (F::kMin) mins[r][g] = std::fma(F::min(blk), x[g * xs + b].s, mins[r][g]);
       }
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(acc[r][g]);
+    for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(acc[r][g]) + mins[r][g];
 }
 
 // K formats: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by
@@ -206,6 +228,7 @@ inline void dot_rows_q(const uint8_t* w, size_t rb, int64_t nb, const void* x, i
   if constexpr (T == DType::Q8_0) dot_rows_32<I, FmtQ8_0<I>, R, G>(w, rb, nb, a8, xs, out);
   else if constexpr (T == DType::Q4_0) dot_rows_32<I, FmtQ4_0<I>, R, G>(w, rb, nb, a8, xs, out);
   else if constexpr (T == DType::Q5_0) dot_rows_32<I, FmtQ5_0<I>, R, G>(w, rb, nb, a8, xs, out);
+  else if constexpr (T == DType::Q5_1) dot_rows_32<I, FmtQ5_1<I>, R, G>(w, rb, nb, a8, xs, out);
   else if constexpr (T == DType::Q4_K) dot_rows_k4<I, false, R, G>(w, rb, nb, a8k, xs, out);
   else if constexpr (T == DType::Q5_K) dot_rows_k4<I, true, R, G>(w, rb, nb, a8k, xs, out);
   else dot_rows_q6k<I, R, G>(w, rb, nb, a8k, xs, out);

@@ -26,7 +26,7 @@ enum GgufType : uint32_t {
 };
 
 // ggml tensor types folio reads.
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ5_0 = 6, kGgmlQ8_0 = 8, kGgmlQ4_K = 12, kGgmlQ5_K = 13,
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ5_0 = 6, kGgmlQ5_1 = 7, kGgmlQ8_0 = 8, kGgmlQ4_K = 12, kGgmlQ5_K = 13,
                    kGgmlQ6_K = 14, kGgmlBF16 = 30;
 
 // GgufValue scalar alternative index (0..11) -> GGUF type; array alternative i is 12 + i.
@@ -289,6 +289,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
       case kGgmlQ8_0: info.view.dtype = DType::Q8_0; break;
       case kGgmlQ4_0: info.view.dtype = DType::Q4_0; break;
       case kGgmlQ5_0: info.view.dtype = DType::Q5_0; break;
+      case kGgmlQ5_1: info.view.dtype = DType::Q5_1; break;
       case kGgmlQ4_K: info.view.dtype = DType::Q4_K; break;
       case kGgmlQ5_K: info.view.dtype = DType::Q5_K; break;
       case kGgmlQ6_K: info.view.dtype = DType::Q6_K; break;
@@ -296,7 +297,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
         const char* tn = ggml_type_name(info.type);
         throw_invalid("GGUF file '" + path + "': tensor '" + name + "' has ggml type " + std::to_string(info.type) +
                       (tn ? std::string(" (") + tn + ")" : std::string()) +
-                      ", which folio does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)");
+                      ", which folio does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
       }
     }
     const uint64_t inner = ne.empty() ? 1 : ne[0];
@@ -490,6 +491,7 @@ uint32_t ggml_type_of(DType t) {
     case DType::Q8_0: return kGgmlQ8_0;
     case DType::Q4_0: return kGgmlQ4_0;
     case DType::Q5_0: return kGgmlQ5_0;
+    case DType::Q5_1: return kGgmlQ5_1;
     case DType::Q4_K: return kGgmlQ4_K;
     case DType::Q5_K: return kGgmlQ5_K;
     case DType::Q6_K: return kGgmlQ6_K;
