@@ -28,9 +28,10 @@
 // The integer dot of a weight block with an activation block is exact; how it is turned into
 // floats is fixed per format (kernels/cpu/quant_dot.h), so every ISA gives the same bits.
 //
-// The quantizers here are simple and deterministic (max-based scales; K formats recompute their
-// codes with the 6- or 8-bit sub-block scales as stored); they write valid blocks of each layout but
-// not llama.cpp's exact choices (its search for the best scales lowers the error further).
+// The quantizers are deterministic. Q8_0, Q4_0, Q5_0 and Q5_1 write exactly what llama.cpp's
+// reference quantizer writes (tested against llama-quantize's files). The K formats use max-based
+// scales and recompute their codes with the 6- or 8-bit sub-block scales as stored: valid blocks,
+// but not llama.cpp's choices (its search for the best scales lowers the error further).
 // Files quantised by llama.cpp's own tool load and run the same whoever wrote them.
 #pragma once
 
