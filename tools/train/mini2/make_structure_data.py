@@ -95,6 +95,12 @@ def document_records(model, doc_dir):
         label = np.asarray(Image.open(os.path.join(doc_dir, f"label-{p}.png")).convert("RGB"))
         pages.append({"size": [int(gray.shape[1]), int(gray.shape[0])], "lines": page_records(model, gray, label)})
         p += 1
+    # A line drawn mostly in blended pixels (thin strokes, table rules) can vote for a colour that is
+    # no unit of this document: it has no label, like a line with no colour at all.
+    for pg in pages:
+        for ln in pg["lines"]:
+            if isinstance(ln["unit"], int) and not 0 <= ln["unit"] < len(doc["units"]):
+                ln["unit"] = None
     flat = [(ln["unit"], " ".join(s["text"] for s in ln["segments"])) for pg in pages for ln in pg["lines"]]
     actions = structure.label_lines(flat, [tuple(u) for u in doc["units"]])
     k = 0
