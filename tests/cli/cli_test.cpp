@@ -52,6 +52,41 @@ class Cli : public ::testing::Test {
 };
 fs::path Cli::dir_;
 
+// folio convert writes the GGUF pair users run with llama.cpp, and folio runs it back: ocr on the
+// text model + mmproj gives the directory model's markdown. Bad requests exit 2 naming the fault
+// and write nothing.
+TEST_F(Cli, ConvertWritesAGgufPairThatOcrReads) {
+  const fs::path m = dir_ / "uocr";
+  ASSERT_EQ(folio("make-model --arch unlimited-ocr --preset tiny --seed 2 --dtype f32 --out " + m.string()).code, 0);
+  const std::string text = (dir_ / "uocr.gguf").string(), mm = (dir_ / "uocr-mmproj.gguf").string();
+  CmdResult r = folio("convert --model " + m.string() + " --type f32 --out " + text + " --mmproj-out " + mm);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string pdf = std::string(FOLIO_SOURCE_DIR) + "/examples/sample-1page.pdf";
+  CmdResult dir = folio("ocr --model " + m.string() + " --max-tokens 24 --quiet " + pdf);
+  CmdResult pair = folio("ocr --model " + text + " --mmproj " + mm + " --max-tokens 24 --quiet " + pdf);
+  ASSERT_EQ(pair.code, 0) << pair.out;
+  EXPECT_EQ(pair.out, dir.out);
+  // Quantised as llama-quantize would (token_embd too, which --weights leaves as stored): it runs.
+  const std::string q8 = (dir_ / "uocr-q8_0.gguf").string();
+  r = folio("convert --model " + m.string() + " --type q8_0 --out " + q8);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("q8_0"), std::string::npos) << r.out;
+  EXPECT_EQ(folio("ocr --model " + q8 + " --mmproj " + mm + " --max-tokens 8 --quiet " + pdf).code, 0);
+
+  const std::string bad = (dir_ / "never.gguf").string();
+  r = folio("convert --model " + m.string() + " --type q3_k --out " + bad + " --mmproj-out " + bad + ".mm");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("q4_k_m"), std::string::npos) << r.out;
+  r = folio("convert --model " + good() + " --out " + bad);  // a llama checkpoint
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("deepseek_v2"), std::string::npos) << r.out;
+  r = folio("ocr --model " + text + " --max-tokens 4 --quiet " + pdf);  // no --mmproj
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--mmproj"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(bad));
+  EXPECT_FALSE(fs::exists(bad + ".mm"));
+}
+
 TEST_F(Cli, GenerateAndInspectWork) {
   CmdResult r = folio("generate --model " + good() + " --prompt \"hello world\" --max-tokens 8 --policy rswa --window 4 --stats");
   EXPECT_EQ(r.code, 0) << r.out;
