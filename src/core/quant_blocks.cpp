@@ -128,33 +128,48 @@ void dequantize_q4_0(const void* src, float* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// q5_0 and q5_1 codes (0..31): element j < 16 in the low nibble of qs[j], element j + 16 in its high
+// nibble, each code's 16s in bit (element) of the little-endian qh.
+void unpack_q5(const uint8_t qs[16], const uint8_t qh_bytes[4], int q[32]) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  for (int j = 0; j < 16; ++j) {
+    q[j] = static_cast<int>((qs[j] & 15u) | (((qh >> j) & 1u) << 4));
+    q[j + 16] = static_cast<int>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+  }
+}
+
+void pack_q5(const int q[32], uint8_t qs[16], uint8_t qh_bytes[4]) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+    qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+    qh |= static_cast<uint32_t>((q[j + 16] >> 4) & 1) << (j + 16);
+  }
+  std::memcpy(qh_bytes, &qh, 4);
+}
+
+}  // namespace
+
 void dequantize_q5_0(const void* src, float* dst, int64_t n) {
   const auto* b = static_cast<const BlockQ5_0*>(src);
+  int q[32];
   for (int64_t k = 0; k < n / 32; ++k, dst += 32) {
     const float d = f16_to_f32(b[k].d);
-    uint32_t qh;
-    std::memcpy(&qh, b[k].qh, 4);
-    for (int j = 0; j < 16; ++j) {
-      const int lo = static_cast<int>((b[k].qs[j] & 15u) | (((qh >> j) & 1u) << 4));
-      const int hi = static_cast<int>((b[k].qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-      dst[j] = d * static_cast<float>(lo - 16);
-      dst[j + 16] = d * static_cast<float>(hi - 16);
-    }
+    unpack_q5(b[k].qs, b[k].qh, q);
+    for (int j = 0; j < 32; ++j) dst[j] = d * static_cast<float>(q[j] - 16);
   }
 }
 
 void dequantize_q5_1(const void* src, float* dst, int64_t n) {
   const auto* b = static_cast<const BlockQ5_1*>(src);
+  int q[32];
   for (int64_t k = 0; k < n / 32; ++k, dst += 32) {
     const float d = f16_to_f32(b[k].d), m = f16_to_f32(b[k].m);
-    uint32_t qh;
-    std::memcpy(&qh, b[k].qh, 4);
-    for (int j = 0; j < 16; ++j) {
-      const int lo = static_cast<int>((b[k].qs[j] & 15u) | (((qh >> j) & 1u) << 4));
-      const int hi = static_cast<int>((b[k].qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-      dst[j] = static_cast<float>(lo) * d + m;
-      dst[j + 16] = static_cast<float>(hi) * d + m;
-    }
+    unpack_q5(b[k].qs, b[k].qh, q);
+    for (int j = 0; j < 32; ++j) dst[j] = static_cast<float>(q[j]) * d + m;
   }
 }
 
@@ -225,23 +240,19 @@ void quantize_q4_0(const float* src, void* dst, int64_t n) {
 
 void quantize_q5_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_0*>(dst);
+  int q[32];
   for (int64_t k = 0; k < n / 32; ++k, src += 32) {
     const float d = signed_absmax(src, 32) / -16.f;
     b[k].d = f32_to_f16(d);
     const float id = d != 0.f ? 1.f / d : 0.f;
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; ++j) {
-      const int lo = truncated_code(src[j] * id + 16.5f, 31), hi = truncated_code(src[j + 16] * id + 16.5f, 31);
-      b[k].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
-      qh |= static_cast<uint32_t>(lo >> 4) << j;
-      qh |= static_cast<uint32_t>(hi >> 4) << (j + 16);
-    }
-    std::memcpy(b[k].qh, &qh, 4);
+    for (int j = 0; j < 32; ++j) q[j] = truncated_code(src[j] * id + 16.5f, 31);
+    pack_q5(q, b[k].qs, b[k].qh);
   }
 }
 
 void quantize_q5_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_1*>(dst);
+  int q[32];
   for (int64_t k = 0; k < n / 32; ++k, src += 32) {
     float lo = src[0], hi = src[0];
     for (int j = 1; j < 32; ++j) lo = std::min(lo, src[j]), hi = std::max(hi, src[j]);
@@ -249,15 +260,9 @@ void quantize_q5_1(const float* src, void* dst, int64_t n) {
     const float id = d != 0.f ? 1.f / d : 0.f;
     b[k].d = f32_to_f16(d);
     b[k].m = f32_to_f16(lo);
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; ++j) {
-      // Truncation of (x - min) / d + 0.5, as llama.cpp's reference: at most 31 by construction.
-      const int c0 = static_cast<uint8_t>((src[j] - lo) * id + 0.5f), c1 = static_cast<uint8_t>((src[j + 16] - lo) * id + 0.5f);
-      b[k].qs[j] = static_cast<uint8_t>((c0 & 15) | ((c1 & 15) << 4));
-      qh |= static_cast<uint32_t>((c0 >> 4) & 1) << j;
-      qh |= static_cast<uint32_t>((c1 >> 4) & 1) << (j + 16);
-    }
-    std::memcpy(b[k].qh, &qh, 4);
+    // Truncation of (x - min) / d + 0.5, as llama.cpp's reference: at most 31 by construction.
+    for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>((src[j] - lo) * id + 0.5f);
+    pack_q5(q, b[k].qs, b[k].qh);
   }
 }
 

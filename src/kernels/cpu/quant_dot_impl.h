@@ -54,15 +54,21 @@ struct FmtQ4_0 {
   static typename I::bytes weights(const uint8_t* b) { return I::expand16(b + offsetof(BlockQ4_0, qs)); }
 };
 
+// q5_0 / q5_1 codes: Q4_0's nibbles with the fifth bits from the little-endian qh.
+template <class I>
+typename I::bytes five_bit_codes(const uint8_t* qs, const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  return I::or_(I::expand16(qs), I::bits32(qh));
+}
+
 template <class I>
 struct FmtQ5_0 {
   static constexpr int kOffset = 16;
   static constexpr bool kUnsigned = true, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ5_0);
   static typename I::bytes weights(const uint8_t* b) {
-    uint32_t qh;
-    std::memcpy(&qh, b + offsetof(BlockQ5_0, qh), 4);
-    return I::or_(I::expand16(b + offsetof(BlockQ5_0, qs)), I::bits32(qh));
+    return five_bit_codes<I>(b + offsetof(BlockQ5_0, qs), b + offsetof(BlockQ5_0, qh));
   }
 };
 
@@ -72,9 +78,7 @@ struct FmtQ5_1 {
   static constexpr bool kUnsigned = true, kMin = true;
   static constexpr size_t kBytes = sizeof(BlockQ5_1);
   static typename I::bytes weights(const uint8_t* b) {
-    uint32_t qh;
-    std::memcpy(&qh, b + offsetof(BlockQ5_1, qh), 4);
-    return I::or_(I::expand16(b + offsetof(BlockQ5_1, qs)), I::bits32(qh));
+    return five_bit_codes<I>(b + offsetof(BlockQ5_1, qs), b + offsetof(BlockQ5_1, qh));
   }
   static float min(const uint8_t* b) { return block_scale<I>(b + offsetof(BlockQ5_1, m)); }
 };
