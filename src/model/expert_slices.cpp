@@ -1,7 +1,5 @@
 #include "model/expert_slices.h"
 
-#include <algorithm>
-
 #include "model/weight_names.h"
 
 namespace folio {
@@ -20,7 +18,7 @@ ExpertSliceSource::ExpertSliceSource(std::unique_ptr<TensorSource> inner) : inne
   for (const std::string& n : inner_->names()) {
     const TensorView& t = *inner_->find(n);
     if (!is_stacked_experts(t)) {
-      names_.push_back(n);
+      tensors_[n] = t;
       continue;
     }
     TensorView one = t;
@@ -29,17 +27,9 @@ ExpertSliceSource::ExpertSliceSource(std::unique_ptr<TensorSource> inner) : inne
     for (int64_t e = 0; e < t.shape[0]; ++e) {
       one.name = expert_slice_name(n, e);
       one.data = static_cast<const uint8_t*>(t.data) + static_cast<size_t>(e) * expert_bytes;
-      slices_[one.name] = one;
-      names_.push_back(one.name);
+      tensors_[one.name] = one;
     }
   }
-  std::sort(names_.begin(), names_.end());
-}
-
-const TensorView* ExpertSliceSource::find(std::string_view name) const {
-  auto it = slices_.find(name);
-  if (it != slices_.end()) return &it->second;
-  return inner_->find(name);
 }
 
 }  // namespace folio

@@ -11,30 +11,23 @@
 // The inner source must outlive this one.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "model/io/tensor_source.h"
 
 namespace folio {
 
-class ExpertSliceSource : public TensorSource {
+class ExpertSliceSource : public TensorMapSource {
  public:
   // A 3-D tensor whose name ends in "_exps.weight" is split; other 3-D tensors are left whole.
   explicit ExpertSliceSource(std::unique_ptr<TensorSource> inner);
 
   const TensorSource& inner() const { return *inner_; }
-
-  const TensorView* find(std::string_view name) const override;
-  std::vector<std::string> names() const override { return names_; }
   std::string description() const override { return inner_->description(); }
 
  private:
   std::unique_ptr<TensorSource> inner_;
-  std::map<std::string, TensorView, std::less<>> slices_;
-  std::vector<std::string> names_;
 };
 
 }  // namespace folio

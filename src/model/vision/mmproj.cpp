@@ -153,21 +153,10 @@ std::unique_ptr<MmprojSource> MmprojSource::open(const std::string& path) {
     TensorView v = g.tensor(n);
     v.name = hf;
     if (hf == "model.view_seperator" && v.shape.size() == 2 && v.shape[0] == 1) v.shape = {v.shape[1]};
-    m->views_[hf] = v;
+    m->tensors_[hf] = v;
   }
-  m->config_ = config_from(g, m->views_);
+  m->config_ = config_from(g, m->tensors_);
   return m;
-}
-
-const TensorView* MmprojSource::find(std::string_view hf_name) const {
-  auto it = views_.find(hf_name);
-  return it == views_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> MmprojSource::names() const {
-  std::vector<std::string> out;
-  for (const auto& [n, v] : views_) out.push_back(n);
-  return out;
 }
 
 void write_mmproj_gguf(const VisionConfig& c, const TensorSource& hf, DType matrices, const std::string& path,

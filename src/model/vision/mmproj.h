@@ -16,7 +16,6 @@
 // Failures throw Error(InvalidInput) naming the file and the key or tensor at fault.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 
@@ -32,13 +31,12 @@ namespace folio {
 std::string mmproj_tensor_name(const std::string& hf_name);
 std::string hf_vision_tensor_name(const std::string& mmproj_name);
 
-class MmprojSource : public TensorSource {
+// Its tensors are the file's views, keyed by their Hugging Face names.
+class MmprojSource : public TensorMapSource {
  public:
   static std::unique_ptr<MmprojSource> open(const std::string& path);
 
   const VisionConfig& config() const { return config_; }
-  const TensorView* find(std::string_view hf_name) const override;
-  std::vector<std::string> names() const override;
   std::string description() const override { return file_->description(); }
 
  private:
@@ -46,7 +44,6 @@ class MmprojSource : public TensorSource {
 
   std::unique_ptr<GgufFile> file_;
   VisionConfig config_;
-  std::map<std::string, TensorView, std::less<>> views_;  // by Hugging Face name
 };
 
 // Writes the DeepEncoder tensors of `hf` (Hugging Face names) as an mmproj file. Matrices are stored
