@@ -37,4 +37,8 @@ std::string shape_to_string(const std::vector<int64_t>& shape);
 // All elements of t converted to f32 (a copy).
 std::vector<float> to_f32_vector(const TensorView& t);
 
+// t's elements converted to `target` into dst (dtype_row_bytes(target, cols) per row of the innermost
+// dimension), one row at a time through f32. Precondition: a block target's blocks divide the rows.
+void convert_tensor(const TensorView& t, DType target, void* dst);
+
 }  // namespace folio

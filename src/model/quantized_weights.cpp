@@ -67,15 +67,8 @@ void QuantizedWeights::quantize(const std::string& name, DType target) {
   if (t == nullptr || t->shape.size() != 2 || dtype_is_block_quantized(t->dtype)) return;  // the decoder reports a missing one
   target = row_fallback(target, t->cols());
   if (target == t->dtype || !dtype_is_block_quantized(target)) return;
-  const int64_t rows = t->shape[0], cols = t->cols();
-  std::vector<float> row(static_cast<size_t>(cols));
-  std::vector<uint8_t> bytes(static_cast<size_t>(rows) * dtype_row_bytes(target, cols));
-  const auto* src = static_cast<const uint8_t*>(t->data);
-  const size_t out_rb = dtype_row_bytes(target, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    convert_to_f32(t->dtype, src + static_cast<size_t>(r) * t->row_bytes(), row.data(), cols);
-    convert_from_f32(target, row.data(), bytes.data() + static_cast<size_t>(r) * out_rb, cols);
-  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(t->shape[0]) * dtype_row_bytes(target, t->cols()));
+  convert_tensor(*t, target, bytes.data());
   TensorView v = *t;
   v.dtype = target;
   v.data = bytes.data();

@@ -47,16 +47,6 @@ DType target_type(const ExportType& t, const TensorSpec& spec, const std::string
   return row_fallback(scheme_type_for(*t.scheme, role, layer, n_layers), cols);
 }
 
-void convert_rows(const TensorView& src, DType target, uint8_t* out) {
-  const int64_t rows = src.rows(), cols = src.cols();
-  std::vector<float> row(static_cast<size_t>(cols));
-  const size_t out_rb = dtype_row_bytes(target, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    convert_to_f32(src.dtype, src.row_ptr(r), row.data(), cols);
-    convert_from_f32(target, row.data(), out + static_cast<size_t>(r) * out_rb, cols);
-  }
-}
-
 void set_metadata(const ModelConfig& c, const std::string& name, GgufWriter& w) {
   const std::string a = "deepseek2-ocr.";
   auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
@@ -129,7 +119,7 @@ GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& h
       TensorView v{gg_specs[i].name, target, src.shape, src.data};
       if (target != src.dtype) {
         storage.emplace_back(bytes);
-        convert_rows(src, target, storage.back().data());
+        convert_tensor(src, target, storage.back().data());
         v.data = storage.back().data();
       }
       views.push_back(v);
@@ -142,7 +132,7 @@ GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& h
       views.push_back({slice->first, target, {c.n_routed, src.shape[0], src.shape[1]}, storage.back().data()});
     }
     auto* base = static_cast<uint8_t*>(const_cast<void*>(views[it->second].data));
-    convert_rows(src, target, base + bytes * static_cast<size_t>(slice->second));
+    convert_tensor(src, target, base + bytes * static_cast<size_t>(slice->second));
   }
   for (const TensorView& v : views) {
     w.add_tensor(v);

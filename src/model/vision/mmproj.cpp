@@ -200,8 +200,7 @@ void write_mmproj_gguf(const VisionConfig& c, const TensorSource& hf, DType matr
     v.dtype = keeps_f32(n, src) ? DType::F32 : matrices;
     if (v.dtype != src.dtype) {
       storage.emplace_back(v.nbytes());
-      std::vector<float> f = to_f32_vector(src);
-      convert_from_f32(v.dtype, f.data(), storage.back().data(), v.numel());
+      convert_tensor(src, v.dtype, storage.back().data());
       v.data = storage.back().data();
     }
     w.add_tensor(v);
