@@ -222,6 +222,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     int64_t pos;  // absolute position
   };
   auto store = [&](const Task& t) { t.kv->store(layer, t.pos, k + t.row * kv_row, v + t.row * kv_row); };
+  const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   // Attends every (token, head) of `tasks`, spread over the pool: the (token, head) pairs in order
   // are cut into one contiguous range per thread, and each token's heads in a range go to the kernel
   // in one call, which reads a KV block's rows of all those heads in one pass (they lie side by side).
@@ -230,7 +231,6 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     for (const Task& t : tasks) max_rows = std::max(max_rows, t.pos + 1);
     const int64_t total = static_cast<int64_t>(tasks.size()) * nh;
     const int64_t nthreads = std::min<int64_t>(pool.size(), total);
-    const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
     const int64_t group = nh / cfg_.n_kv_heads;
     pool.run_on_all([&](int tid) {
       if (tid >= nthreads) return;
@@ -305,7 +305,6 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     int64_t rows = 0;
     for (const kernels::KVSpan& sp : spans) rows += sp.tokens;
     if (rows == first + r.n) {
-      const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
       kernels::attend_causal(q + r.row * nh * hd, r.n, first, spans, shape, out + r.row * nh * hd, pool);
       continue;
     }

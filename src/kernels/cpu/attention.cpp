@@ -38,11 +38,6 @@ void prefetch_span_rows(const uint8_t* head_rows, size_t row_bytes, int64_t toke
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(head_rows + o);
 }
 
-// Where KV head `kv_head`'s rows of a span start, in its keys or its values.
-const uint8_t* head_rows(const KVSpan& s, size_t kv_head, bool values) {
-  return values ? s.v + kv_head * s.v_head_stride : s.k + kv_head * s.k_head_stride;
-}
-
 class StreamPrefetch {
  public:
   StreamPrefetch(std::span<const KVSpan> spans, int64_t head_begin, int64_t head_end, int64_t group, int64_t hd, bool values)

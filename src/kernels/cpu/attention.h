@@ -36,6 +36,11 @@ struct KVSpan {
   int64_t v_group = 0;
 };
 
+// Where KV head `kv_head`'s rows of a span start, in its keys or its values.
+inline const uint8_t* head_rows(const KVSpan& s, size_t kv_head, bool values) {
+  return values ? s.v + kv_head * s.v_head_stride : s.k + kv_head * s.k_head_stride;
+}
+
 struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;

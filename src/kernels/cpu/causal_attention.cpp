@@ -33,7 +33,7 @@ void head_to_f32(std::span<const KVSpan> spans, int64_t kvh, int64_t hd, bool va
     const int64_t take = std::min(s.tokens, rows - r);
     const KVDType t = values ? s.v_type : s.k_type;
     const size_t rb = kv_row_bytes(t, hd);
-    const uint8_t* base = values ? s.v + static_cast<size_t>(kvh) * s.v_head_stride : s.k + static_cast<size_t>(kvh) * s.k_head_stride;
+    const uint8_t* base = head_rows(s, static_cast<size_t>(kvh), values);
     float* out = dst + r * hd;
     if (!kv_quantized(t)) {
       table.to_f32[static_cast<int>(kv_float_dtype(t))](base, rb, hd, take, out);
