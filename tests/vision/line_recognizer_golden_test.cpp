@@ -36,7 +36,8 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST(LineRecognizer, MatchesTorchOnARenderedLine) {
   auto st = SafetensorsCheckpoint::open(kFixture);
-  const LineRecognizer rec(*st, test_charset());
+  const LineRecognizer rec(*st, test_charset(), "", LineRecognizer::Precision::F32);
+  ASSERT_EQ(rec.precision(), LineRecognizer::Precision::F32);
   const TensorView& in = st->get("input");
   const std::vector<float> crop = to_f32_vector(in), want = to_f32_vector(st->get("expected_logits"));
   ThreadPool pool(2);

@@ -82,5 +82,22 @@ struct IAvx2 {
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
 };
 
+// int8_gemm_impl.h's traits: a 16-row panel slice is two 256-bit vectors (rows 0-7, 8-15);
+// 4 rows x 1 panel keep 8 accumulators in the 16 registers.
+struct GAvx2 {
+  using bytes = __m256i;
+  using acc = __m256i;
+  static constexpr int kVecs = 2, kRows = 4, kPanels = 1;
+  static acc zero() { return _mm256_setzero_si256(); }
+  static bytes bcast4(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  }
+  static bytes load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static acc dot(acc c, bytes u, bytes s) { return _mm256_add_epi32(c, IAvx2::dot_u8s8(u, s)); }
+  static void store(int32_t* p, acc v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+};
+
 }  // namespace
 }  // namespace folio::kernels::detail

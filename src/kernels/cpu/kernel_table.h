@@ -44,6 +44,11 @@ using DotCodeRowsFn = void (*)(const float* qs, const uint8_t* codes, size_t str
 using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params,
                                 size_t param_stride, int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y);
 
+// c [rows, npanels * 16] = exact int32 sums of a [rows, k] (u8 <= 127, k a multiple of 4) times
+// int8 weight panels (int8_gemm.h's layout).
+using GemmInt8SumsFn = void (*)(const uint8_t* a, int64_t rows, int64_t k, const int8_t* panels, int64_t npanels,
+                                int32_t* c);
+
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
   QGemvFn qgemv[7];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
@@ -55,6 +60,7 @@ struct KernelTable {
   DotCodeRowsFn dot_code_rows[2];    // Q8, Q4
   AxpyCodeRowsFn axpy_code_rows[2];  // Q8, Q4
   ExpSumFn exp_sum;
+  GemmInt8SumsFn gemm_int8_sums;
 };
 
 const KernelTable& scalar_table();
@@ -62,6 +68,7 @@ const KernelTable& scalar_table();
 const KernelTable& avx2_table();
 const KernelTable& avx512_table();      // picks avx512_vnni_table() where the CPU has VNNI
 const KernelTable& avx512_vnni_table();
+const KernelTable& avx512_plain_table();  // AVX-512 without VNNI even where the CPU has it (tests)
 
 inline const KernelTable& table_for(Isa isa) {
   switch (isa) {

@@ -84,7 +84,7 @@ struct VAvx2 {
 
 namespace folio::kernels::detail {
 namespace {
-constexpr KernelTable kAvx2Table = make_table<VAvx2, IAvx2>();
+constexpr KernelTable kAvx2Table = make_table<VAvx2, IAvx2, GAvx2>();
 }  // namespace
 }  // namespace folio::kernels::detail
 

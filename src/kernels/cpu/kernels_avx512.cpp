@@ -24,11 +24,12 @@
 #include "kernels/cpu/vec_avx512.h"
 
 #include "kernels/cpu/int8_avx2.h"
+#include "kernels/cpu/int8_avx512.h"
 #include "kernels/cpu/kernels_impl.h"
 
 namespace folio::kernels::detail {
 namespace {
-constexpr KernelTable kAvx512Table = make_table<VAvx512, IAvx2>();
+constexpr KernelTable kAvx512Table = make_table<VAvx512, IAvx2, GAvx512>();
 }  // namespace
 }  // namespace folio::kernels::detail
 
@@ -41,4 +42,5 @@ const KernelTable& avx512_table() {
   static const bool vnni = __builtin_cpu_supports("avx512vnni");
   return vnni ? avx512_vnni_table() : kAvx512Table;
 }
+const KernelTable& avx512_plain_table() { return kAvx512Table; }
 }  // namespace folio::kernels::detail

@@ -22,11 +22,17 @@
 
 #include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/int8_avx2.h"
+#include "kernels/cpu/int8_avx512.h"
 
 namespace folio::kernels::detail {
 namespace {
 struct IVnni : IAvx2 {
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+};
+// The integer GEMM's tile with vpdpbusd: no temporaries, so 6 rows x 4 panels (24 accumulators).
+struct GAvx512Vnni : GAvx512 {
+  static constexpr int kRows = 6, kPanels = 4;
+  static acc dot(acc c, bytes u, bytes s) { return _mm512_dpbusd_epi32(c, u, s); }
 };
 }  // namespace
 }  // namespace folio::kernels::detail
@@ -35,7 +41,7 @@ struct IVnni : IAvx2 {
 
 namespace folio::kernels::detail {
 namespace {
-constexpr KernelTable kAvx512VnniTable = make_table<VAvx512, IVnni>();
+constexpr KernelTable kAvx512VnniTable = make_table<VAvx512, IVnni, GAvx512Vnni>();
 }  // namespace
 }  // namespace folio::kernels::detail
 

@@ -11,7 +11,10 @@
 //   zero, set1, load (f32), load_f16, load_bf16, load_i8 (W int8 -> f32), store, fma(a, b, c) = a*b+c,
 //   mul, add, hsum, f16 (scalar f16 -> f32); SIMD traits also load_u4 (W 4-bit codes, two per byte,
 //   low nibble first -> f32).
+// Traits I (quant_dot_impl.h) supply the integer dot products of the block formats, traits G
+// (int8_gemm_impl.h) the integer GEMM's register tile.
 
+#include "kernels/cpu/int8_gemm_impl.h"
 #include "kernels/cpu/quant_dot_impl.h"
 
 namespace folio::kernels::detail {
@@ -426,7 +429,7 @@ double exp_sum(float* x, int64_t n, float m) {
   return s;
 }
 
-template <class V, class I>
+template <class V, class I, class G>
 constexpr KernelTable make_table() {
   return KernelTable{
       {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>},
@@ -444,6 +447,7 @@ constexpr KernelTable make_table() {
       {&dot_code_rows<V, LoadCodeI8<V>>, &dot_code_rows<V, LoadCodeU4<V>>},
       {&axpy_code_rows<V, LoadCodeI8<V>, false>, &axpy_code_rows<V, LoadCodeU4<V>, true>},
       &exp_sum<V>,
+      &gemm_int8_sums<G>,
   };
 }
 

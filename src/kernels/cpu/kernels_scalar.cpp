@@ -35,6 +35,34 @@ struct VScalar {
 
 // The reference integer traits of quant_dot_impl.h: 32 bytes and 8 lanes as plain arrays, with the
 // lane structure and float order of the SIMD versions spelled out.
+// int8_gemm_impl.h's traits: one 16-row panel slice of 64 bytes, one row and panel per tile.
+struct GScalar {
+  struct bytes {
+    uint8_t b[64];
+  };
+  struct acc {
+    int32_t v[16];
+  };
+  static constexpr int kVecs = 1, kRows = 1, kPanels = 1;
+  static acc zero() { return {}; }
+  static bytes bcast4(const uint8_t* p) {
+    bytes r;
+    for (int i = 0; i < 64; ++i) r.b[i] = p[i % 4];
+    return r;
+  }
+  static bytes load(const int8_t* p) {
+    bytes r;
+    std::memcpy(r.b, p, 64);
+    return r;
+  }
+  static acc dot(acc c, const bytes& u, const bytes& s) {
+    for (int j = 0; j < 16; ++j)
+      for (int t = 0; t < 4; ++t) c.v[j] += u.b[4 * j + t] * static_cast<int8_t>(s.b[4 * j + t]);
+    return c;
+  }
+  static void store(int32_t* p, const acc& v) { std::memcpy(p, v.v, sizeof v.v); }
+};
+
 struct IScalar {
   struct bytes {
     int16_t b[32];  // 8-bit values widened; unsigned or signed as the caller treats them
@@ -151,7 +179,7 @@ struct IScalar {
 namespace folio::kernels::detail {
 
 namespace {
-constexpr KernelTable kScalarTable = make_table<VScalar, IScalar>();
+constexpr KernelTable kScalarTable = make_table<VScalar, IScalar, GScalar>();
 }  // namespace
 
 const KernelTable& scalar_table() { return kScalarTable; }

@@ -1,6 +1,7 @@
 #include "model/vision/line_recognizer.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -42,11 +43,12 @@ std::vector<float> taps_major(const TensorView& w, int64_t taps) {
 
 // im2col of a 3x3, padding-1 convolution over an HWC map: row (y, x) holds the 9 neighbours' C
 // channels in (ky, kx) order, zeros outside the map.
-void im2col3x3(const float* x, int64_t H, int64_t W, int64_t C, float* cols) {
-  const size_t run = static_cast<size_t>(C) * sizeof(float);
+template <typename T>
+void im2col3x3(const T* x, int64_t H, int64_t W, int64_t C, T* cols) {
+  const size_t run = static_cast<size_t>(C) * sizeof(T);
   for (int64_t y = 0; y < H; ++y)
     for (int64_t xx = 0; xx < W; ++xx) {
-      float* row = cols + (y * W + xx) * 9 * C;
+      T* row = cols + (y * W + xx) * 9 * C;
       for (int64_t ky = 0; ky < 3; ++ky) {
         const int64_t iy = y + ky - 1;
         for (int64_t kx = 0; kx < 3; ++kx, row += C) {
@@ -57,6 +59,28 @@ void im2col3x3(const float* x, int64_t H, int64_t W, int64_t C, float* cols) {
             std::memcpy(row, x + (iy * W + ix) * C, run);
         }
       }
+    }
+}
+
+// HWC [H, W, C] -> frames [W, H * C]: frame t is its H rows x C channels, row major (the proj
+// columns' order, export_recognizer.py).
+template <typename T>
+void frames_of(const T* x, int64_t H, int64_t W, int64_t C, T* frames) {
+  for (int64_t t = 0; t < W; ++t)
+    for (int64_t r = 0; r < H; ++r) std::copy_n(x + (r * W + t) * C, C, frames + (t * H + r) * C);
+}
+
+// im2col of a k = 3, padding-1 conv1d over [T, d]: row t is [f[t-1], f[t], f[t+1]], zeros outside.
+template <typename T>
+void taps3(const T* f, int64_t frames, int64_t d, T* cols) {
+  for (int64_t t = 0; t < frames; ++t)
+    for (int64_t j = 0; j < 3; ++j) {
+      T* dst = cols + (t * 3 + j) * d;
+      const int64_t it = t + j - 1;
+      if (it < 0 || it >= frames)
+        std::fill_n(dst, d, T{0});
+      else
+        std::copy_n(f + it * d, d, dst);
     }
 }
 
@@ -81,7 +105,8 @@ void relu_inplace(float* x, size_t n) {
 
 }  // namespace
 
-LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset, const std::string& prefix)
+LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset, const std::string& prefix,
+                               Precision precision)
     : glyphs_(utf8_characters(charset)) {
   int64_t cin = 1, rows = kHeight;
   for (int i = 0; i < kConvs; ++i) {
@@ -115,6 +140,19 @@ LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset
   FOLIO_CHECK_INPUT(static_cast<int64_t>(glyphs_.size()) + 1 == head_w_->shape[0],
                     "line recognizer in " + w.description() + ": the charset has " + std::to_string(glyphs_.size()) +
                         " characters but the head reads " + std::to_string(head_w_->shape[0]) + " classes (blank + charset)");
+  if (precision == Precision::Int8) quantize_layers();
+}
+
+void LineRecognizer::quantize_layers() {
+  std::vector<std::pair<const float*, std::array<int64_t, 2>>> layers;
+  for (size_t i = 1; i < conv_w_.size(); ++i) layers.push_back({conv_w_[i].values.data(), {conv_w_[i].rows, conv_w_[i].cols}});
+  const std::vector<float> proj = to_f32_vector(*proj_w_), head = to_f32_vector(*head_w_);
+  layers.push_back({proj.data(), {proj_w_->shape[0], proj_w_->shape[1]}});
+  for (const OwnedWeight& b : block_w_) layers.push_back({b.values.data(), {b.rows, b.cols}});
+  layers.push_back({head.data(), {head_w_->shape[0], head_w_->shape[1]}});
+  for (const auto& [values, shape] : layers)
+    if (shape[1] % 4 != 0) return;  // stays F32 (see the header)
+  for (const auto& [values, shape] : layers) int8_.push_back(kernels::Int8Weights::quantize(values, shape[0], shape[1]));
 }
 
 std::vector<float> LineRecognizer::logits(const float* crop, int64_t width, ThreadPool&) const {
@@ -128,6 +166,7 @@ std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadP
   int64_t H = kHeight, W = width, C = 1;
   std::vector<float> x(crop, crop + H * W), cols, y;
   for (int i = 0; i < kConvs; ++i) {
+    if (i == 1 && !int8_.empty()) return run_int8(std::move(x), H, W, C);
     const int64_t O = conv_w_[i].rows;
     cols.resize(static_cast<size_t>(H * W * 9 * C));
     im2col3x3(x.data(), H, W, C, cols.data());
@@ -138,27 +177,16 @@ std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadP
     bias_relu_pool(y.data(), H, W, C, conv_b_[i].data(), kPool[i][0], kPool[i][1], x.data());
     H /= kPool[i][0], W /= kPool[i][1];
   }
-  // Frame t: its H rows x C channels, row major (the proj columns' order, export_recognizer.py).
   const int64_t T = W, d = proj_w_->shape[0];
   cols.resize(static_cast<size_t>(T * H * C));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t r = 0; r < H; ++r) std::copy_n(x.data() + (r * W + t) * C, C, cols.data() + (t * H + r) * C);
+  frames_of(x.data(), H, W, C, cols.data());
   std::vector<float> f(static_cast<size_t>(T * d)), c(static_cast<size_t>(T * d));
   kernels::matmul(*proj_w_, cols.data(), T, f.data(), serial);
   kernels::add_bias(f.data(), proj_b_.data(), T, d);
   relu_inplace(f.data(), f.size());
-  // Residual conv1d blocks (k = 3, padding 1): im2col rows are [f[t-1], f[t], f[t+1]].
   cols.resize(static_cast<size_t>(T * 3 * d));
   for (size_t i = 0; i < block_w_.size(); ++i) {
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < 3; ++j) {
-        float* dst = cols.data() + (t * 3 + j) * d;
-        const int64_t it = t + j - 1;
-        if (it < 0 || it >= T)
-          std::fill_n(dst, d, 0.0f);
-        else
-          std::copy_n(f.data() + it * d, d, dst);
-      }
+    taps3(f.data(), T, d, cols.data());
     kernels::matmul(block_w_[i].view(), cols.data(), T, c.data(), serial);
     kernels::add_bias(c.data(), block_b_[i].data(), T, d);
     relu_inplace(c.data(), c.size());
@@ -168,6 +196,48 @@ std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadP
   std::vector<float> out(static_cast<size_t>(T * V));
   kernels::matmul(*head_w_, f.data(), T, out.data(), serial);
   kernels::add_bias(out.data(), head_b_.data(), T, V);
+  return out;
+}
+
+std::vector<float> LineRecognizer::run_int8(std::vector<float> x, int64_t H, int64_t W, int64_t C) const {
+  // Every layer's input is >= 0 (ReLU outputs, and the residual stream is a sum of them), so each
+  // is quantised whole with one scale before it is rearranged (im2col, frames, taps).
+  auto layer = int8_.begin();
+  std::vector<uint8_t> q, cols;
+  std::vector<float> y;
+  for (int i = 1; i < kConvs; ++i, ++layer) {
+    const int64_t O = conv_w_[static_cast<size_t>(i)].rows;
+    q.resize(static_cast<size_t>(H * W * C));
+    const float scale = kernels::quantize_u7(x.data(), H * W * C, q.data());
+    cols.resize(static_cast<size_t>(H * W * 9 * C));
+    im2col3x3(q.data(), H, W, C, cols.data());
+    y.resize(static_cast<size_t>(H * W * O));
+    kernels::gemm_int8(cols.data(), H * W, scale, *layer, nullptr, y.data());
+    C = O;
+    x.resize(static_cast<size_t>((H / kPool[i][0]) * (W / kPool[i][1]) * C));
+    bias_relu_pool(y.data(), H, W, C, conv_b_[static_cast<size_t>(i)].data(), kPool[i][0], kPool[i][1], x.data());
+    H /= kPool[i][0], W /= kPool[i][1];
+  }
+  const int64_t T = W, d = proj_w_->shape[0];
+  q.resize(static_cast<size_t>(H * W * C));
+  float scale = kernels::quantize_u7(x.data(), H * W * C, q.data());
+  cols.resize(static_cast<size_t>(T * H * C));
+  frames_of(q.data(), H, W, C, cols.data());
+  std::vector<float> f(static_cast<size_t>(T * d)), c(static_cast<size_t>(T * d));
+  kernels::gemm_int8(cols.data(), T, scale, *layer++, proj_b_.data(), f.data());
+  relu_inplace(f.data(), f.size());
+  q.resize(static_cast<size_t>(T * d));
+  cols.resize(static_cast<size_t>(T * 3 * d));
+  for (size_t i = 0; i < block_w_.size(); ++i, ++layer) {
+    scale = kernels::quantize_u7(f.data(), T * d, q.data());
+    taps3(q.data(), T, d, cols.data());
+    kernels::gemm_int8(cols.data(), T, scale, *layer, block_b_[i].data(), c.data());
+    relu_inplace(c.data(), c.size());
+    kernels::add_inplace(f.data(), c.data(), T * d);
+  }
+  std::vector<float> out(static_cast<size_t>(T * classes()));
+  scale = kernels::quantize_u7(f.data(), T * d, q.data());
+  kernels::gemm_int8(q.data(), T, scale, *layer, head_b_.data(), out.data());
   return out;
 }
 

@@ -11,7 +11,14 @@
 // line's activations per thread at a time. Widths (frame width, channels, blocks, classes) come from
 // the tensor shapes. Thread-safe for concurrent reads after construction.
 //
-// Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in] f32 so that im2col
+// Precision: F32 computes in f32 (the golden test's mode). Int8 (the default) runs every layer after
+// the first convolution as kernels::gemm_int8: weights in 8 bits per output channel, each layer's
+// input (ReLU outputs, >= 0) in 7 bits with one scale per line and layer, exact integer sums; the
+// first convolution (one input channel, 9 products per output) stays f32. Int8 logits differ from
+// f32's by the quantisation (tests/vision/line_recognizer_int8_test bounds it) and are the same
+// bits on every ISA.
+//
+// Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in] so that im2col
 // copies whole channel runs of the HWC map, and the conv1d blocks' as [out, tap, in]. A line's layers
 // are too narrow (16-128 output channels) to split across threads, so many lines run side by side
 // instead (read_many).
@@ -22,6 +29,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/int8_gemm.h"
 #include "model/io/tensor_source.h"
 #include "model/vision/line_crop.h"
 
@@ -32,11 +40,15 @@ class LineRecognizer {
   static constexpr int64_t kHeight = 32;       // crop rows
   static constexpr int64_t kFrameStride = 4;   // crop columns per frame
 
+  enum class Precision { F32, Int8 };
+
   // Tensors conv0..3, proj, block0.., head (weights any float dtype; biases read as f32), each
   // name prefixed by `prefix`. `charset`: the UTF-8 text whose k-th character is class k + 1.
   // Throws InvalidInput naming a missing or mis-shaped tensor, or a charset whose size does not
-  // match the head.
-  LineRecognizer(const TensorSource& weights, const std::string& charset, const std::string& prefix = "");
+  // match the head. Int8 needs every layer's input width after conv0 (9 x channels, proj's, the
+  // blocks' 3 x width, the head's) to be a multiple of 4; where one is not, the recognizer runs F32.
+  LineRecognizer(const TensorSource& weights, const std::string& charset, const std::string& prefix = "",
+                 Precision precision = Precision::Int8);
 
   // [width / 4, classes()] logits of one crop (kHeight x width, row-major), computed on the calling
   // thread (the pool is not used: see read_many). InvalidInput if width is not a positive multiple of 4.
@@ -49,6 +61,7 @@ class LineRecognizer {
   std::vector<std::string> read_many(const std::vector<const LineCrop*>& crops, ThreadPool& pool) const;
 
   int64_t classes() const { return head_w_->shape[0]; }
+  Precision precision() const { return int8_.empty() ? Precision::F32 : Precision::Int8; }
 
  private:
   // A weight re-laid out in f32, [rows, cols].
@@ -60,6 +73,9 @@ class LineRecognizer {
   };
   // One line's logits with every matmul on `serial` (a pool of one thread).
   std::vector<float> run(const float* crop, int64_t width, ThreadPool& serial) const;
+  void quantize_layers();
+  // After conv0 (f32, pooled, HWC [H, W, C]) to logits, in int8.
+  std::vector<float> run_int8(std::vector<float> x, int64_t H, int64_t W, int64_t C) const;
 
   std::vector<OwnedWeight> conv_w_;   // [out, 9 * in], columns (ky, kx, in)
   std::vector<std::vector<float>> conv_b_;
@@ -70,6 +86,8 @@ class LineRecognizer {
   const TensorView* head_w_ = nullptr;
   std::vector<float> head_b_;
   std::vector<std::string> glyphs_;  // class k + 1 -> its UTF-8 character
+  // Int8 precision: conv1.., proj, block0.., head in that order; empty for F32.
+  std::vector<kernels::Int8Weights> int8_;
 };
 
 }  // namespace folio

@@ -1,0 +1,78 @@
+#include "kernels/cpu/int8_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace folio::kernels {
+
+namespace {
+// Rows per call of the ISA's sums: their u8 rows (<= 64 x a few KB) and int32 sums stay in L2
+// while every panel passes over them.
+constexpr int64_t kRowBlock = 64;
+}  // namespace
+
+Int8Weights Int8Weights::quantize(const float* w, int64_t out, int64_t in) {
+  FOLIO_CHECK_INPUT(out >= 1 && in >= 4 && in % 4 == 0,
+                    "int8 weights: need [out >= 1, in a positive multiple of 4], got [" + std::to_string(out) + ", " +
+                        std::to_string(in) + "]");
+  Int8Weights q;
+  q.out = out, q.in = in;
+  q.scales.assign(static_cast<size_t>(out), 0.0f);
+  q.panels.assign(static_cast<size_t>(q.panel_count() * 16 * in), 0);
+  for (int64_t o = 0; o < out; ++o) {
+    const float* row = w + o * in;
+    float m = 0.0f;
+    for (int64_t k = 0; k < in; ++k) m = std::max(m, std::fabs(row[k]));
+    if (m == 0.0f) continue;
+    const float scale = m / 127.0f;
+    q.scales[static_cast<size_t>(o)] = scale;
+    int8_t* panel = q.panels.data() + (o / 16) * 16 * in;
+    for (int64_t k = 0; k < in; ++k) {
+      const long code = std::clamp(std::lround(row[k] / scale), -127L, 127L);
+      panel[(k / 4) * 64 + (o % 16) * 4 + k % 4] = static_cast<int8_t>(code);
+    }
+  }
+  return q;
+}
+
+float quantize_u7(const float* x, int64_t n, uint8_t* q) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  if (!(m > 0.0f)) {
+    std::fill_n(q, n, uint8_t{0});
+    return 1.0f;
+  }
+  // Rounds half up (v >= 0, so truncating v + 0.5 does): a plain loop the compiler vectorises,
+  // where a libm rounding call per element cost as much as the GEMM it feeds.
+  const float inv = 127.0f / m;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = (x[i] > 0.0f ? x[i] : 0.0f) * inv + 0.5f;
+    q[i] = static_cast<uint8_t>(static_cast<int32_t>(v < 127.0f ? v : 127.0f));
+  }
+  return m / 127.0f;
+}
+
+void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w, const float* bias, float* y) {
+  FOLIO_CHECK_INPUT(n >= 0, "gemm_int8: negative row count");
+  const detail::KernelTable& table = detail::table_for(active_isa());
+  const int64_t ldc = w.panel_count() * 16;
+  std::vector<float> scale(static_cast<size_t>(w.out));
+  for (int64_t o = 0; o < w.out; ++o) scale[static_cast<size_t>(o)] = a_scale * w.scales[static_cast<size_t>(o)];
+  std::vector<int32_t> sums(static_cast<size_t>(std::min(n, kRowBlock) * ldc));
+  for (int64_t r0 = 0; r0 < n; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, n - r0);
+    table.gemm_int8_sums(a + r0 * w.in, rows, w.in, w.panels.data(), w.panel_count(), sums.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t* s = sums.data() + r * ldc;
+      float* out = y + (r0 + r) * w.out;
+      for (int64_t o = 0; o < w.out; ++o)
+        out[o] = static_cast<float>(s[o]) * scale[static_cast<size_t>(o)] + (bias ? bias[o] : 0.0f);
+    }
+  }
+}
+
+}  // namespace folio::kernels
