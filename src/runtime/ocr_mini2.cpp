@@ -55,7 +55,7 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
 
 Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
   std::vector<uint8_t> gray = gray_bytes(image);
-  const double skew = skew_angle(gray.data(), image.width, image.height);
+  const double skew = skew_angle(gray.data(), image.width, image.height, &threads);
   if (skew != 0.0) gray = rotate_page(gray.data(), image.width, image.height, skew);
   PageLayout layout = find_layout(gray.data(), image.width, image.height);
   if (static_cast<int64_t>(layout.lines.size()) > kMaxLinesPerPage) layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));

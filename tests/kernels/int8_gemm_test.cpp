@@ -84,12 +84,47 @@ TEST(Int8Gemm, ExtremeCodesDoNotSaturateOnAnyTable) {
   if (best_isa() >= Isa::Avx512 && __builtin_cpu_supports("avx512vnni")) tables.push_back(&detail::avx512_vnni_table());
   for (const detail::KernelTable* t : tables) {
     std::vector<int32_t> c(static_cast<size_t>(n * w.panel_count() * 16));
-    t->gemm_int8_sums(a.data(), n, in, w.panels.data(), w.panel_count(), c.data());
+    const int64_t at_start[] = {0};
+    t->gemm_int8_sums(a.data(), n, in, at_start, 1, in, w.panels.data(), w.panel_count(), c.data());
     for (int64_t r = 0; r < n; ++r)
       for (int64_t o = 0; o < out; ++o)
         ASSERT_EQ(c[static_cast<size_t>(r * w.panel_count() * 16 + o)], (o % 2 ? -1 : 1) * 127 * 127 * in)
             << "table " << (t - tables[0]) << " row " << r << " out " << o;
   }
+}
+
+// A 3x3 convolution read through taps from its zero-padded input equals the same product over an
+// explicit im2col copy, bit for bit, on every ISA; taps that do not split the inputs are refused.
+TEST(Int8Gemm, TapsReadAPaddedMapAsIm2colDoes) {
+  IsaGuard guard;
+  const int64_t H = 3, W = 13, C = 12, O = 20, Wp = W + 2;
+  const std::vector<uint8_t> padded_raw = random_codes((H + 2) * Wp * C, 11);
+  std::vector<uint8_t> padded(padded_raw.size(), 0);  // zero border, random interior
+  for (int64_t y = 1; y <= H; ++y)
+    for (int64_t x = 1; x <= W; ++x)
+      for (int64_t c = 0; c < C; ++c) padded[static_cast<size_t>((y * Wp + x) * C + c)] = padded_raw[static_cast<size_t>((y * Wp + x) * C + c)];
+  std::vector<uint8_t> cols;  // [H * W, 9 * C], taps (ky, kx) major
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x)
+      for (int64_t ky = 0; ky < 3; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx)
+          for (int64_t c = 0; c < C; ++c) cols.push_back(padded[static_cast<size_t>(((y + ky) * Wp + x + kx) * C + c)]);
+  const std::vector<float> wf = random_floats(O * 9 * C, 12);
+  const Int8Weights w = Int8Weights::quantize(wf.data(), O, 9 * C);
+  std::vector<int64_t> taps;
+  for (int64_t ky = 0; ky < 3; ++ky)
+    for (int64_t kx = 0; kx < 3; ++kx) taps.push_back((ky * Wp + kx) * C);
+  for (Isa isa : supported_isas()) {
+    set_isa(isa);
+    std::vector<float> want(static_cast<size_t>(H * W * O)), got(want.size());
+    gemm_int8(cols.data(), H * W, 0.5f, w, nullptr, want.data());
+    for (int64_t y = 0; y < H; ++y)
+      gemm_int8_taps(padded.data() + y * Wp * C, W, C, taps, 0.5f, w, nullptr, got.data() + y * W * O);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa);
+  }
+  std::vector<float> y(static_cast<size_t>(O));
+  const int64_t five[] = {0, 1, 2, 3, 4};
+  EXPECT_THROW(gemm_int8_taps(padded.data(), 1, C, five, 1.0f, w, nullptr, y.data()), Error);
 }
 
 TEST(Int8Gemm, QuantisersStayWithinHalfAStep) {

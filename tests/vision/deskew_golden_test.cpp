@@ -25,6 +25,8 @@ TEST(Deskew, FindsAndUndoesTheTiltAsThePythonReferenceDoes) {
   const std::vector<uint8_t> t = gray_bytes(tilted), l = gray_bytes(level);
   const double angle = skew_angle(t.data(), tilted.width, tilted.height);
   EXPECT_DOUBLE_EQ(angle, want["tilted_angle"].get<double>());
+  ThreadPool two(2);  // angles scored on two threads: the same choice
+  EXPECT_EQ(skew_angle(t.data(), tilted.width, tilted.height, &two), angle);
   const std::vector<uint8_t> got = rotate_page(t.data(), tilted.width, tilted.height, angle);
   ASSERT_EQ(got.size(), l.size());
   size_t off = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -40,9 +41,18 @@ Int8Weights Int8Weights::quantize(const float* w, int64_t out, int64_t in) {
 }
 
 float quantize_u7(const float* x, int64_t n, uint8_t* q) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
-  if (!(m > 0.0f)) {
+  // The largest value through the bit patterns: non-negative floats order as their int32 patterns
+  // do, negative ones come out negative; an integer max vectorises where a float one may not
+  // (its order matters to the compiler for NaN and signed zeros).
+  int32_t bits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t b;
+    std::memcpy(&b, x + i, 4);
+    bits = b > bits ? b : bits;
+  }
+  float m;
+  std::memcpy(&m, &bits, 4);
+  if (!(m > 0.0f) || !std::isfinite(m)) {
     std::fill_n(q, n, uint8_t{0});
     return 1.0f;
   }
@@ -56,8 +66,12 @@ float quantize_u7(const float* x, int64_t n, uint8_t* q) {
   return m / 127.0f;
 }
 
-void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w, const float* bias, float* y) {
-  FOLIO_CHECK_INPUT(n >= 0, "gemm_int8: negative row count");
+void gemm_int8_taps(const uint8_t* a, int64_t n, int64_t lda, std::span<const int64_t> tap_offsets, float a_scale,
+                    const Int8Weights& w, const float* bias, float* y) {
+  const auto taps = static_cast<int64_t>(tap_offsets.size());
+  FOLIO_CHECK_INPUT(n >= 0 && taps >= 1 && w.in % taps == 0 && (w.in / taps) % 4 == 0,
+                    "gemm_int8: " + std::to_string(taps) + " taps cannot split " + std::to_string(w.in) +
+                        " inputs into runs of a multiple of 4 (or the row count is negative)");
   const detail::KernelTable& table = detail::table_for(active_isa());
   const int64_t ldc = w.panel_count() * 16;
   std::vector<float> scale(static_cast<size_t>(w.out));
@@ -65,7 +79,8 @@ void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w,
   std::vector<int32_t> sums(static_cast<size_t>(std::min(n, kRowBlock) * ldc));
   for (int64_t r0 = 0; r0 < n; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, n - r0);
-    table.gemm_int8_sums(a + r0 * w.in, rows, w.in, w.panels.data(), w.panel_count(), sums.data());
+    table.gemm_int8_sums(a + r0 * lda, rows, lda, tap_offsets.data(), taps, w.in / taps, w.panels.data(), w.panel_count(),
+                         sums.data());
     for (int64_t r = 0; r < rows; ++r) {
       const int32_t* s = sums.data() + r * ldc;
       float* out = y + (r0 + r) * w.out;
@@ -73,6 +88,11 @@ void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w,
         out[o] = static_cast<float>(s[o]) * scale[static_cast<size_t>(o)] + (bias ? bias[o] : 0.0f);
     }
   }
+}
+
+void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w, const float* bias, float* y) {
+  const int64_t at_start[] = {0};
+  gemm_int8_taps(a, n, w.in, at_start, a_scale, w, bias, y);
 }
 
 }  // namespace folio::kernels

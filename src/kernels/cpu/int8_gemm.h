@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace folio::kernels {
@@ -32,12 +33,19 @@ struct Int8Weights {
 };
 
 // q[i] = max(x[i], 0) / scale rounded half up, in 0..127, with scale = max(x) / 127; returns the scale
-// (1 when no x[i] is positive, q all zero). Negative values are clamped to 0 (callers pass ReLU
+// (1, and q all zero, when no x[i] is positive or the largest is not finite). Negative values are clamped to 0 (callers pass ReLU
 // outputs).
 float quantize_u7(const float* x, int64_t n, uint8_t* q);
 
 // y [n, w.out] as above; a [n, w.in] with every value <= 127 (quantize_u7's codes); bias [w.out]
 // or null. y must not overlap a.
 void gemm_int8(const uint8_t* a, int64_t n, float a_scale, const Int8Weights& w, const float* bias, float* y);
+
+// The same where row r's w.in inputs are tap_offsets.size() runs of equal length (a multiple of 4),
+// run t starting at a + r * lda + tap_offsets[t]: a convolution read straight from its zero-padded
+// input, without an im2col copy (weights' input order: tap-major). InvalidInput if the taps cannot
+// split w.in so, or n < 0.
+void gemm_int8_taps(const uint8_t* a, int64_t n, int64_t lda, std::span<const int64_t> tap_offsets, float a_scale,
+                    const Int8Weights& w, const float* bias, float* y);
 
 }  // namespace folio::kernels

@@ -10,22 +10,33 @@
 namespace folio::kernels::detail {
 namespace {
 
-// c[r * ldc + 16p + j] = sum over the panel's inputs of a[r * lda + k] * code, for a tile of R rows
-// and P panels (panel_stride bytes apart), k4 groups of 4 inputs.
+// What one call multiplies: rows `lda` bytes apart, each `taps` runs of `tap_len` codes.
+struct Int8Rows {
+  const uint8_t* a;
+  int64_t lda;
+  const int64_t* tap_offsets;
+  int64_t taps, tap_len;
+};
+
+// c[r * ldc + 16p + j] = sum over the inputs of row r times the codes of panel p, row j, for a tile
+// of R rows and P panels (panel_stride bytes apart).
 template <class G, int R, int P>
-void int8_tile(const uint8_t* a, int64_t lda, const int8_t* w, int64_t panel_stride, int64_t k4, int32_t* c,
-               int64_t ldc) {
+void int8_tile(const Int8Rows& in, const int8_t* w, int64_t panel_stride, int32_t* c, int64_t ldc) {
   constexpr int V = G::kVecs;
   typename G::acc acc[R][P * V];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < P * V; ++j) acc[r][j] = G::zero();
-  for (int64_t g = 0; g < k4; ++g) {
-    typename G::bytes wv[P * V];
-    for (int p = 0; p < P; ++p)
-      for (int v = 0; v < V; ++v) wv[p * V + v] = G::load(w + p * panel_stride + g * 64 + v * (64 / V));
-    for (int r = 0; r < R; ++r) {
-      const typename G::bytes u = G::bcast4(a + r * lda + 4 * g);
-      for (int j = 0; j < P * V; ++j) acc[r][j] = G::dot(acc[r][j], u, wv[j]);
+  for (int64_t t = 0; t < in.taps; ++t) {
+    const uint8_t* a = in.a + in.tap_offsets[t];
+    const int8_t* wt = w + t * in.tap_len * 16;  // the tap's groups of 4 inputs, 64 bytes each
+    for (int64_t g = 0; g < in.tap_len / 4; ++g) {
+      typename G::bytes wv[P * V];
+      for (int p = 0; p < P; ++p)
+        for (int v = 0; v < V; ++v) wv[p * V + v] = G::load(wt + p * panel_stride + g * 64 + v * (64 / V));
+      for (int r = 0; r < R; ++r) {
+        const typename G::bytes u = G::bcast4(a + r * in.lda + 4 * g);
+        for (int j = 0; j < P * V; ++j) acc[r][j] = G::dot(acc[r][j], u, wv[j]);
+      }
     }
   }
   for (int r = 0; r < R; ++r)
@@ -35,27 +46,28 @@ void int8_tile(const uint8_t* a, int64_t lda, const int8_t* w, int64_t panel_str
 
 // int8_tile with the row count r (1..R) and panel count p (1..P) known only at run time.
 template <class G, int R, int P>
-void int8_tile_any(int r, int p, const uint8_t* a, int64_t lda, const int8_t* w, int64_t panel_stride, int64_t k4,
-                   int32_t* c, int64_t ldc) {
+void int8_tile_any(int r, int p, const Int8Rows& in, const int8_t* w, int64_t panel_stride, int32_t* c, int64_t ldc) {
   if constexpr (R > 1) {
-    if (r < R) return int8_tile_any<G, R - 1, P>(r, p, a, lda, w, panel_stride, k4, c, ldc);
+    if (r < R) return int8_tile_any<G, R - 1, P>(r, p, in, w, panel_stride, c, ldc);
   }
   if constexpr (P > 1) {
-    if (p < P) return int8_tile_any<G, R, P - 1>(r, p, a, lda, w, panel_stride, k4, c, ldc);
+    if (p < P) return int8_tile_any<G, R, P - 1>(r, p, in, w, panel_stride, c, ldc);
   }
-  int8_tile<G, R, P>(a, lda, w, panel_stride, k4, c, ldc);
+  int8_tile<G, R, P>(in, w, panel_stride, c, ldc);
 }
 
-// c [rows, panels * 16] int32 = a [rows, k] (u8, k a multiple of 4) times the panels' codes.
+// kernel_table.h's GemmInt8SumsFn.
 template <class G>
-void gemm_int8_sums(const uint8_t* a, int64_t rows, int64_t k, const int8_t* panels, int64_t npanels, int32_t* c) {
-  const int64_t panel_stride = k * 16, k4 = k / 4, ldc = npanels * 16;
+void gemm_int8_sums(const uint8_t* a, int64_t rows, int64_t lda, const int64_t* tap_offsets, int64_t taps,
+                    int64_t tap_len, const int8_t* panels, int64_t npanels, int32_t* c) {
+  const int64_t panel_stride = taps * tap_len * 16, ldc = npanels * 16;
   for (int64_t p0 = 0; p0 < npanels; p0 += G::kPanels) {
     const int p = static_cast<int>(std::min<int64_t>(G::kPanels, npanels - p0));
     for (int64_t r0 = 0; r0 < rows; r0 += G::kRows) {
       const int r = static_cast<int>(std::min<int64_t>(G::kRows, rows - r0));
-      int8_tile_any<G, G::kRows, G::kPanels>(r, p, a + r0 * k, k, panels + p0 * panel_stride, panel_stride, k4,
-                                             c + r0 * ldc + p0 * 16, ldc);
+      const Int8Rows in{a + r0 * lda, lda, tap_offsets, taps, tap_len};
+      int8_tile_any<G, G::kRows, G::kPanels>(r, p, in, panels + p0 * panel_stride, panel_stride, c + r0 * ldc + p0 * 16,
+                                             ldc);
     }
   }
 }

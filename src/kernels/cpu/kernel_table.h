@@ -44,10 +44,12 @@ using DotCodeRowsFn = void (*)(const float* qs, const uint8_t* codes, size_t str
 using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t stride, const uint16_t* params,
                                 size_t param_stride, int64_t first_group, int64_t seg, int64_t nseg, int64_t count, float* y);
 
-// c [rows, npanels * 16] = exact int32 sums of a [rows, k] (u8 <= 127, k a multiple of 4) times
-// int8 weight panels (int8_gemm.h's layout).
-using GemmInt8SumsFn = void (*)(const uint8_t* a, int64_t rows, int64_t k, const int8_t* panels, int64_t npanels,
-                                int32_t* c);
+// c [rows, npanels * 16] = exact int32 sums of input rows times int8 weight panels (int8_gemm.h's
+// layout), where row r's inputs are `taps` runs of `tap_len` u8 codes (<= 127; tap_len a multiple
+// of 4), run t starting at a + r * lda + tap_offsets[t]: a plain matrix (one tap at 0) or a
+// convolution read straight from its padded input.
+using GemmInt8SumsFn = void (*)(const uint8_t* a, int64_t rows, int64_t lda, const int64_t* tap_offsets, int64_t taps,
+                                int64_t tap_len, const int8_t* panels, int64_t npanels, int32_t* c);
 
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16

@@ -8,7 +8,7 @@
 
 namespace folio {
 
-double skew_angle(const uint8_t* gray, int width, int height) {
+double skew_angle(const uint8_t* gray, int width, int height, ThreadPool* pool) {
   const size_t n = size_t(width) * height;
   const int level = otsu_threshold(gray, n);
   int64_t ink = 0;
@@ -26,21 +26,33 @@ double skew_angle(const uint8_t* gray, int width, int height) {
     order.push_back(-i);
     if (i) order.push_back(i);
   }
-  int best = 0;
-  int64_t best_score = -1, level_score = 0;
-  std::vector<int64_t> proj(xs.size());
-  for (int i : order) {
+  // Each angle's score is independent of the others: they are computed in parallel, then chosen
+  // in the fixed order above.
+  std::vector<int64_t> scores(order.size());
+  auto score_of = [&](int i) {
     // As Python's math.radians: degrees times (pi / 180).
     const double a = i * DeskewRule::kStep * (std::numbers::pi / 180.0), c = std::cos(a), s = std::sin(a);
+    std::vector<int64_t> proj(xs.size());
     for (size_t p = 0; p < xs.size(); ++p) proj[p] = static_cast<int64_t>(std::floor(ys[p] * c - xs[p] * s));
     const int64_t lo = *std::min_element(proj.begin(), proj.end()), hi = *std::max_element(proj.begin(), proj.end());
     std::vector<int64_t> counts(static_cast<size_t>(hi - lo + 1), 0);
     for (int64_t v : proj) ++counts[static_cast<size_t>(v - lo)];
     int64_t score = 0;
     for (int64_t c2 : counts) score += c2 * c2;
-    if (i == 0) level_score = score;
-    if (score > best_score) best = i, best_score = score;
-  }
+    return score;
+  };
+  auto score_range = [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) scores[static_cast<size_t>(j)] = score_of(order[static_cast<size_t>(j)]);
+  };
+  if (pool)
+    pool->parallel_for(static_cast<int64_t>(order.size()), score_range);
+  else
+    score_range(0, static_cast<int64_t>(order.size()));
+  int best = 0;
+  int64_t best_score = -1;
+  const int64_t level_score = scores[0];  // order[0] is angle 0
+  for (size_t j = 0; j < order.size(); ++j)
+    if (scores[j] > best_score) best = order[j], best_score = scores[j];
   return best_score >= DeskewRule::kMinGain * static_cast<double>(level_score) ? best * DeskewRule::kStep : 0.0;
 }
 

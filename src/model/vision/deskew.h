@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/thread_pool.h"
+
 namespace folio {
 
 struct DeskewRule {
@@ -26,8 +28,9 @@ struct DeskewRule {
   static constexpr double kMinGain = 1.1;
 };
 
-// Degrees (a multiple of kStep); 0 when the page is level or has too little ink to tell.
-double skew_angle(const uint8_t* gray, int width, int height);
+// Degrees (a multiple of kStep); 0 when the page is level or has too little ink to tell. With a
+// pool, the angles are scored on its threads (same result).
+double skew_angle(const uint8_t* gray, int width, int height, ThreadPool* pool = nullptr);
 
 // The page turned so that lines at `degrees` become level: [height, width] bytes.
 std::vector<uint8_t> rotate_page(const uint8_t* gray, int width, int height, double degrees);

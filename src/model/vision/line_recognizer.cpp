@@ -144,7 +144,12 @@ LineRecognizer::LineRecognizer(const TensorSource& w, const std::string& charset
 }
 
 void LineRecognizer::quantize_layers() {
-  std::vector<std::pair<const float*, std::array<int64_t, 2>>> layers;
+  // conv0 (one input channel): each kernel row's 3 weights and a zero, as run_int8 reads its input.
+  const OwnedWeight& c0 = conv_w_[0];
+  std::vector<float> conv0(static_cast<size_t>(c0.rows * 12), 0.0f);
+  for (int64_t o = 0; o < c0.rows; ++o)
+    for (int64_t t = 0; t < 9; ++t) conv0[static_cast<size_t>(o * 12 + (t / 3) * 4 + t % 3)] = c0.values[static_cast<size_t>(o * 9 + t)];
+  std::vector<std::pair<const float*, std::array<int64_t, 2>>> layers{{conv0.data(), {c0.rows, 12}}};
   for (size_t i = 1; i < conv_w_.size(); ++i) layers.push_back({conv_w_[i].values.data(), {conv_w_[i].rows, conv_w_[i].cols}});
   const std::vector<float> proj = to_f32_vector(*proj_w_), head = to_f32_vector(*head_w_);
   layers.push_back({proj.data(), {proj_w_->shape[0], proj_w_->shape[1]}});
@@ -163,10 +168,10 @@ std::vector<float> LineRecognizer::logits(const float* crop, int64_t width, Thre
 std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadPool& serial) const {
   FOLIO_CHECK_INPUT(width > 0 && width % kFrameStride == 0,
                     "line recognizer: crop width " + std::to_string(width) + " is not a positive multiple of 4");
+  if (!int8_.empty()) return run_int8(crop, width);
   int64_t H = kHeight, W = width, C = 1;
   std::vector<float> x(crop, crop + H * W), cols, y;
   for (int i = 0; i < kConvs; ++i) {
-    if (i == 1 && !int8_.empty()) return run_int8(std::move(x), H, W, C);
     const int64_t O = conv_w_[i].rows;
     cols.resize(static_cast<size_t>(H * W * 9 * C));
     im2col3x3(x.data(), H, W, C, cols.data());
@@ -199,20 +204,27 @@ std::vector<float> LineRecognizer::run(const float* crop, int64_t width, ThreadP
   return out;
 }
 
-std::vector<float> LineRecognizer::run_int8(std::vector<float> x, int64_t H, int64_t W, int64_t C) const {
-  // Every layer's input is >= 0 (ReLU outputs, and the residual stream is a sum of them), so each
-  // is quantised whole with one scale before it is rearranged (im2col, frames, taps).
+std::vector<float> LineRecognizer::run_int8(const float* crop, int64_t width) const {
+  // Every layer's input is >= 0 (the crop's ink, ReLU outputs, and the residual stream, a sum of
+  // them), so each is quantised whole with one scale. The convolutions read their zero-padded input
+  // through taps (kernels::gemm_int8_taps) instead of an im2col copy: conv0's single channel as 3
+  // taps (one per kernel row) of 4 bytes, x-1 .. x+2, whose 4th weight is zero; the others as 9 taps
+  // of C channels.
+  int64_t H = kHeight, W = width, C = 1;
   auto layer = int8_.begin();
-  std::vector<uint8_t> q, cols;
-  std::vector<float> y;
-  for (int i = 1; i < kConvs; ++i, ++layer) {
-    const int64_t O = conv_w_[static_cast<size_t>(i)].rows;
+  std::vector<uint8_t> q, padded;
+  std::vector<float> x(crop, crop + H * W), y;
+  for (int i = 0; i < kConvs; ++i, ++layer) {
+    const int64_t O = conv_w_[static_cast<size_t>(i)].rows, Wp = W + (i == 0 ? 3 : 2);
     q.resize(static_cast<size_t>(H * W * C));
     const float scale = kernels::quantize_u7(x.data(), H * W * C, q.data());
-    cols.resize(static_cast<size_t>(H * W * 9 * C));
-    im2col3x3(q.data(), H, W, C, cols.data());
+    padded.assign(static_cast<size_t>((H + 2) * Wp * C), 0);
+    for (int64_t r = 0; r < H; ++r) std::copy_n(q.data() + r * W * C, W * C, padded.data() + ((r + 1) * Wp + 1) * C);
+    std::vector<int64_t> taps;
+    for (int64_t t = 0; t < (i == 0 ? 3 : 9); ++t) taps.push_back(i == 0 ? t * Wp : ((t / 3) * Wp + t % 3) * C);
     y.resize(static_cast<size_t>(H * W * O));
-    kernels::gemm_int8(cols.data(), H * W, scale, *layer, nullptr, y.data());
+    for (int64_t r = 0; r < H; ++r)
+      kernels::gemm_int8_taps(padded.data() + r * Wp * C, W, C, taps, scale, *layer, nullptr, y.data() + r * W * O);
     C = O;
     x.resize(static_cast<size_t>((H / kPool[i][0]) * (W / kPool[i][1]) * C));
     bias_relu_pool(y.data(), H, W, C, conv_b_[static_cast<size_t>(i)].data(), kPool[i][0], kPool[i][1], x.data());
@@ -221,23 +233,23 @@ std::vector<float> LineRecognizer::run_int8(std::vector<float> x, int64_t H, int
   const int64_t T = W, d = proj_w_->shape[0];
   q.resize(static_cast<size_t>(H * W * C));
   float scale = kernels::quantize_u7(x.data(), H * W * C, q.data());
-  cols.resize(static_cast<size_t>(T * H * C));
-  frames_of(q.data(), H, W, C, cols.data());
+  std::vector<uint8_t> frames(static_cast<size_t>(T * H * C));
+  frames_of(q.data(), H, W, C, frames.data());
   std::vector<float> f(static_cast<size_t>(T * d)), c(static_cast<size_t>(T * d));
-  kernels::gemm_int8(cols.data(), T, scale, *layer++, proj_b_.data(), f.data());
+  kernels::gemm_int8(frames.data(), T, scale, *layer++, proj_b_.data(), f.data());
   relu_inplace(f.data(), f.size());
-  q.resize(static_cast<size_t>(T * d));
-  cols.resize(static_cast<size_t>(T * 3 * d));
+  // The conv1d blocks read frames t-1, t, t+1 of the stream padded by a zero frame at each end.
+  padded.assign(static_cast<size_t>((T + 2) * d), 0);
+  const int64_t taps[3] = {0, d, 2 * d};
   for (size_t i = 0; i < block_w_.size(); ++i, ++layer) {
-    scale = kernels::quantize_u7(f.data(), T * d, q.data());
-    taps3(q.data(), T, d, cols.data());
-    kernels::gemm_int8(cols.data(), T, scale, *layer, block_b_[i].data(), c.data());
+    scale = kernels::quantize_u7(f.data(), T * d, padded.data() + d);
+    kernels::gemm_int8_taps(padded.data(), T, d, taps, scale, *layer, block_b_[i].data(), c.data());
     relu_inplace(c.data(), c.size());
     kernels::add_inplace(f.data(), c.data(), T * d);
   }
   std::vector<float> out(static_cast<size_t>(T * classes()));
-  scale = kernels::quantize_u7(f.data(), T * d, q.data());
-  kernels::gemm_int8(q.data(), T, scale, *layer, head_b_.data(), out.data());
+  scale = kernels::quantize_u7(f.data(), T * d, padded.data() + d);
+  kernels::gemm_int8(padded.data() + d, T, scale, *layer, head_b_.data(), out.data());
   return out;
 }
 

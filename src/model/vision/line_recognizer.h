@@ -11,12 +11,11 @@
 // line's activations per thread at a time. Widths (frame width, channels, blocks, classes) come from
 // the tensor shapes. Thread-safe for concurrent reads after construction.
 //
-// Precision: F32 computes in f32 (the golden test's mode). Int8 (the default) runs every layer after
-// the first convolution as kernels::gemm_int8: weights in 8 bits per output channel, each layer's
-// input (ReLU outputs, >= 0) in 7 bits with one scale per line and layer, exact integer sums; the
-// first convolution (one input channel, 9 products per output) stays f32. Int8 logits differ from
-// f32's by the quantisation (tests/vision/line_recognizer_int8_test bounds it) and are the same
-// bits on every ISA.
+// Precision: F32 computes in f32 (the golden test's mode). Int8 (the default) runs every layer as
+// kernels::gemm_int8: weights in 8 bits per output channel, each layer's input (the crop's ink and
+// ReLU outputs, >= 0) in 7 bits with one scale per line and layer, exact integer sums. Int8 logits
+// differ from f32's by the quantisation (tests/vision/line_recognizer_int8_test bounds it) and are
+// the same bits on every ISA.
 //
 // Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in] so that im2col
 // copies whole channel runs of the HWC map, and the conv1d blocks' as [out, tap, in]. A line's layers
@@ -74,8 +73,8 @@ class LineRecognizer {
   // One line's logits with every matmul on `serial` (a pool of one thread).
   std::vector<float> run(const float* crop, int64_t width, ThreadPool& serial) const;
   void quantize_layers();
-  // After conv0 (f32, pooled, HWC [H, W, C]) to logits, in int8.
-  std::vector<float> run_int8(std::vector<float> x, int64_t H, int64_t W, int64_t C) const;
+  // run() in Int8 precision.
+  std::vector<float> run_int8(const float* crop, int64_t width) const;
 
   std::vector<OwnedWeight> conv_w_;   // [out, 9 * in], columns (ky, kx, in)
   std::vector<std::vector<float>> conv_b_;
@@ -86,7 +85,7 @@ class LineRecognizer {
   const TensorView* head_w_ = nullptr;
   std::vector<float> head_b_;
   std::vector<std::string> glyphs_;  // class k + 1 -> its UTF-8 character
-  // Int8 precision: conv1.., proj, block0.., head in that order; empty for F32.
+  // Int8 precision: conv0.., proj, block0.., head in that order; empty for F32.
   std::vector<kernels::Int8Weights> int8_;
 };
 

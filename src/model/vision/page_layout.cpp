@@ -36,13 +36,11 @@ InkPage ink_page(const uint8_t* gray, int width, int height) {
   const size_t n = size_t(width) * height;
   const int level = otsu_threshold(gray, n);
   p.binary.resize(n);
-  std::array<uint64_t, 256> page_hist{}, ink_hist{};
+  for (size_t i = 0; i < n; ++i) p.binary[i] = gray[i] <= level;  // Otsu's level ends the dark class
+  const std::array<uint64_t, 256> page_hist = byte_histogram(gray, n);
+  std::array<uint64_t, 256> ink_hist{};
   uint64_t ink_count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    p.binary[i] = gray[i] <= level;  // Otsu's level ends the dark class
-    ++page_hist[gray[i]];
-    if (p.binary[i]) ++ink_hist[gray[i]], ++ink_count;
-  }
+  for (int v = 0; v <= level; ++v) ink_hist[v] = page_hist[v], ink_count += page_hist[v];
   // In float, as numpy computes it from a float32 page and Python float levels.
   const double bg = percentile(page_hist, n, 90), fg = ink_count ? percentile(ink_hist, ink_count, 5) : 0.0;
   const float bg32 = float(bg), range32 = float(std::max(16.0, bg - fg));
@@ -59,15 +57,23 @@ InkPage ink_page(const uint8_t* gray, int width, int height) {
       if (e - x >= min_h) std::fill(rule.begin() + size_t(y) * width + x, rule.begin() + size_t(y) * width + e, 1);
       x = e;
     }
-  for (int x = 0; x < width; ++x)
-    for (int y = 0; y < height;) {
-      if (!p.binary[size_t(y) * width + x]) { ++y; continue; }
-      int e = y;
-      while (e < height && p.binary[size_t(e) * width + x]) ++e;
-      if (e - y >= min_v)
-        for (int k = y; k < e; ++k) rule[size_t(k) * width + x] = 1;
-      y = e;
-    }
+  // Vertical runs row by row (a column walk strides the whole page): run[x] counts the ink rows
+  // ending at the current one; a run that ends long enough is marked back up its column.
+  std::vector<int> run(size_t(width), 0);
+  auto end_run = [&](int x, int y_end) {
+    if (run[x] >= min_v)
+      for (int k = y_end - run[x]; k < y_end; ++k) rule[size_t(k) * width + x] = 1;
+    run[x] = 0;
+  };
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = p.binary.data() + size_t(y) * width;
+    for (int x = 0; x < width; ++x)
+      if (row[x])
+        ++run[x];
+      else if (run[x])
+        end_run(x, y);
+  }
+  for (int x = 0; x < width; ++x) end_run(x, height);
   for (size_t i = 0; i < n; ++i)
     if (rule[i]) p.binary[i] = 0, p.ink[i] = 0.0f;
   return p;
