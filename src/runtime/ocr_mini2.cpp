@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <limits>
 #include <numeric>
 
@@ -53,20 +54,26 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
   return m;
 }
 
-Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
+MiniOcr2Model::PageAnalysis MiniOcr2Model::analyse_page(const RgbImage& image, ThreadPool* pool) const {
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<uint8_t> gray = gray_bytes(image);
-  const double skew = skew_angle(gray.data(), image.width, image.height, &threads);
+  const double skew = skew_angle(gray.data(), image.width, image.height, pool);
   if (skew != 0.0) gray = rotate_page(gray.data(), image.width, image.height, skew);
-  PageLayout layout = find_layout(gray.data(), image.width, image.height);
-  if (static_cast<int64_t>(layout.lines.size()) > kMaxLinesPerPage) layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));
+  PageAnalysis a{image.width, image.height, find_layout(gray.data(), image.width, image.height), 0.0};
+  if (static_cast<int64_t>(a.layout.lines.size()) > kMaxLinesPerPage) a.layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));
+  a.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+Mini2Page MiniOcr2Model::read_lines(const PageAnalysis& analysis, ThreadPool& threads) const {
   std::vector<const LineCrop*> crops;
-  for (const LayoutLine& l : layout.lines)
+  for (const LayoutLine& l : analysis.layout.lines)
     for (const LineSegment& s : l.segments) crops.push_back(&s.crop);
   const std::vector<std::string> texts = recognizer_->read_many(crops, threads);
   Mini2Page page;
-  page.width = image.width, page.height = image.height;
+  page.width = analysis.width, page.height = analysis.height;
   size_t k = 0;
-  for (const LayoutLine& l : layout.lines) {
+  for (const LayoutLine& l : analysis.layout.lines) {
     ReadLine r;
     r.x0 = l.x0, r.y0 = l.y0, r.x1 = l.x1, r.y1 = l.y1;
     r.column = l.column, r.columns = l.columns, r.region_x0 = l.region_x0, r.region_x1 = l.region_x1;
@@ -80,10 +87,39 @@ Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) c
   return page;
 }
 
-ReferencePart MiniOcr2Model::page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
-                                       const PageEncodedFn& on_encoded, PassState& state) const {
+Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
+  return read_lines(analyse_page(image, &threads), threads);
+}
+
+// Pages [next, end) analysed one ahead of their use: take() returns the next page's analysis and
+// starts the one after on its own thread. A pending analysis is waited for on destruction.
+class MiniOcr2Model::PageAhead {
+ public:
+  PageAhead(const MiniOcr2Model& model, const OcrPages& pages, size_t next, size_t end)
+      : model_(model), pages_(pages), next_(next), end_(end) {
+    start();
+  }
+  PageAnalysis take() {
+    PageAnalysis a = pending_.get();
+    start();
+    return a;
+  }
+
+ private:
+  void start() {
+    if (next_ >= end_) return;
+    pending_ = std::async(std::launch::async, [this, i = next_++] { return model_.analyse_page(pages_.render(i), nullptr); });
+  }
+  const MiniOcr2Model& model_;
+  const OcrPages& pages_;
+  size_t next_, end_;
+  std::future<PageAnalysis> pending_;
+};
+
+ReferencePart MiniOcr2Model::page_part(const PageAnalysis& analysis, size_t first, size_t k, size_t count,
+                                       ThreadPool& threads, const PageEncodedFn& on_encoded, PassState& state) const {
   const auto t0 = std::chrono::steady_clock::now();
-  const Mini2Page page = read_page(pages.render(first + k), threads);
+  const Mini2Page page = read_lines(analysis, threads);
   const std::vector<LineFeatures> feats = page_line_features(page.lines, page.height, *classes_);
   const int64_t d = tokens_->hidden(), n = static_cast<int64_t>(feats.size());
   std::vector<float> rows(static_cast<size_t>((n + 1) * d), 0.0f);
@@ -105,7 +141,8 @@ ReferencePart MiniOcr2Model::page_part(const OcrPages& pages, size_t first, size
   if (state.cells.size() <= k) state.cells.resize(k + 1), state.line_counts.resize(k + 1);
   state.line_counts[k] = cells.size();
   state.cells[k] = std::move(cells);
-  if (on_encoded) on_encoded(first + k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  if (on_encoded)
+    on_encoded(first + k, analysis.ms + std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n + 1), model_.config.bos_id), std::move(rows));
   part.page = true;
   part.unit_starts = std::move(units);  // sparse: every line its own unit
@@ -175,7 +212,8 @@ OcrPass MiniOcr2Model::prepare(const OcrPages& pages, size_t first, size_t count
   check_pass_pages(pages, first, count);
   auto state = std::make_shared<PassState>(page_token_, count);
   OcrPass pass;
-  for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded, *state));
+  PageAhead ahead(*this, pages, first, first + count);
+  for (size_t k = 0; k < count; ++k) pass.reference.push_back(page_part(ahead.take(), first, k, count, threads, on_encoded, *state));
   finish_pass(pass, state);
   return pass;
 }
@@ -189,13 +227,14 @@ OcrPass MiniOcr2Model::prepare_rolling(const OcrPages& pages, size_t first, size
   auto state = std::make_shared<PassState>(page_token_, count);
   OcrPass pass;
   const size_t initial = std::min(resident, count);
-  for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded, *state));
+  auto ahead = std::make_shared<PageAhead>(*this, pages, first, first + count);
+  for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(ahead->take(), first, k, count, threads, on_encoded, *state));
   finish_pass(pass, state);
   GenerationOptions::Rolling rolling;
   rolling.separator = page_token_;
-  rolling.next_page = [this, &pages, &threads, on_encoded, first, count, state, next = initial]() mutable -> std::optional<ReferencePart> {
+  rolling.next_page = [this, ahead, &threads, on_encoded, first, count, state, next = initial]() mutable -> std::optional<ReferencePart> {
     if (next >= count) return std::nullopt;
-    return page_part(pages, first, next++, count, threads, on_encoded, *state);
+    return page_part(ahead->take(), first, next++, count, threads, on_encoded, *state);
   };
   pass.generation.rolling = std::move(rolling);
   return pass;

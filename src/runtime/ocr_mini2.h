@@ -13,6 +13,10 @@
 //    lost or written twice; each action goes back in with the code of the next line;
 //  - the text is the lines' readings arranged by the actions (StructureWriter): markdown with
 //    headings, paragraphs, lists, code and tables; "<page>" between pages.
+// Threads: besides the pool, prepare and prepare_rolling analyse the next page (render, deskew,
+// layout) on a thread of their own while the pool reads the current page's lines; they render one
+// page at a time, so OcrPages' one-renderer rule holds as long as nothing else renders the same
+// pages meanwhile.
 // The pass's decoding state lives in its hooks (constrain and embed_token on the decoding thread,
 // write_token wherever the tokens become text, each with its own cursor): one sequence per pass;
 // fresh_decoding gives another.
@@ -25,6 +29,7 @@
 
 #include "model/vision/line_features.h"
 #include "model/vision/line_recognizer.h"
+#include "model/vision/page_layout.h"
 #include "model/vision/structure_tokens.h"
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
@@ -73,8 +78,19 @@ class MiniOcr2Model : public OcrModel {
 
  private:
   struct PassState;
+  // A page rendered, deskewed and laid out: one thread's work, done for the next page while the
+  // pool reads the lines of the one before (PageAhead in the .cpp).
+  struct PageAnalysis {
+    int width = 0, height = 0;
+    PageLayout layout;
+    double ms = 0;  // its time
+  };
+  class PageAhead;
   MiniOcr2Model() = default;
-  ReferencePart page_part(const OcrPages& pages, size_t first, size_t k, size_t count, ThreadPool& threads,
+  // `pool`: threads for the skew search, or null.
+  PageAnalysis analyse_page(const RgbImage& page, ThreadPool* pool) const;
+  Mini2Page read_lines(const PageAnalysis& page, ThreadPool& threads) const;
+  ReferencePart page_part(const PageAnalysis& analysis, size_t first, size_t k, size_t count, ThreadPool& threads,
                           const PageEncodedFn& on_encoded, PassState& state) const;
   void finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const;
   void bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) const;
