@@ -147,6 +147,26 @@ TEST(Int8Gemm, QuantisersStayWithinHalfAStep) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(q[static_cast<size_t>(i)], 0);
 }
 
+// Values on the rounding boundaries (k + 0.5 steps), negatives, zeros and a tail shorter than a
+// vector: every ISA gives the same codes and scale.
+TEST(Int8Gemm, QuantiserGivesTheSameCodesOnEveryIsa) {
+  IsaGuard guard;
+  std::vector<float> x = random_floats(1000 + 13, 21);
+  for (size_t i = 0; i < 300; ++i) x[i] = 0.5f * static_cast<float>(i % 255);  // max 127: halves exact
+  x[400] = -0.0f, x[401] = 0.0f, x[402] = -3.0f;
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{300}, static_cast<int64_t>(x.size())}) {
+    set_isa(Isa::Scalar);
+    std::vector<uint8_t> want(static_cast<size_t>(n));
+    const float want_scale = quantize_u7(x.data(), n, want.data());
+    for (Isa isa : supported_isas()) {
+      set_isa(isa);
+      std::vector<uint8_t> got(static_cast<size_t>(n), 255);
+      EXPECT_EQ(quantize_u7(x.data(), n, got.data()), want_scale) << isa_name(isa) << " n " << n;
+      EXPECT_EQ(got, want) << isa_name(isa) << " n " << n;
+    }
+  }
+}
+
 TEST(Int8Gemm, RejectsInputWidthsThatAreNotMultiplesOfFour) {
   const std::vector<float> wf(3 * 6, 1.0f);
   try {

@@ -97,6 +97,25 @@ struct GAvx2 {
   static bytes load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static acc dot(acc c, bytes u, bytes s) { return _mm256_add_epi32(c, IAvx2::dot_u8s8(u, s)); }
   static void store(int32_t* p, acc v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+  using ints = __m256i;
+  static constexpr int kFloats = 8;
+  static ints zero_ints() { return _mm256_setzero_si256(); }
+  static ints bits_of(const float* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)); }
+  static ints max_ints(ints a, ints b) { return _mm256_max_epi32(a, b); }
+  static int32_t hmax(ints v) {
+    int32_t l[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), v);
+    return *std::max_element(l, l + 8);
+  }
+  // max, mul, add, min, truncate: each rounded on its own, as the scalar loop does.
+  static void codes(const float* x, float inv, uint8_t* q) {
+    __m256 v = _mm256_max_ps(_mm256_loadu_ps(x), _mm256_setzero_ps());
+    v = _mm256_min_ps(_mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(inv)), _mm256_set1_ps(0.5f)), _mm256_set1_ps(127.0f));
+    const __m256i t = _mm256_cvttps_epi32(v);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q), _mm_packus_epi16(w, w));
+  }
 };
 
 }  // namespace

@@ -42,27 +42,17 @@ Int8Weights Int8Weights::quantize(const float* w, int64_t out, int64_t in) {
 
 float quantize_u7(const float* x, int64_t n, uint8_t* q) {
   // The largest value through the bit patterns: non-negative floats order as their int32 patterns
-  // do, negative ones come out negative; an integer max vectorises where a float one may not
-  // (its order matters to the compiler for NaN and signed zeros).
-  int32_t bits = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int32_t b;
-    std::memcpy(&b, x + i, 4);
-    bits = b > bits ? b : bits;
-  }
+  // do, negative ones come out negative (and an integer max has no NaN or signed-zero cases).
+  const detail::KernelTable& table = detail::table_for(active_isa());
+  const int32_t bits = table.max_bits(x, n);
   float m;
   std::memcpy(&m, &bits, 4);
   if (!(m > 0.0f) || !std::isfinite(m)) {
     std::fill_n(q, n, uint8_t{0});
     return 1.0f;
   }
-  // Rounds half up (v >= 0, so truncating v + 0.5 does): a plain loop the compiler vectorises,
-  // where a libm rounding call per element cost as much as the GEMM it feeds.
-  const float inv = 127.0f / m;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = (x[i] > 0.0f ? x[i] : 0.0f) * inv + 0.5f;
-    q[i] = static_cast<uint8_t>(static_cast<int32_t>(v < 127.0f ? v : 127.0f));
-  }
+  // Rounds half up (the values are >= 0, so truncating v + 0.5 does).
+  table.quantize_u7(x, n, 127.0f / m, q);
   return m / 127.0f;
 }
 

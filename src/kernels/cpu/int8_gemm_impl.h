@@ -1,7 +1,8 @@
 // Internal: the body of the integer GEMM of int8_gemm.h, one template for every ISA. Include only
 // from an ISA file (after its target pragma), inside no namespace.
 //
-// The traits G give: `bytes` (64 / kVecs bytes of one 16-row panel slice), `acc` (the matching
+// The traits G give (for the quantiser) kFloats lanes of `floats`, with load_floats / max_bits_of /
+// codes_of: the lanes' int32 max, and quantize_u7's codes of kFloats values; and (for the GEMM) `bytes` (64 / kVecs bytes of one 16-row panel slice), `acc` (the matching
 // int32 lanes), kVecs vectors per panel group of 4 inputs, a register tile of kRows rows x kPanels
 // panels, and bcast4 / load / dot / zero / store. dot(c, u, s) adds, per int32 lane, the 4 products
 // of the lane's u8 bytes of u and s8 bytes of s: the same exact integers on every ISA.
@@ -70,6 +71,29 @@ void gemm_int8_sums(const uint8_t* a, int64_t rows, int64_t lda, const int64_t* 
                                              ldc);
     }
   }
+}
+
+// kernel_table.h's MaxBitsFn: whole vectors, then the tail from a zero-padded copy.
+template <class G>
+int32_t max_bits(const float* x, int64_t n) {
+  typename G::ints m = G::zero_ints();
+  int64_t i = 0;
+  for (; i + G::kFloats <= n; i += G::kFloats) m = G::max_ints(m, G::bits_of(x + i));
+  float tail[G::kFloats] = {};
+  std::copy(x + i, x + n, tail);
+  return G::hmax(G::max_ints(m, G::bits_of(tail)));
+}
+
+// kernel_table.h's QuantizeU7Fn, the same way.
+template <class G>
+void quantize_u7(const float* x, int64_t n, float inv, uint8_t* q) {
+  int64_t i = 0;
+  for (; i + G::kFloats <= n; i += G::kFloats) G::codes(x + i, inv, q + i);
+  float tail[G::kFloats] = {};
+  uint8_t out[G::kFloats];
+  std::copy(x + i, x + n, tail);
+  G::codes(tail, inv, out);
+  std::copy(out, out + (n - i), q + i);
 }
 
 }  // namespace

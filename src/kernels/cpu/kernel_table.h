@@ -51,6 +51,11 @@ using AxpyCodeRowsFn = void (*)(const float* p, const uint8_t* codes, size_t str
 using GemmInt8SumsFn = void (*)(const uint8_t* a, int64_t rows, int64_t lda, const int64_t* tap_offsets, int64_t taps,
                                 int64_t tap_len, const int8_t* panels, int64_t npanels, int32_t* c);
 
+// The largest int32 bit pattern among x[0..n) and 0 (for non-negative floats, the largest value).
+using MaxBitsFn = int32_t (*)(const float* x, int64_t n);
+// q[i] = int(min(max(x[i], 0) * inv + 0.5, 127)), each operation rounded on its own (no FMA).
+using QuantizeU7Fn = void (*)(const float* x, int64_t n, float inv, uint8_t* q);
+
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
   QGemvFn qgemv[7];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
@@ -63,6 +68,8 @@ struct KernelTable {
   AxpyCodeRowsFn axpy_code_rows[2];  // Q8, Q4
   ExpSumFn exp_sum;
   GemmInt8SumsFn gemm_int8_sums;
+  MaxBitsFn max_bits;
+  QuantizeU7Fn quantize_u7;
 };
 
 const KernelTable& scalar_table();

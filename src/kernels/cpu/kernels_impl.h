@@ -448,6 +448,8 @@ constexpr KernelTable make_table() {
       {&axpy_code_rows<V, LoadCodeI8<V>, false>, &axpy_code_rows<V, LoadCodeU4<V>, true>},
       &exp_sum<V>,
       &gemm_int8_sums<G>,
+      &max_bits<G>,
+      &quantize_u7<G>,
   };
 }
 

@@ -61,6 +61,23 @@ struct GScalar {
     return c;
   }
   static void store(int32_t* p, const acc& v) { std::memcpy(p, v.v, sizeof v.v); }
+
+  using ints = int32_t;
+  static constexpr int kFloats = 1;
+  static ints zero_ints() { return 0; }
+  static ints bits_of(const float* x) {
+    int32_t b;
+    std::memcpy(&b, x, 4);
+    return b;
+  }
+  static ints max_ints(ints a, ints b) { return a > b ? a : b; }
+  static int32_t hmax(ints v) { return v; }
+  // This file is built without FMA, so the product and the sum round on their own.
+  static void codes(const float* x, float inv, uint8_t* q) {
+    float v = *x > 0.0f ? *x : 0.0f;
+    v = v * inv + 0.5f;
+    *q = static_cast<uint8_t>(static_cast<int32_t>(v < 127.0f ? v : 127.0f));
+  }
 };
 
 struct IScalar {
