@@ -20,7 +20,7 @@
 // pass-through operands (GCC bug 105593); the warning is about the header, not this code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"  // the same bug, when the operand is inlined from a full-vector load
+#pragma GCC diagnostic ignored "-Wuninitialized"  // the same bug, where the operand is inlined
 
 #include "kernels/cpu/vec_avx512.h"
 

@@ -19,7 +19,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"  // the same bug, when the operand is inlined from a full-vector load  // GCC bug 105593, as in kernels_avx512.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593 (both), as in kernels_avx512.cpp
 
 #include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/int8_avx2.h"
