@@ -47,13 +47,13 @@ std::string default_ocr_model_dir() {
       throw_invalid(std::string("FOLIO_MODEL='") + env + "' is not a model directory (no config.json)");
     return env;
   }
-  const std::vector<fs::path> candidates = shipped_candidates("models/folio-mini-ocr");
+  const std::vector<fs::path> candidates = shipped_candidates(kDefaultOcrModel);
   std::string looked;
   for (const fs::path& c : candidates) {
     if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
     looked += (looked.empty() ? "" : ", ") + c.lexically_normal().string();
   }
-  throw_invalid("no model given and the shipped model folio-mini-ocr was not found (looked in: " + looked +
+  throw_invalid("no model given and the shipped model folio-mini-ocr-2 was not found (looked in: " + looked +
                 "); pass --model DIR or set FOLIO_MODEL");
 }
 

@@ -39,7 +39,7 @@ struct OcrRun {
 };
 
 OcrRun read(const std::string& policy, int pages, int64_t resident = 1) {
-  static std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  static std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(shipped_path("models/folio-mini-ocr"));
   const HeldoutDoc d = composed_heldout_doc(kSets, pages);
   const OcrPages p = OcrPages::open(d.sources(), d.page_range, m->pdf_dpi());
   ThreadPool threads(2);
@@ -67,7 +67,7 @@ TEST(RollingOcr, ReadsEveryPageWithOnePageResident) {
 }
 
 TEST(RollingOcr, RefusesWhatItCannotDo) {
-  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(shipped_path("models/folio-mini-ocr"));
   const OcrPages p = OcrPages::open({std::string(FOLIO_SOURCE_DIR) + "/examples/sample-3page.pdf"}, "", m->pdf_dpi());
   ThreadPool threads(1);
   OcrOptions o;
@@ -82,7 +82,7 @@ TEST(RollingOcr, RefusesWhatItCannotDo) {
 // A tiered reference through the whole pipeline: pages leave the pool for a small RAM tier and a
 // file, sparse attention reads them there, and the tokens are exactly those of the pool alone.
 TEST(TieredOcr, OffloadedPagesReadTheSameTokens) {
-  static std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  static std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(shipped_path("models/folio-mini-ocr"));
   const HeldoutDoc d = composed_heldout_doc(kSets, 3);
   const OcrPages p = OcrPages::open(d.sources(), d.page_range, m->pdf_dpi());
   ThreadPool threads(2);

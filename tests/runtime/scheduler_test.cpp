@@ -264,7 +264,7 @@ TEST_F(SchedulerTest, ReferencePartsAndEmbedHookMatchGenerator) {
 
 // The shipped mini OCR model on a real page: the scheduler decodes what run_ocr decodes.
 TEST_F(SchedulerTest, MiniOcrPageMatchesRunOcr) {
-  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(shipped_path("models/folio-mini-ocr"));
   const OcrPages pages = OcrPages::open({std::string(FOLIO_SOURCE_DIR) + "/examples/sample-1page.pdf"}, "", m->pdf_dpi());
   ThreadPool threads(1);
   OcrOptions opt;
@@ -654,7 +654,7 @@ TEST_F(SchedulerTest, PrefixCacheStaysWithinItsBudget) {
 // separator, two such requests side by side decode exactly what run_ocr decodes, and a sequence
 // holds the KV of one page where rswa holds all three.
 TEST_F(SchedulerTest, RollingMiniOcrMatchesRunOcr) {
-  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(default_ocr_model_dir());
+  std::unique_ptr<MiniOcrModel> m = MiniOcrModel::load(shipped_path("models/folio-mini-ocr"));
   const OcrPages pages = OcrPages::open({std::string(FOLIO_SOURCE_DIR) + "/examples/sample-3page.pdf"}, "", m->pdf_dpi());
   ThreadPool threads(1);
   OcrOptions opt;

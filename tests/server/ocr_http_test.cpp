@@ -75,7 +75,7 @@ class OcrHttp : public ::testing::Test {
     // pages must equal run_ocr's exactly.
     saved_rows_ = kernels::matmul_gemm_min_rows();
     kernels::set_matmul_gemm_min_rows(int64_t{1} << 40);
-    model_ = MiniOcrModel::load(default_ocr_model_dir()).release();
+    model_ = MiniOcrModel::load(shipped_path("models/folio-mini-ocr")).release();
     one_pdf_ = new std::string(std::string(FOLIO_SOURCE_DIR) + "/examples/sample-1page.pdf");
     three_pdf_ = new std::string(std::string(FOLIO_SOURCE_DIR) + "/examples/sample-3page.pdf");
     // Page 2 of the 3-page sample as a PNG, at the model's resolution.
@@ -93,7 +93,8 @@ class OcrHttp : public ::testing::Test {
   }
 
   static ServerConfig config() {
-    ServerConfig c;  // model.path unset: the shipped model
+    ServerConfig c;
+    c.model.path = shipped_path("models/folio-mini-ocr");  // v1, as model_ (the default is v2)
     c.server.port = 0;
     c.inference.kv_dtype = "f32";
     c.inference.threads = 1;
