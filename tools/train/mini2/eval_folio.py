@@ -1,11 +1,15 @@
 """folio-mini-ocr 2 in the engine (`folio ocr`) against tesseract on held-out born-digital pages.
 
-    /usr/bin/python3 tools/train/mini2/eval_folio.py --folio build/folio --model models/folio-mini-ocr-2 --pages 20
+    /usr/bin/python3 tools/train/mini2/eval_folio.py --folio build/folio --model models/folio-mini-ocr-2 --pages 20 [--set fonts] [--scan]
 
-Pages: held-out man pages (sources never trained on) typeset by groff (`-Tpdf`, a typesetter never
-used in training). Ground truth: `pdftotext -layout` of the same page. folio reads each PDF whole
-(rendering at the model's DPI, 2 threads); tesseract reads each page at 300 DPI (its best case),
-`--psm 6` (its best mode on these pages), 2 threads allowed. Both sides are normalised alike:
+Pages (`--set groff`, the default): held-out man pages (sources never trained on) typeset by groff
+(`-Tpdf`, a typesetter never used in training), set in Times. `--set fonts`: documents of held-out
+sources typeset by WeasyPrint (the training typesetter) in the four held-out font families (EB
+Garamond, Roboto, TeX Gyre Schola, C059), in styles drawn as training draws them (docsynth.py) but
+in one column (`pdftotext -layout` interleaves two columns' lines). Truth: `pdftotext -layout` of
+the same page. folio reads each PDF whole (rendering at the model's DPI, 2 threads); tesseract reads
+each page at 300 DPI (its best case) with `--psm 6` (its best mode on these pages), 2 threads
+allowed. Both sides are normalised alike:
 markdown syntax taken off ours (heading marks, list markers, table pipes and separator rows,
 fences), then on both sides ligatures, dash and space variants mapped (corpus.clean), list bullet
 glyphs dropped, whitespace runs made one space. CER is the edit distance over the reference length,
@@ -50,6 +54,23 @@ def markdown_to_text(md):
     return "\n".join(out)
 
 
+def heldout_font_pdfs(out_dir, n, seed):
+    """n documents of held-out sources in the held-out font families, typeset by WeasyPrint."""
+    import docsynth
+    import fonts
+    work = os.path.join(out_dir, "corpus")
+    corpus_mod.build(work, 600)
+    corp = corpus_mod.Corpus(work, "heldout", set(lines.CHARSET))
+    for i in range(n):
+        rng = random.Random(f"{seed}:fonts:{i}")
+        blocks = docsynth.make_blocks(rng, corp)
+        style = docsynth.make_style(rng, list(fonts.HELD_OUT))
+        style["columns"] = 1  # pdftotext -layout, the truth, interleaves the lines of two columns
+        pdf = os.path.join(out_dir, f"heldout-fonts-{i:03d}.pdf")
+        docsynth.render(docsynth.to_html(blocks, style, fonts.HELD_OUT, f"held-out {i}", False), pdf)
+        yield pdf
+
+
 def folio_pages(folio, model, pdf, threads):
     with tempfile.NamedTemporaryFile(suffix=".md") as f:
         t0 = time.time()
@@ -88,6 +109,8 @@ def main():
     ap.add_argument("--folio", default="build/folio")
     ap.add_argument("--model", required=True)
     ap.add_argument("--pages", type=int, default=20)
+    ap.add_argument("--set", choices=["groff", "fonts"], default="groff")
+    ap.add_argument("--psm", default="6", help="tesseract's page segmentation mode")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-tesseract", action="store_true")
@@ -98,7 +121,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="mini2_folio_eval_")
     totals = {"folio": [0, 0, 0.0, 0], "tesseract": [0, 0, 0.0, 0]}
     done = 0
-    for pdf in heldout_man_pdfs(tmp, 60, a.seed):
+    pdfs = heldout_man_pdfs(tmp, 60, a.seed) if a.set == "groff" else heldout_font_pdfs(tmp, 60, a.seed)
+    layout, psm = ["-layout"], a.psm
+    for pdf in pdfs:
         n = page_count(pdf)
         if a.scan:
             images = [scanned(render(pdf, p, 150, os.path.join(tmp, f"s{p}")), random.Random(f"{a.seed}:{os.path.basename(pdf)}:{p}"),
@@ -111,7 +136,7 @@ def main():
         for page in range(1, n + 1):
             if done == a.pages:
                 break
-            ref = normalise(subprocess.run(["pdftotext", "-layout", "-f", str(page), "-l", str(page), pdf, "-"],
+            ref = normalise(subprocess.run(["pdftotext", *layout, "-f", str(page), "-l", str(page), pdf, "-"],
                                            capture_output=True, text=True).stdout)
             hyp = normalise(markdown_to_text(ours[page - 1])) if page - 1 < len(ours) else ""
             e = edit_distance(hyp, ref)
@@ -125,7 +150,7 @@ def main():
                 if a.scan:
                     png = scanned(png, random.Random(f"{a.seed}:{os.path.basename(pdf)}:{page}"), os.path.join(tmp, "t300.jpg"))
                 t0 = time.time()
-                tess = subprocess.run(["tesseract", png, "-", "--psm", "6"], capture_output=True, text=True,
+                tess = subprocess.run(["tesseract", png, "-", "--psm", psm], capture_output=True, text=True,
                                       env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout
                 totals["tesseract"][2] += time.time() - t0
                 totals["tesseract"][3] += 1
