@@ -1,10 +1,31 @@
 // folio: long-document inference with a KV cache that does not grow with the output.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <exception>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "kernels/cpu/cpu_features.h"
+
+namespace {
+
+// FOLIO_ISA=scalar|avx2|avx512 runs the kernels on that instruction set (at most what the CPU
+// has): to measure or check the AVX2 path on an AVX-512 machine. Results are the same bits on
+// each wherever the kernels promise it (int8, quantised GEMV, attention).
+void apply_isa_override() {
+  const char* env = std::getenv("FOLIO_ISA");
+  if (!env || !*env) return;
+  const auto isa = folio::kernels::isa_from_name(env);
+  if (!isa) folio::throw_invalid(std::string("FOLIO_ISA='") + env + "': expected scalar, avx2 or avx512");
+  if (*isa > folio::kernels::best_isa())
+    std::fprintf(stderr, "folio: FOLIO_ISA=%s, but this CPU has at most %s: using %s\n", env,
+                 folio::kernels::isa_name(folio::kernels::best_isa()), folio::kernels::isa_name(folio::kernels::best_isa()));
+  folio::kernels::set_isa(*isa);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"folio: reference + long output inference (R-SWA KV cache)"};
@@ -35,6 +56,7 @@ int main(int argc, char** argv) {
     return 2;  // a bad command line is the user's to fix, like any other bad input
   }
   try {
+    apply_isa_override();
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const folio::Error& e) {

@@ -84,6 +84,21 @@ TEST_F(MiniOcrCli, DefaultModelReadsTheTypesetSampleAsItsSource) {
   EXPECT_LT(c.cer(), 0.01) << c.errors << " errors in " << c.chars << " characters\n" << r.out;
 }
 
+// FOLIO_ISA picks the kernels' instruction set: the AVX2 path reads the sample to the same bytes
+// (the int8 recognizer and the decoder's kernels give the same bits on every ISA; on an AVX2-only
+// machine both runs take it); a name it does not know is refused before any work.
+TEST_F(MiniOcrCli, FolioIsaAvx2ReadsTheSameMarkdown) {
+  const std::string cmd = "ocr " + kSrc + "/examples/sample-typeset.pdf --quiet";
+  const auto native = run_folio(cmd, scratch), avx2 = run_folio(cmd, scratch, "FOLIO_ISA=avx2");
+  ASSERT_EQ(native.code, 0) << native.err;
+  ASSERT_EQ(avx2.code, 0) << avx2.err;
+  EXPECT_EQ(avx2.out, native.out);
+  const auto bad = run_folio(cmd, scratch, "FOLIO_ISA=neon");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("FOLIO_ISA='neon': expected scalar, avx2 or avx512"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
 TEST_F(MiniOcrCli, ReadsTheSamplePdfWithTheShippedModel) {
   for (const std::string name : {"sample-1page", "sample-3page"}) {
     const fs::path json = scratch / (name + ".json");

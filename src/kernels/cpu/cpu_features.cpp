@@ -53,4 +53,10 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+std::optional<Isa> isa_from_name(std::string_view name) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (name == isa_name(isa)) return isa;
+  return std::nullopt;
+}
+
 }  // namespace folio::kernels

@@ -4,6 +4,9 @@
 // instruction set with target attributes and picked at run time from what the CPU reports.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 namespace folio::kernels {
 
 enum class Isa { Scalar, Avx2, Avx512 };
@@ -21,5 +24,8 @@ void set_isa(Isa isa);
 
 // "scalar", "avx2", "avx512".
 const char* isa_name(Isa isa);
+
+// The Isa named by isa_name's spelling; nullopt for any other text.
+std::optional<Isa> isa_from_name(std::string_view name);
 
 }  // namespace folio::kernels
