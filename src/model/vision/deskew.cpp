@@ -8,6 +8,17 @@
 
 namespace folio {
 
+namespace {
+
+// std::floor for |v| < 2^53 without a libm call (plain x86-64 has no rounding instruction): the
+// same value, exactly.
+inline double floor_exact(double v) {
+  const double t = static_cast<double>(static_cast<int64_t>(v));
+  return t > v ? t - 1 : t;
+}
+
+}  // namespace
+
 double skew_angle(const uint8_t* gray, int width, int height, ThreadPool* pool) {
   const size_t n = size_t(width) * height;
   const int level = otsu_threshold(gray, n);
@@ -33,7 +44,7 @@ double skew_angle(const uint8_t* gray, int width, int height, ThreadPool* pool) 
     // As Python's math.radians: degrees times (pi / 180).
     const double a = i * DeskewRule::kStep * (std::numbers::pi / 180.0), c = std::cos(a), s = std::sin(a);
     std::vector<int64_t> proj(xs.size());
-    for (size_t p = 0; p < xs.size(); ++p) proj[p] = static_cast<int64_t>(std::floor(ys[p] * c - xs[p] * s));
+    for (size_t p = 0; p < xs.size(); ++p) proj[p] = static_cast<int64_t>(floor_exact(ys[p] * c - xs[p] * s));
     const int64_t lo = *std::min_element(proj.begin(), proj.end()), hi = *std::max_element(proj.begin(), proj.end());
     std::vector<int64_t> counts(static_cast<size_t>(hi - lo + 1), 0);
     for (int64_t v : proj) ++counts[static_cast<size_t>(v - lo)];
@@ -67,13 +78,18 @@ std::vector<uint8_t> rotate_page(const uint8_t* gray, int width, int height, dou
     for (int x = 0; x < width; ++x) {
       const double dx = x - cx, dy = y - cy;
       const double sx = cx + dx * c - dy * s, sy = cy + dx * s + dy * c;
-      const double fx0 = std::floor(sx), fy0 = std::floor(sy);
+      const double fx0 = floor_exact(sx), fy0 = floor_exact(sy);
       const auto x0 = static_cast<int64_t>(fx0), y0 = static_cast<int64_t>(fy0);
       const double fx = sx - fx0, fy = sy - fy0;
-      const double top = (1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1);
-      const double bottom = (1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1);
+      // Inside the page (most pixels) the four neighbours are read without the edge tests.
+      const bool inside = x0 >= 0 && y0 >= 0 && x0 + 1 < width && y0 + 1 < height;
+      const uint8_t* p = inside ? gray + size_t(y0) * width + size_t(x0) : nullptr;
+      const double v00 = inside ? p[0] : at(y0, x0), v01 = inside ? p[1] : at(y0, x0 + 1);
+      const double v10 = inside ? p[width] : at(y0 + 1, x0), v11 = inside ? p[width + 1] : at(y0 + 1, x0 + 1);
+      const double top = (1 - fx) * v00 + fx * v01;
+      const double bottom = (1 - fx) * v10 + fx * v11;
       const double v = (1 - fy) * top + fy * bottom;
-      out[size_t(y) * width + x] = static_cast<uint8_t>(std::clamp(std::floor(v + 0.5), 0.0, 255.0));
+      out[size_t(y) * width + x] = static_cast<uint8_t>(std::clamp(floor_exact(v + 0.5), 0.0, 255.0));
     }
   return out;
 }
