@@ -60,7 +60,9 @@ class MiniOcr2Model : public OcrModel {
   Decoder& decoder() override { return *model_.decoder; }
   const Tokenizer& tokenizer() const override { return *model_.tokenizer; }
   int64_t image_tokens(const OcrPages&, size_t, VisionMode) const override { return kMaxLinesPerPage + 1; }
-  size_t max_pages_per_pass(VisionMode) const override { return SIZE_MAX; }
+  // Pages that share a page code (codes repeat every max_pages pages) are never in one pass, as
+  // rolling never keeps them resident together: at most max_pages - 1 pages per pass.
+  size_t max_pages_per_pass(VisionMode) const override { return static_cast<size_t>(tokens_->max_pages() - 1); }
   int64_t max_output_tokens(size_t count) override { return static_cast<int64_t>(count) * (kMaxLinesPerPage + 1) + 1; }
   OcrPass prepare(const OcrPages& pages, size_t first, size_t count, VisionMode mode, ThreadPool& threads,
                   const PageEncodedFn& on_encoded) override;

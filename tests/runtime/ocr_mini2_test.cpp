@@ -28,10 +28,11 @@ MiniOcr2Model& model() {
   return *m;
 }
 
-OcrResult read(const std::string& policy, int copies) {
+OcrResult read(const std::string& policy, int copies, size_t pages_per_pass = 0) {
   const OcrPages pages = OcrPages::open(std::vector<std::string>(static_cast<size_t>(copies), kPage), {}, model().pdf_dpi());
   ThreadPool threads(2);
   OcrOptions o;
+  o.pages_per_pass = pages_per_pass;
   o.policy = KVPolicy::parse(policy, 128);
   o.policy.resident_pages = 1;
   return run_ocr(model(), pages, o, threads);
@@ -65,6 +66,21 @@ TEST(MiniOcr2, RollingKeepsOnePageResidentAndLosesNoLine) {
   ASSERT_EQ(rolling.pages.size(), 3u);
   ASSERT_EQ(rolling.tokens.size(), rswa.tokens.size());
   for (size_t i = 0; i < rolling.tokens.size(); ++i) EXPECT_EQ(rolling.tokens[i] >= 13, rswa.tokens[i] >= 13) << i;
+}
+
+// Page codes repeat every max_pages pages (8 for this model): a pass never holds two pages with the
+// same code, so 9 pages under rswa go in passes of at most 7, and asking for 8 is refused.
+TEST(MiniOcr2, PassesNeverHoldTwoPagesWithOneCode) {
+  EXPECT_EQ(model().max_pages_per_pass(VisionMode::Base), 7u);
+  const OcrResult r = read("sparse", 9);  // sparse's automatic passes take as many pages as the model allows
+  EXPECT_EQ(r.stats.passes, 2u);
+  EXPECT_EQ(r.pages.size(), 9u);
+  try {
+    read("rswa", 9, 8);
+    FAIL() << "8 pages per pass must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reads at most 7 page(s) per pass"), std::string::npos) << e.what();
+  }
 }
 
 TEST(MiniOcr2, BlankPagesGiveEmptyPagesAndNothingElse) {

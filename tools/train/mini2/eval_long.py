@@ -1,5 +1,6 @@
-"""folio-mini-ocr 2 on long held-out documents: one document of N pages read in one pass (rswa), by
-`rolling` with a few resident pages, and one page per pass, in the engine (`folio ocr --json`).
+"""folio-mini-ocr 2 on long held-out documents: one document of N pages read one page per pass, in
+rswa passes of 20 (the default) and 63 pages (the most), and by `rolling` with a few resident
+pages, in the engine (`folio ocr --json`).
 
     /usr/bin/python3 tools/train/mini2/eval_long.py --folio build/folio --model models/folio-mini-ocr-2 --pages 100 [--pages 500]
 
@@ -79,8 +80,11 @@ def main():
         truth = [normalise(subprocess.run(["pdftotext", "-layout", "-f", str(p), "-l", str(p), pdf, "-"],
                                           capture_output=True, text=True).stdout) for p in range(1, n + 1)]
         chars = sum(len(t) for t in truth)
+        # rswa's passes: the default (20 pages) and the most the model allows (its 64 page codes
+        # less one: pages sharing a code are never in one pass).
         for name, args in (("one page per pass", ["--pages-per-pass", "1"]),
-                           ("rswa, one pass", ["--policy", "rswa", "--pages-per-pass", str(n)]),
+                           ("rswa, 20 pages per pass", ["--policy", "rswa"]),
+                           ("rswa, 63 pages per pass", ["--policy", "rswa", "--pages-per-pass", "63"]),
                            (f"rolling, {a.resident} resident", ["--policy", "rolling", "--resident-pages", str(a.resident)])):
             texts, stats, secs = run(a.folio, a.model, pdf, n, args, a.threads)
             errors = sum(edit_distance(normalise(markdown_to_text(texts[i])) if i < len(texts) else "", truth[i])
