@@ -48,4 +48,15 @@ ApiKeys ApiKeys::load(const std::string& path) {
   return ApiKeys(std::move(keys));
 }
 
+std::string bearer_token(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer";
+  if (authorization.size() <= kScheme.size() || authorization[kScheme.size()] != ' ') return "";
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return "";
+  std::string_view token = authorization.substr(kScheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  return std::string(token);
+}
+
 }  // namespace folio

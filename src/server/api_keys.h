@@ -11,6 +11,11 @@
 
 namespace folio {
 
+// The credentials of an Authorization header "Bearer <token>": the scheme matched without regard to
+// case (RFC 7235: "bearer" and "BEARER" are the same scheme), spaces around the token dropped.
+// Empty when the header is missing, names another scheme, or holds no token.
+std::string bearer_token(std::string_view authorization);
+
 class ApiKeys {
  public:
   ApiKeys() = default;  // no keys: authentication off

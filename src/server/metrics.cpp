@@ -1,18 +1,19 @@
 #include "server/metrics.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "core/memory_stats.h"
 
 namespace folio {
 
-namespace {
-
-std::string num(double v) {
+std::string shortest_number(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
+
+namespace {
 
 void header(std::string& out, const char* name, const char* type, const char* help) {
   out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
@@ -20,7 +21,7 @@ void header(std::string& out, const char* name, const char* type, const char* he
 
 void gauge(std::string& out, const char* name, const char* help, double v) {
   header(out, name, "gauge", help);
-  out += std::string(name) + " " + num(v) + "\n";
+  out += std::string(name) + " " + shortest_number(v) + "\n";
 }
 
 }  // namespace
@@ -39,10 +40,10 @@ void Histogram::render(const std::string& name, std::string& out) const {
   uint64_t cum = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cum += counts_[i];
-    out += name + "_bucket{le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
+    out += name + "_bucket{le=\"" + shortest_number(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
   }
   out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  out += name + "_sum " + num(sum_) + "\n";
+  out += name + "_sum " + shortest_number(sum_) + "\n";
   out += name + "_count " + std::to_string(count_) + "\n";
 }
 

@@ -17,6 +17,9 @@
 
 namespace folio {
 
+// The shortest decimal text that reads back as v: "0.005" (not "0.0050000000000000001"), "5".
+std::string shortest_number(double v);
+
 class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);

@@ -229,10 +229,9 @@ void Service::install_routes() {
     try {
       std::string client = "addr:" + req.remote_addr;
       if (keys_.enabled()) {
-        const std::string auth = req.get_header_value("Authorization");
-        if (auth.rfind("Bearer ", 0) != 0)
+        const std::string key = bearer_token(req.get_header_value("Authorization"));
+        if (key.empty())
           throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
-        const std::string key = auth.substr(7);
         if (!keys_.accepts(key)) throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
         client = "key:" + key;
       }
@@ -240,7 +239,7 @@ void Service::install_routes() {
       if (int64_t wait = limiter_.acquire(client)) {
         res.set_header("Retry-After", std::to_string(wait));
         throw ApiError(429, "rate_limit_error", "rate_limit_exceeded",
-                       "rate limit of " + std::to_string(cfg_.server.rate_limit) + " requests per minute exceeded; retry in " +
+                       "rate limit of " + shortest_number(cfg_.server.rate_limit) + " requests per minute exceeded; retry in " +
                            std::to_string(wait) + " s");
       }
     } catch (const ApiError& e) {

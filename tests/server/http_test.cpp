@@ -267,13 +267,19 @@ TEST_F(Http, ApiKeysAreRequiredAndChecked) {
   EXPECT_EQ(r->status, 401);
   r = cli.Get("/v1/models", {{"Authorization", "Bearer sk-two"}});
   EXPECT_EQ(r->status, 200) << r->body;
+  // The scheme is case-insensitive (RFC 7235); another scheme is no key at all.
+  r = cli.Get("/v1/models", {{"Authorization", "bearer  sk-two"}});
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = cli.Get("/v1/models", {{"Authorization", "Basic sk-two"}});
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "missing_api_key");
   r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer sk-one"}}, chat_body("x", 2).dump(), "application/json");
   EXPECT_EQ(r->status, 200) << r->body;
   // Probes stay open.
   EXPECT_EQ(cli.Get("/healthz")->status, 200);
   EXPECT_EQ(cli.Get("/readyz")->status, 200);
   std::string text = cli.Get("/metrics")->body;
-  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"missing_api_key\"}"), 1);
+  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"missing_api_key\"}"), 2);
   EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"invalid_api_key\"}"), 2);
 }
 
@@ -306,6 +312,8 @@ TEST_F(Http, RateLimitGives429WithRetryAfter) {
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->get_header_value("Retry-After"), "30");
   EXPECT_EQ(json::parse(r->body)["error"]["type"], "rate_limit_error");
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("rate limit of 2 requests per minute"),
+            std::string::npos) << r->body;
   EXPECT_EQ(cli.Get("/healthz")->status, 200);  // probes are not limited
 }
 
@@ -379,6 +387,9 @@ TEST_F(Http, MetricsCountWhatHappened) {
   EXPECT_EQ(metric(text, "folio_generation_tokens_total"), completion);
   EXPECT_EQ(metric(text, "folio_time_to_first_token_seconds_count"), 2);
   EXPECT_EQ(metric(text, "folio_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), 2);
+  // Bucket bounds print as written (0.005), not with %.17g's float noise.
+  EXPECT_NE(text.find("folio_time_to_first_token_seconds_bucket{le=\"0.005\"}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("00000000001\""), std::string::npos) << text;
   EXPECT_EQ(metric(text, "folio_time_per_output_token_seconds_count"), 2);
   EXPECT_EQ(metric(text, "folio_running_sequences"), 0);
   EXPECT_EQ(metric(text, "folio_queued_sequences"), 0);
