@@ -52,8 +52,10 @@ OcrRequest parse_ocr_form(const std::vector<FormPart>& parts);
 std::string sniff_file_type(std::string_view bytes);
 
 // Checks that `bytes` are a PDF, PNG or JPEG (and, when `declared` is not empty, the type the client
-// declared: pdf, png, jpeg, jpg, application/pdf, image/png, image/jpeg); returns the type.
-// ApiError 400 "unsupported_file_type" / "file_type_mismatch" naming `what`.
+// declared: pdf, png, jpeg, jpg, application/pdf, image/png, image/jpeg); returns the type the bytes
+// are. An image declared as the other image type is accepted as what it is; a PDF declared as an
+// image or the reverse is not. ApiError 400 "unsupported_file_type" / "file_type_mismatch" naming
+// `what`.
 std::string check_file_type(std::string_view bytes, const std::string& declared, const std::string& what);
 
 }  // namespace folio

@@ -69,6 +69,11 @@ TEST(FileType, SniffsAndChecksDeclarations) {
   EXPECT_EQ(check_file_type(kPng, "image/png", "a"), "png");
   EXPECT_EQ(check_file_type(kPng, "", "a"), "png");
   EXPECT_EQ(code_of([] { check_file_type(kPng, "application/pdf", "a"); }), "file_type_mismatch");
+  EXPECT_EQ(code_of([] { check_file_type("%PDF-1.7", "image/png", "a"); }), "file_type_mismatch");
+  // An image labelled as the other image type is read as what it is (OpenAI's docs send a PNG as
+  // data:image/jpeg).
+  EXPECT_EQ(check_file_type(kPng, "image/jpeg", "a"), "png");
+  EXPECT_EQ(check_file_type("\xff\xd8\xff\xe0", "image/png", "a"), "jpeg");
   EXPECT_EQ(code_of([] { check_file_type(kPng, "image/gif", "a"); }), "unsupported_file_type");
   EXPECT_EQ(code_of([] { check_file_type("hello", "", "a"); }), "unsupported_file_type");
 }
