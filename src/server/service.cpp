@@ -226,6 +226,8 @@ void Service::install_routes() {
   // The gate in front of every /v1/ route: key, draining, rate limit. Runs before the body is read.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    // Every answer under /v1/, errors included, carries the request's id (the client's, or ours).
+    res.set_header("X-Request-Id", ids_.for_request(req.get_header_value("X-Request-Id")));
     try {
       std::string client = "addr:" + req.remote_addr;
       if (keys_.enabled()) {
@@ -397,7 +399,7 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   check_model(orq.model);
   auto st = std::make_shared<JobStream>();
   st->job = start_ocr_job(std::move(orq.files), orq.pages, orq.max_tokens);
-  const std::string id = "ocr-" + std::to_string(next_completion_++);
+  const std::string id = ids_.next("ocr");
   const int64_t created = unix_now();
 
   if (!orq.stream) {
@@ -441,7 +443,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
   check_model(cr.model);
-  const std::string id = "chatcmpl-" + std::to_string(next_completion_++);
+  const std::string id = ids_.next("chatcmpl");
   const int64_t created = unix_now();
 
   if (!cr.images.empty()) {

@@ -42,6 +42,7 @@
 #include "server/metrics.h"
 #include "server/ocr_job.h"
 #include "server/reference_cache.h"
+#include "server/request_ids.h"
 #include "server/rate_limiter.h"
 #include "server/server_config.h"
 
@@ -125,7 +126,7 @@ class Service {
   std::atomic<bool> loaded_{false};
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
-  std::atomic<int64_t> next_completion_{1};
+  RequestIds ids_;  // response ids and X-Request-Id
 };
 
 }  // namespace folio

@@ -300,6 +300,26 @@ TEST_F(Http, OversizedBodyGets413) {
   EXPECT_EQ(metric(cli.Get("/metrics")->body, "folio_rejected_requests_total{reason=\"body_too_large\"}"), 1);
 }
 
+// X-Request-Id: a well-formed client id comes back; a missing or malformed one is replaced by ours
+// (errors carry it too). Response ids are unique across two services, which never share a prefix.
+TEST_F(Http, RequestIdsAreEchoedOrMadeAndResponseIdsDifferAcrossServices) {
+  auto a = serve(config()), b = serve(config());
+  auto ca = client(*a), cb = client(*b);
+  auto r = ca.Post("/v1/chat/completions", {{"X-Request-Id", "trace-42.a:b"}}, chat_body("x", 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("X-Request-Id"), "trace-42.a:b");
+  const std::string id_a = json::parse(r->body)["id"];
+  r = ca.Get("/v1/models", {{"X-Request-Id", "bad id with spaces"}});
+  EXPECT_EQ(r->get_header_value("X-Request-Id").rfind("req-", 0), 0u) << r->get_header_value("X-Request-Id");
+  r = ca.Post("/v1/chat/completions", "{", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->get_header_value("X-Request-Id").rfind("req-", 0), 0u);
+  r = cb.Post("/v1/chat/completions", chat_body("x", 2).dump(), "application/json");
+  const std::string id_b = json::parse(r->body)["id"];
+  EXPECT_EQ(id_a.rfind("chatcmpl-", 0), 0u) << id_a;
+  EXPECT_NE(id_a.substr(0, id_a.rfind('-')), id_b.substr(0, id_b.rfind('-'))) << id_a << " " << id_b;
+}
+
 TEST_F(Http, RateLimitGives429WithRetryAfter) {
   ServerConfig c = config();
   c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s
