@@ -50,8 +50,8 @@ class MiniOcrCli : public ::testing::Test {
 
 // The demo: examples/sample-typeset.pdf (text written for it, typeset by WeasyPrint; its source is
 // examples/sample-typeset.md) read by the default model. The markdown equals the source up to line
-// wrapping: every heading, list item and table row, and the text within 1% CER (measured 0.09%:
-// two misread characters).
+// wrapping: every heading, list item and table row, and the text within 1% CER (measured 0.04%:
+// one misread character).
 TEST_F(MiniOcrCli, DefaultModelReadsTheTypesetSampleAsItsSource) {
   const fs::path json = scratch / "typeset.json";
   auto r = run_folio("ocr " + kSrc + "/examples/sample-typeset.pdf --json " + json.string(), scratch);
