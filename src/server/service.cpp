@@ -200,9 +200,14 @@ Service::Handler Service::guarded(Handler h) {
 
 void Service::add_route(const std::string& method, const std::string& path, Handler handler) {
   if (path.rfind("/v1/", 0) != 0) throw_invalid("add_route: '" + path + "' is not under /v1/");
-  if (method == "GET") http_->Get(path, guarded(std::move(handler)));
-  else if (method == "POST") http_->Post(path, guarded(std::move(handler)));
-  else throw_invalid("add_route: method must be GET or POST, got '" + method + "'");
+  if (method != "GET" && method != "POST") throw_invalid("add_route: method must be GET or POST, got '" + method + "'");
+  mount(method, path, guarded(std::move(handler)));
+}
+
+void Service::mount(const std::string& method, const std::string& path, Handler handler) {
+  if (method == "GET") http_->Get(path, std::move(handler));
+  else http_->Post(path, std::move(handler));
+  methods_[path].insert(method);
 }
 
 void Service::install_routes() {
@@ -260,6 +265,13 @@ void Service::install_routes() {
       metrics_.count_rejection("body_too_large");
       send_error(res, ApiError(413, "invalid_request_error", "body_too_large",
                                "the request body exceeds server.max_body_bytes (" + std::to_string(cfg_.server.max_body_bytes) + " bytes)"));
+    } else if (res.status == 404 && methods_.count(req.path)) {
+      // A real route asked with another method: 405 and the methods it takes (RFC 9110).
+      std::string allow;
+      for (const std::string& m : methods_.at(req.path)) allow += (allow.empty() ? "" : ", ") + m;
+      res.set_header("Allow", allow);
+      send_error(res, ApiError(405, "invalid_request_error", "method_not_allowed",
+                               req.method + " is not allowed on " + req.path + ": use " + allow));
     } else if (res.status == 404) {
       send_error(res, ApiError(404, "invalid_request_error", "not_found", "no such endpoint: " + req.method + " " + req.path));
     } else {
@@ -287,10 +299,10 @@ void Service::install_routes() {
     metrics_.count_request(label, res.status);
   });
 
-  http_->Get(cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
+  mount("GET", cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/readyz", [this](const httplib::Request&, httplib::Response& res) {
     std::string why;
     if (!loaded_) why = "the model is loading";
     else if (draining_) why = "the server is shutting down";
@@ -302,19 +314,19 @@ void Service::install_routes() {
       res.set_content(dump(json{{"status", "not ready"}, {"reason", why}}), "application/json");
     }
   });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::optional<SchedulerStats> s;
     if (loaded_) s = scheduler_->stats();
     const ReferenceCacheStats cache = cache_.stats();
     res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache), "text/plain; version=0.0.4");
   });
-  http_->Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
     json data = json::array();
     data.push_back({{"id", model_id_}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}});
     res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
   }));
-  http_->Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
-  http_->Post("/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
+  mount("POST", "/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
+  mount("POST", "/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
 }
 
 void Service::check_loaded(httplib::Response& res) const {

@@ -30,6 +30,8 @@
 #include <optional>
 #include <memory>
 #include <mutex>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -90,6 +92,9 @@ class Service {
 
  private:
   void install_routes();
+  // Registers `handler` with httplib for `method` (GET or POST) on `path`, and remembers the method
+  // so that another method on that path gets 405 with Allow instead of 404.
+  void mount(const std::string& method, const std::string& path, Handler handler);
   void chat_completions(const httplib::Request& req, httplib::Response& res);
   // 404 model_not_found unless `model` is empty or the served model.
   void check_model(const std::string& model) const;
@@ -127,6 +132,7 @@ class Service {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   RequestIds ids_;  // response ids and X-Request-Id
+  std::map<std::string, std::set<std::string>> methods_;  // path -> methods mounted (before start)
 };
 
 }  // namespace folio

@@ -383,6 +383,18 @@ TEST_F(Http, MalformedRequestsGet4xxAndTheServerGoesOn) {
   auto r = cli.Get("/v1/nothing");
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "not_found");
+  // A real route with the wrong method: 405 with the methods it takes, in OpenAI's error shape.
+  r = cli.Get("/v1/chat/completions");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "POST");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "method_not_allowed");
+  r = cli.Post("/v1/models", "{}", "application/json");
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "GET");
+  r = cli.Delete("/metrics");
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(cli.Get("/v1/models")->status, 200);  // and the server goes on
 }
 
 TEST_F(Http, MetricsCountWhatHappened) {
