@@ -158,7 +158,8 @@ int run_bench_serve(const BenchServeArgs& a) {
     body = {{"messages", {{{"role", "user"}, {"content", "Write a long story about a lighthouse."}}}},
             {"max_tokens", a.max_tokens > 0 ? a.max_tokens : 128},
             {"ignore_eos", true},
-            {"stream", true}};
+            {"stream", true},
+            {"stream_options", {{"include_usage", true}}}};
   }
   const std::string payload = body.dump();
 

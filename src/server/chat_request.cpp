@@ -107,8 +107,13 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'stream' must be true or false");
     r.stream = s->get<bool>();
   }
-  if (const json* s = json_field(j, "stream_options"))
+  if (const json* s = json_field(j, "stream_options")) {
     if (!s->is_object()) throw bad_request("invalid_type", "'stream_options' must be an object");
+    if (const json* u = json_field(*s, "include_usage")) {
+      if (!u->is_boolean()) throw bad_request("invalid_type", "'stream_options.include_usage' must be true or false");
+      r.include_usage = u->get<bool>();
+    }
+  }
   if (const json* n = json_field(j, "n"))
     if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
   if (json_field(j, "stop")) throw bad_request("unsupported_parameter", "'stop' sequences are not supported yet");

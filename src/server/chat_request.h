@@ -37,6 +37,7 @@ struct ChatRequest {
   float top_p = 1.f;
   uint64_t seed = 0;
   bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage and no choices
   bool return_token_ids = false;
   bool ignore_eos = false;
   std::vector<UploadedFile> images;  // image_url parts of every message, in order

@@ -592,7 +592,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   auto st = std::make_shared<StreamState>(*tokenizer_);
   st->ch = ch;
   st->rid = sub.id;
-  const bool with_ids = cr.return_token_ids;
+  const bool with_ids = cr.return_token_ids, with_usage = cr.include_usage;
   const std::string model_id = model_id_;
   auto chunk = [id, created, model_id](json delta, json finish) {
     json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
@@ -601,7 +601,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st, chunk, with_ids, eos, timeout_s](size_t, httplib::DataSink& sink) {
+      [this, st, chunk, with_ids, with_usage, eos, timeout_s](size_t, httplib::DataSink& sink) {
         std::vector<int32_t> fresh;
         std::optional<SequenceResult> result;
         {
@@ -634,9 +634,14 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         } else {
           const std::string tail = st->detok.flush();
           if (!tail.empty() && !send(chunk({{"content", tail}}, nullptr))) return false;
-          json last = chunk(json::object(), finish_reason(result->stop_reason));
-          last["usage"] = usage_json(*result);
-          if (!send(last)) return false;
+          if (!send(chunk(json::object(), finish_reason(result->stop_reason)))) return false;
+          // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
+          if (with_usage) {
+            json usage = chunk(json::object(), nullptr);
+            usage["choices"] = json::array();
+            usage["usage"] = usage_json(*result);
+            if (!send(usage)) return false;
+          }
         }
         const std::string done = "data: [DONE]\n\n";
         if (!sink.write(done.data(), done.size())) return false;

@@ -211,7 +211,19 @@ TEST_F(Http, StreamingMatchesGenerator) {
   EXPECT_EQ(text, text_of(want.tokens));
   const json& last = events.back();
   EXPECT_EQ(last["choices"][0]["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
-  EXPECT_EQ(last["usage"]["completion_tokens"], want.tokens.size());
+  for (const json& e : events) EXPECT_FALSE(e.contains("usage")) << "usage without stream_options.include_usage";
+  // With stream_options.include_usage: one more chunk, no choices, the usage.
+  json body = chat_body("stream me", 20, true);
+  body["stream_options"] = {{"include_usage", true}};
+  r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  events = sse_events(r->body, done);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_TRUE(events.back()["choices"].empty());
+  EXPECT_EQ(events.back()["usage"]["completion_tokens"], want.tokens.size());
+  EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
+  body["stream_options"] = {{"include_usage", "yes"}};
+  EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 400);
 }
 
 TEST_F(Http, ConcurrentRequestsAreBatchedAndExact) {
