@@ -1,6 +1,7 @@
 #include "model/vision/deskew.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -21,9 +22,10 @@ inline double floor_exact(double v) {
 
 double skew_angle(const uint8_t* gray, int width, int height, ThreadPool* pool) {
   const size_t n = size_t(width) * height;
-  const int level = otsu_threshold(gray, n);
+  const std::array<uint64_t, 256> hist = byte_histogram(gray, n);
+  const int level = otsu_threshold(hist, n);
   int64_t ink = 0;
-  for (size_t i = 0; i < n; ++i) ink += gray[i] <= level;
+  for (int v = 0; v <= level; ++v) ink += static_cast<int64_t>(hist[v]);
   if (ink < DeskewRule::kMinPoints) return 0.0;
   const int64_t k = (ink + DeskewRule::kMaxPoints - 1) / DeskewRule::kMaxPoints;
   std::vector<double> xs, ys;

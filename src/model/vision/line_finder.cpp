@@ -121,9 +121,10 @@ std::array<uint64_t, 256> byte_histogram(const uint8_t* bytes, size_t count) {
   return hist;
 }
 
-int otsu_threshold(const uint8_t* gray, size_t count) {
+int otsu_threshold(const uint8_t* gray, size_t count) { return otsu_threshold(byte_histogram(gray, count), count); }
+
+int otsu_threshold(const std::array<uint64_t, 256>& counts, size_t count) {
   std::array<double, 256> hist{};
-  const std::array<uint64_t, 256> counts = byte_histogram(gray, count);
   for (int v = 0; v < 256; ++v) hist[v] = double(counts[v]);
   const double total = double(count);
   std::array<double, 256> w0{}, m0{};

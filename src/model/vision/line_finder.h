@@ -50,6 +50,8 @@ std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1
 // Otsu's threshold of a gray image: the level maximising between-class variance, the last level of
 // the dark class (ink is <= level; a two-level image splits between its levels).
 int otsu_threshold(const uint8_t* gray, size_t count);
+// The same from the image's byte_histogram (`count` pixels), for callers that need it too.
+int otsu_threshold(const std::array<uint64_t, 256>& histogram, size_t count);
 // How many of `count` bytes hold each value.
 std::array<uint64_t, 256> byte_histogram(const uint8_t* bytes, size_t count);
 

@@ -34,10 +34,10 @@ InkPage ink_page(const uint8_t* gray, int width, int height) {
   InkPage p;
   p.width = width, p.height = height;
   const size_t n = size_t(width) * height;
-  const int level = otsu_threshold(gray, n);
+  const std::array<uint64_t, 256> page_hist = byte_histogram(gray, n);
+  const int level = otsu_threshold(page_hist, n);
   p.binary.resize(n);
   for (size_t i = 0; i < n; ++i) p.binary[i] = gray[i] <= level;  // Otsu's level ends the dark class
-  const std::array<uint64_t, 256> page_hist = byte_histogram(gray, n);
   std::array<uint64_t, 256> ink_hist{};
   uint64_t ink_count = 0;
   for (int v = 0; v <= level; ++v) ink_hist[v] = page_hist[v], ink_count += page_hist[v];
