@@ -20,7 +20,6 @@ class RequestIds {
   std::string next(std::string_view kind);
   // The client's id if it is well formed, else next("req").
   std::string for_request(std::string_view client_id);
-  const std::string& instance() const { return instance_; }
 
  private:
   std::string instance_;

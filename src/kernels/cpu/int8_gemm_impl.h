@@ -1,11 +1,12 @@
 // Internal: the body of the integer GEMM of int8_gemm.h, one template for every ISA. Include only
 // from an ISA file (after its target pragma), inside no namespace.
 //
-// The traits G give (for the quantiser) kFloats lanes of `floats`, with load_floats / max_bits_of /
-// codes_of: the lanes' int32 max, and quantize_u7's codes of kFloats values; and (for the GEMM) `bytes` (64 / kVecs bytes of one 16-row panel slice), `acc` (the matching
-// int32 lanes), kVecs vectors per panel group of 4 inputs, a register tile of kRows rows x kPanels
-// panels, and bcast4 / load / dot / zero / store. dot(c, u, s) adds, per int32 lane, the 4 products
-// of the lane's u8 bytes of u and s8 bytes of s: the same exact integers on every ISA.
+// The traits G give, for the GEMM: `bytes` (64 / kVecs bytes of one 16-row panel slice), `acc` (the
+// matching int32 lanes), kVecs vectors per panel group of 4 inputs, a register tile of kRows rows x
+// kPanels panels, and bcast4 / load / dot / zero / store; dot(c, u, s) adds, per int32 lane, the 4
+// products of the lane's u8 bytes of u and s8 bytes of s: the same exact integers on every ISA. For
+// the quantiser: `ints` of kFloats lanes with zero_ints / bits_of (float bits as int32) / max_ints /
+// hmax, and codes (quantize_u7's codes of kFloats values).
 #pragma once
 
 namespace folio::kernels::detail {

@@ -33,8 +33,6 @@ struct VScalar {
   static reg exp(reg x) { return std::exp(x); }
 };
 
-// The reference integer traits of quant_dot_impl.h: 32 bytes and 8 lanes as plain arrays, with the
-// lane structure and float order of the SIMD versions spelled out.
 // int8_gemm_impl.h's traits: one 16-row panel slice of 64 bytes, one row and panel per tile.
 struct GScalar {
   struct bytes {
@@ -80,6 +78,8 @@ struct GScalar {
   }
 };
 
+// The reference integer traits of quant_dot_impl.h: 32 bytes and 8 lanes as plain arrays, with the
+// lane structure and float order of the SIMD versions spelled out.
 struct IScalar {
   struct bytes {
     int16_t b[32];  // 8-bit values widened; unsigned or signed as the caller treats them

@@ -43,12 +43,11 @@ std::vector<float> taps_major(const TensorView& w, int64_t taps) {
 
 // im2col of a 3x3, padding-1 convolution over an HWC map: row (y, x) holds the 9 neighbours' C
 // channels in (ky, kx) order, zeros outside the map.
-template <typename T>
-void im2col3x3(const T* x, int64_t H, int64_t W, int64_t C, T* cols) {
-  const size_t run = static_cast<size_t>(C) * sizeof(T);
+void im2col3x3(const float* x, int64_t H, int64_t W, int64_t C, float* cols) {
+  const size_t run = static_cast<size_t>(C) * sizeof(float);
   for (int64_t y = 0; y < H; ++y)
     for (int64_t xx = 0; xx < W; ++xx) {
-      T* row = cols + (y * W + xx) * 9 * C;
+      float* row = cols + (y * W + xx) * 9 * C;
       for (int64_t ky = 0; ky < 3; ++ky) {
         const int64_t iy = y + ky - 1;
         for (int64_t kx = 0; kx < 3; ++kx, row += C) {
@@ -71,14 +70,13 @@ void frames_of(const T* x, int64_t H, int64_t W, int64_t C, T* frames) {
 }
 
 // im2col of a k = 3, padding-1 conv1d over [T, d]: row t is [f[t-1], f[t], f[t+1]], zeros outside.
-template <typename T>
-void taps3(const T* f, int64_t frames, int64_t d, T* cols) {
+void taps3(const float* f, int64_t frames, int64_t d, float* cols) {
   for (int64_t t = 0; t < frames; ++t)
     for (int64_t j = 0; j < 3; ++j) {
-      T* dst = cols + (t * 3 + j) * d;
+      float* dst = cols + (t * 3 + j) * d;
       const int64_t it = t + j - 1;
       if (it < 0 || it >= frames)
-        std::fill_n(dst, d, T{0});
+        std::fill_n(dst, d, 0.0f);
       else
         std::copy_n(f + it * d, d, dst);
     }

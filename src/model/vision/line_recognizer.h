@@ -17,8 +17,9 @@
 // differ from f32's by the quantisation (tests/vision/line_recognizer_int8_test bounds it) and are
 // the same bits on every ISA.
 //
-// Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in] so that im2col
-// copies whole channel runs of the HWC map, and the conv1d blocks' as [out, tap, in]. A line's layers
+// Speed: the convolutions' weights are re-laid out at load as [out, ky, kx, in], and the conv1d
+// blocks' as [out, tap, in], so that F32's im2col copies whole channel runs of the HWC map and
+// Int8 reads the same runs in place through tap offsets. A line's layers
 // are too narrow (16-128 output channels) to split across threads, so many lines run side by side
 // instead (read_many).
 #pragma once
