@@ -122,7 +122,6 @@ def main():
     totals = {"folio": [0, 0, 0.0, 0], "tesseract": [0, 0, 0.0, 0]}
     done = 0
     pdfs = heldout_man_pdfs(tmp, 60, a.seed) if a.set == "groff" else heldout_font_pdfs(tmp, 60, a.seed)
-    layout, psm = ["-layout"], a.psm
     for pdf in pdfs:
         n = page_count(pdf)
         if a.scan:
@@ -136,7 +135,7 @@ def main():
         for page in range(1, n + 1):
             if done == a.pages:
                 break
-            ref = normalise(subprocess.run(["pdftotext", *layout, "-f", str(page), "-l", str(page), pdf, "-"],
+            ref = normalise(subprocess.run(["pdftotext", "-layout", "-f", str(page), "-l", str(page), pdf, "-"],
                                            capture_output=True, text=True).stdout)
             hyp = normalise(markdown_to_text(ours[page - 1])) if page - 1 < len(ours) else ""
             e = edit_distance(hyp, ref)
@@ -150,7 +149,7 @@ def main():
                 if a.scan:
                     png = scanned(png, random.Random(f"{a.seed}:{os.path.basename(pdf)}:{page}"), os.path.join(tmp, "t300.jpg"))
                 t0 = time.time()
-                tess = subprocess.run(["tesseract", png, "-", "--psm", psm], capture_output=True, text=True,
+                tess = subprocess.run(["tesseract", png, "-", "--psm", a.psm], capture_output=True, text=True,
                                       env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout
                 totals["tesseract"][2] += time.time() - t0
                 totals["tesseract"][3] += 1
