@@ -193,7 +193,7 @@ std::string decode_finding(const std::string& label, const json& j) {
 
 std::string model_title(const std::string& key) {
   if (key == "uocr-full") return "Full-size random-weight Unlimited-OCR decoder";
-  if (key == "mini") return "folio-mini-ocr's decoder";
+  if (key == "mini") return "The shipped OCR model's decoder";
   return key;
 }
 
@@ -288,8 +288,9 @@ std::string pages_section(const std::vector<RunData>& runs, const std::map<std::
   if (mine.empty()) return "";
   std::string out = R"(## Page scaling: memory and time vs pages
 
-One held-out document of P pages read by the OCR model in one pass (`folio bench accuracy --pages P`,
-rswa W = 128, bf16 KV, no separate baseline run). Peak RSS is the whole process's (getrusage), KV
+One held-out document of P pages read by the OCR model in as few passes as it allows (`folio bench
+accuracy --pages P`, rswa W = 128, bf16 KV, no separate baseline run; pages and CER as in the
+accuracy section below). Peak RSS is the whole process's (getrusage), KV
 peak the pool's own counter; encoder time is rendering, preprocessing and vision encoding of all
 pages (the JSON's `encode_ms`, when `folio bench accuracy` records it).
 
@@ -399,21 +400,25 @@ std::string accuracy_section(const std::vector<RunData>& runs, const std::string
   if (mine.empty()) return "";
   std::string out = R"(## Accuracy: what a policy or KV format costs
 
-The OCR model reads D held-out documents of P pages (generated deterministically, never seen in
-training; `data/heldout/pP`) under each KV policy and dtype, and each run is compared with the
-ground truth and with the baseline (policy full, f32 KV) on the same documents.
+The OCR model reads D held-out documents of P pages (`data/heldout/pP`: man pages of sources never
+trained on, typeset by groff, a typesetter never used in training; `tools/train/mini2/make_heldout_sets.py`)
+under each KV policy and dtype, and each run is compared with the ground truth and with the baseline
+(policy full, f32 KV) on the same documents. P = 100 is one document of the held-out pages in a fixed
+cycle (the 20-page documents, then the 1-page ones).
 
-**Definitions** (src/runtime/ocr_accuracy.h). CER: the expected text and the output are cut into
-pages at `<page>`; each page loses its trailing newlines and spaces; CER = sum over pages of the
-character edit distance (Levenshtein, unit costs) / sum of expected page lengths. Newlines inside a
-page are characters (a lost row break is an error); a missing page counts all its characters.
-Token agreement: ids equal at equal positions / the longer run's length (a single early insertion
-shifts every later token, so it is a strict measure). Passes: how many passes the run read its
-documents in, all documents together, and the baseline's (a pass decodes consecutive pages against
-their reference: as many as leave half the model's context for the output, and at most 20 under full
-and rswa; rolling reads the whole document in one). KV bytes: the pool's peak bytes in use (its own
-counters), so the largest pass's. Pages/s: reading the PDF, the front end, prefill and decoding of
-the measured run (not the baseline run).
+**Definitions** (src/runtime/ocr_accuracy.h, src/runtime/scoring_text.h). CER: the expected text
+and the output are cut into pages at `<page>`; CER = sum over pages of the character edit distance
+(Levenshtein, unit costs) / sum of expected page lengths; a missing page counts all its characters.
+The truth is `pdftotext -layout` of each page (plain text; the set's `set.json` says so), so the
+output's markdown syntax is taken off first (heading marks, list markers, table pipes, fences) and
+both sides are normalised alike: ligatures and dash or space variants mapped, bullet glyphs dropped,
+whitespace runs one space. Case is kept. Token agreement: ids equal at equal positions / the longer
+run's length (a single early insertion shifts every later token, so it is a strict measure).
+Passes: how many passes the run read its documents in, all documents together, and the baseline's
+(a pass decodes consecutive pages against their reference, at most the model's pages per pass: 63
+for folio-mini-ocr 2; rolling reads the whole document in one). KV bytes: the pool's peak bytes in
+use (its own counters), so the largest pass's. Pages/s: reading the PDF, the front end, prefill and
+decoding of the measured run (not the baseline run).
 
 )";
   std::set<int> sets;
@@ -459,7 +464,7 @@ std::string service_section(const std::vector<RunData>& runs, const std::string&
   std::string out = R"(## Service: `folio serve` under load
 
 `folio bench serve` starts the server in-process on a loopback port with the OCR model (rswa W=128,
-bf16 KV, batch size 16, threads as given); every request posts examples/sample-1page.pdf as JSON
+bf16 KV, batch size 16, threads as given); every request posts examples/sample-typeset.pdf (the default model's sample, one typeset page) as JSON
 base64 to `/v1/ocr` (after the first request the page's prepared reference comes from the cache).
 TTFT is the client's latency minus the server's decode time (first to last token, the answer's
 `stats.decode_ms`), so it includes the upload, page preparation and queueing as a client sees them;
@@ -553,15 +558,15 @@ otherwise). Speeds on a shared machine are noisy; both engines ran back to back.
              ". The same commands with `--ref-tokens 4096 --gen-tokens 8192 --sample-every 1024` give the full-size figures.\n\n";
   }
   if (!tess.empty()) {
-    out += R"(### folio-mini-ocr vs tesseract
+    out += R"(### folio vs tesseract on the held-out pages
 
-Debian's tesseract-ocr (English, `--psm 6`, pages rendered at 300 dpi) reads the same held-out
-documents, scored by the same CER code; folio runs rswa W = 128 with bf16 KV. These pages come from
-the generator our model was trained on (its fonts, its grid), which tesseract never saw: this is our
-model's home ground. On real documents tesseract wins, since our model cannot read them at all.
+Debian's tesseract-ocr (English, `--psm 6`, pages rendered at 300 dpi, `OMP_THREAD_LIMIT` set to the
+run's threads) reads the same held-out documents, scored by the same code; folio runs its default
+model with rswa W = 128 and bf16 KV, pages rendered at the model's DPI. Pages/s count rendering and
+reading (for tesseract also writing each page as a PNG for it).
 
 )";
-    const std::vector<std::string> cols = {"set", "folio-mini-ocr CER", "tesseract CER", "folio pages/s", "tesseract pages/s", "speed ratio", "JSON"};
+    const std::vector<std::string> cols = {"set", "folio CER", "tesseract CER", "folio pages/s", "tesseract pages/s", "speed ratio", "JSON"};
     out += header(cols);
     std::vector<const RunData*> shown;
     for (const RunData* t : tess) {
@@ -888,14 +893,43 @@ bool same_directory(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> load_hand_sections(const fs::path& sections_dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!fs::is_directory(sections_dir)) return out;
+  for (const auto& e : fs::directory_iterator(sections_dir))
+    if (e.path().extension() == ".md") {
+      std::ifstream in(e.path(), std::ios::binary);
+      out.emplace_back(e.path().filename().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+std::string hand_section(const std::vector<std::pair<std::string, std::string>>& sections, const std::string& dir) {
+  if (sections.empty()) return "";
+  std::string out = "## Side studies (hand-run commands)\n\nMeasurements the standard set does not run, each with its "
+                    "commands and JSON, kept in `" + dir + "` and copied in as written.\n\n";
+  for (const auto& [name, text] : sections) {
+    out += text;
+    if (!text.ends_with("\n\n")) out += text.ends_with("\n") ? "\n" : "\n\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string render_report(const json& manifest, const std::vector<RunData>& runs, const std::vector<std::pair<std::string, json>>& archive,
+                          const std::vector<std::pair<std::string, std::string>>& hand_sections,
                           const std::map<std::string, std::string>& plots, const std::string& image_prefix, const std::string& json_prefix) {
   const json& m = member(manifest, "machine", false);
   const bool quick = manifest.value("quick", false);
   std::string out = "# folio benchmarks\n\n";
   out += "Generated by `" + str(manifest, "command") + "` from the JSON files in `" + str(manifest, "json_dir", json_prefix) +
          "` (one per run; each table names its file and the command that wrote it). Do not edit by hand: rerun the command, or add "
-         "`--render-only` to rewrite this page and the plots from the JSON files.\n\n";
+         "`--render-only` to rewrite this page and the plots from the JSON files (the side studies are files of their own, "
+         "in `" + image_prefix + "sections/`).\n\n";
   out += "- Machine: " + str(m, "cpu", "unknown CPU") + ", " + grouped(num(m, "cores")) + " cores, ISA " + str(m, "isa", "?") + ", " +
          fixed(num(m, "memory_bytes") / (1 << 30), 1) + " GiB memory\n";
   out += "- Threads per run: " + grouped(num(manifest, "threads")) + "\n";
@@ -940,6 +974,7 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
   out += accuracy_section(runs, json_prefix);
   out += service_section(runs, json_prefix);
   out += peer_section(manifest, runs, json_prefix);
+  out += hand_section(hand_sections, image_prefix + "sections/");
   out += archive_section(archive, plots, image_prefix);
   out += unfinished_section(manifest, runs);
   return out;

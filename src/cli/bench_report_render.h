@@ -27,6 +27,10 @@ std::vector<RunData> load_runs(const nlohmann::json& manifest, const std::filesy
 // Earlier runs kept in `archive_dir` (*.json of suite decode, accuracy or serve), by file name.
 std::vector<std::pair<std::string, nlohmann::json>> load_archive(const std::filesystem::path& archive_dir);
 
+// Sections written by hand (DIR/sections/*.md, by file name): measurements the standard set does not
+// run (side studies, peers built by hand), each with its own commands and JSON. Copied in as written.
+std::vector<std::pair<std::string, std::string>> load_hand_sections(const std::filesystem::path& sections_dir);
+
 // One line or area per series: (x, y) points.
 struct PlotSeries {
   std::string title;
@@ -54,6 +58,7 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& png_path);
 // plot files (e.g. "benchmarks/"). `json_prefix`: how it names the JSON files (e.g. "benchmarks/json/").
 std::string render_report(const nlohmann::json& manifest, const std::vector<RunData>& runs,
                           const std::vector<std::pair<std::string, nlohmann::json>>& archive,
+                          const std::vector<std::pair<std::string, std::string>>& hand_sections,
                           const std::map<std::string, std::string>& plots, const std::string& image_prefix,
                           const std::string& json_prefix);
 

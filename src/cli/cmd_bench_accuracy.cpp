@@ -21,6 +21,7 @@
 #include "runtime/ocr_accuracy.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"
+#include "runtime/scoring_text.h"
 #include "runtime/tesseract_baseline.h"
 
 namespace folio::cli {
@@ -39,6 +40,16 @@ std::string paged_text(const OcrResult& r) {
     for (size_t b = 0; b < r.pages[i].blocks.size(); ++b) out += (b > 0 ? "\n" : "") + r.pages[i].blocks[b].text;
   }
   return out;
+}
+
+// CER of a reading against the document's truth, compared as its set says: exact, or normalised
+// text (markdown syntax off a folio reading, then scoring_text on both sides, page by page).
+CerCount scored_cer(const std::string& reading, const HeldoutDoc& d, bool markdown) {
+  if (!d.normalised) return text_cer(reading, d.text, kPageMarker);
+  const std::string hyp = map_pages(reading, kPageMarker, [&](const std::string& page) {
+    return scoring_text(markdown ? markdown_as_text(page) : page);
+  });
+  return text_cer(hyp, map_pages(d.text, kPageMarker, [](const std::string& page) { return scoring_text(page); }), kPageMarker);
 }
 
 struct AccuracyArgs {
@@ -69,7 +80,8 @@ int run_accuracy(const AccuracyArgs& a) {
                                                 : heldout_docs(sets, a.pages, a.docs);
   ThreadPool threads(a.threads);
   nlohmann::json j = {{"suite", "accuracy"}, {"engine", a.engine}, {"docs", a.docs}, {"pages", a.pages},
-                      {"sets", sets}, {"page_marker", kPageMarker}};
+                      {"sets", sets}, {"page_marker", kPageMarker},
+                      {"compare", docs.front().normalised ? "normalised-text" : "exact"}};
   CerCount cer, base_cer;
   double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
   double encode_ms = 0;  // rendering, preprocessing and vision encoding of the run's pages (not the baseline's)
@@ -85,9 +97,9 @@ int run_accuracy(const AccuracyArgs& a) {
     for (const HeldoutDoc& d : docs) {
       const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
       const auto t0 = std::chrono::steady_clock::now();
-      const std::string text = tesseract_read(pages, kPageMarker);
+      const std::string text = tesseract_read(pages, kPageMarker, threads.size());
       seconds += seconds_since(t0);
-      const CerCount c = text_cer(text, d.text, kPageMarker);
+      const CerCount c = scored_cer(text, d, false);
       cer += c;
       per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"errors", c.errors}, {"chars", c.chars}});
     }
@@ -115,7 +127,7 @@ int run_accuracy(const AccuracyArgs& a) {
       std::optional<OcrResult> other;
       if (!same) other = run_ocr(*model, pages, base, threads);
       const OcrResult& b = same ? r : *other;
-      const CerCount c = text_cer(paged_text(r), d.text, kPageMarker), bc = text_cer(paged_text(b), d.text, kPageMarker);
+      const CerCount c = scored_cer(paged_text(r), d, true), bc = scored_cer(paged_text(b), d, true);
       cer += c;
       base_cer += bc;
       const double n = static_cast<double>(std::max(r.tokens.size(), b.tokens.size()));

@@ -116,15 +116,15 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     o.decoder_model = display_path(cache + "/uocr-full-bf16");
     o.make_decoder_model = !fs::exists(o.decoder_model + "/model.safetensors");
   }
-  // The accuracy and page sections read the held-out grid sets in data/, made for folio-mini-ocr
-  // (v1), not the default model: the commands name it.
+  // The OCR model of the decode, page, accuracy and service sections: the shipped default
+  // (folio-mini-ocr 2, whose held-out sets data/heldout holds), named in every command.
   if (!a.mini_model.empty()) o.mini_model = o.mini_model_display = display_path(a.mini_model);
   else {
-    o.mini_model_display = "models/folio-mini-ocr";
+    o.mini_model_display = kDefaultOcrModel;
     try {
-      o.mini_model = display_path(shipped_path("models/folio-mini-ocr"));
+      o.mini_model = display_path(shipped_path(kDefaultOcrModel));
     } catch (const Error& e) {
-      o.mini_model = "models/folio-mini-ocr";  // its runs fail and say why
+      o.mini_model = kDefaultOcrModel;  // its runs fail and say why
     }
   }
   o.python = a.python;
@@ -305,7 +305,7 @@ int run_report(const ReportArgs& a) {
   for (const auto& [name, why] : plots)
     if (!why.empty()) std::printf("plot %s skipped: %s\n", name.c_str(), why.c_str());
   const std::string base = dir.filename().string() + "/";
-  write_file(md, render_report(manifest, runs, archive, plots, base, base + "json/"));
+  write_file(md, render_report(manifest, runs, archive, load_hand_sections(dir / "sections"), plots, base, base + "json/"));
   size_t missing = 0;
   for (const RunData& r : runs) missing += !r.error.empty();
   std::printf("wrote %s (%zu runs, %zu not available; JSON in %s)\n", md.string().c_str(), runs.size(), missing, json_dir.string().c_str());
@@ -328,7 +328,7 @@ SubRunner add_bench_report(CLI::App& bench) {
   c->add_option("--folio", a->folio, "folio executable the runs use (default: this one)");
   c->add_option("--decoder-model", a->decoder_model, "Full-size decoder checkpoint (default: CACHE/uocr-full-bf16, made if missing)");
   c->add_option("--cache", a->cache, "Where the full-size decoder is made (default: $FOLIO_CACHE or ~/.cache/folio)");
-  c->add_option("--mini-model", a->mini_model, "OCR model (default: the shipped folio-mini-ocr)");
+  c->add_option("--mini-model", a->mini_model, "OCR model (default: the shipped folio-mini-ocr 2)");
   c->add_option("--python", a->python, "Python with torch for the PyTorch peer")->capture_default_str();
   c->add_option("--threads", a->threads, "Threads of every run (0 = one per core)")->capture_default_str();
   c->add_flag("--render-only", a->render_only, "Rewrite DIR.md and the plots from DIR/json (no runs)");

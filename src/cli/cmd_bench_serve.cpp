@@ -6,7 +6,7 @@
 // server's resident memory after the first 50 answers and at the end (from its /metrics), so a leak
 // shows as growth.
 //
-// Requests: `ocr` posts --file (default examples/sample-1page.pdf) as JSON base64 to /v1/ocr;
+// Requests: `ocr` posts --file (default examples/sample-typeset.pdf) as JSON base64 to /v1/ocr;
 // `chat` streams a text chat completion of --max-tokens tokens (EOS ignored). Time to first token:
 // for chat, measured here (first content chunk); for ocr, whose answer comes whole, the client's
 // latency minus the server's decode time (first to last token, from the result's stats), so it
@@ -150,7 +150,7 @@ int run_bench_serve(const BenchServeArgs& a) {
   // The request every client sends.
   json body;
   if (a.kind == "ocr") {
-    const std::string file = a.file.empty() ? shipped_path("examples/sample-1page.pdf") : a.file;
+    const std::string file = a.file.empty() ? shipped_path("examples/sample-typeset.pdf") : a.file;
     body = {{"file", encode_base64(read_file(file))}, {"filename", std::filesystem::path(file).filename().string()}};
     if (!a.pages.empty()) body["pages"] = a.pages;
     if (a.max_tokens > 0) body["max_tokens"] = a.max_tokens;
@@ -288,7 +288,7 @@ SubRunner add_bench_serve(CLI::App& bench) {
   s->add_option("--url", a->url, "A running server (default: start one in this process on a free loopback port)");
   s->add_option("--model", a->model, "Model of the in-process server (default: the shipped model)");
   s->add_option("--kind", a->kind, "ocr (POST /v1/ocr with --file) or chat (streamed text completion)")->capture_default_str();
-  s->add_option("--file", a->file, "Document each OCR request sends (default: examples/sample-1page.pdf)");
+  s->add_option("--file", a->file, "Document each OCR request sends (default: examples/sample-typeset.pdf)");
   s->add_option("--pages", a->pages, "Pages of --file to read (default: all)");
   s->add_option("--max-tokens", a->max_tokens, "Output tokens per request (0: the model's bound for ocr, 128 for chat)")->capture_default_str();
   s->add_option("--concurrency", a->concurrency, "Clients sending at once")->capture_default_str();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
@@ -54,8 +55,26 @@ double token_agreement(std::span<const int32_t> run, std::span<const int32_t> ba
   return static_cast<double>(same) / static_cast<double>(n);
 }
 
+namespace {
+
+// Whether the sets under root compare normalised text (root/set.json, "compare").
+bool compares_normalised_text(const std::filesystem::path& root) {
+  const std::filesystem::path file = root / "set.json";
+  if (!std::filesystem::exists(file)) return false;
+  std::ifstream in(file);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  FOLIO_CHECK_INPUT(!j.is_discarded() && j.is_object(), "'" + file.string() + "' is not a JSON object");
+  const std::string compare = j.value("compare", "exact");
+  FOLIO_CHECK_INPUT(compare == "exact" || compare == "normalised-text",
+                    "'" + file.string() + "': \"compare\" must be \"exact\" or \"normalised-text\", not \"" + compare + "\"");
+  return compare == "normalised-text";
+}
+
+}  // namespace
+
 std::vector<HeldoutDoc> heldout_docs(const std::string& root, int pages, int docs) {
   namespace fs = std::filesystem;
+  const bool normalised = compares_normalised_text(root);
   std::string set_name = "p";  // (not "p" + to_string: GCC 12 warns falsely on it, -Wrestrict)
   set_name += std::to_string(pages);
   const fs::path dir = fs::path(root) / set_name;
@@ -76,7 +95,7 @@ std::vector<HeldoutDoc> heldout_docs(const std::string& root, int pages, int doc
     FOLIO_CHECK_INPUT(in.good(), "held-out document '" + pdfs[static_cast<size_t>(i)].string() + "' has no " + txt.filename().string());
     std::stringstream ss;
     ss << in.rdbuf();
-    out.push_back({pdfs[static_cast<size_t>(i)].string(), ss.str(), {}, ""});
+    out.push_back({pdfs[static_cast<size_t>(i)].string(), ss.str(), normalised, {}, ""});
   }
   return out;
 }
@@ -102,6 +121,7 @@ HeldoutDoc composed_heldout_doc(const std::string& root, int pages) {
   FOLIO_CHECK_INPUT(!cycle.empty(), "no held-out documents under '" + root + "' (p20/ or p1/) to compose from");
   HeldoutDoc out;
   out.pdf = "composed-" + std::to_string(pages) + "-pages";
+  out.normalised = compares_normalised_text(root);
   int have = 0;
   for (size_t i = 0; have < pages; ++i) {
     const Source& s = cycle[i % cycle.size()];

@@ -1,5 +1,6 @@
 #include "runtime/tesseract_baseline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,7 +29,7 @@ std::string capture(const std::string& cmd) {
 
 bool tesseract_available() { return std::system("tesseract --version > /dev/null 2>&1") == 0; }
 
-std::string tesseract_read(const OcrPages& pages, const std::string& page_marker) {
+std::string tesseract_read(const OcrPages& pages, const std::string& page_marker, size_t threads) {
   if (!tesseract_available())
     throw Error(Error::Kind::Unsupported, "tesseract is not installed (Debian package tesseract-ocr)");
   namespace fs = std::filesystem;
@@ -41,7 +42,8 @@ std::string tesseract_read(const OcrPages& pages, const std::string& page_marker
       const fs::path png = dir / ("page-" + std::to_string(i + 1) + ".png");
       write_png(pages.render(i), png.string());
       if (i > 0) text += page_marker;
-      text += capture("tesseract '" + png.string() + "' stdout -l eng --psm 6 2>/dev/null");
+      text += capture("OMP_THREAD_LIMIT=" + std::to_string(std::max<size_t>(threads, 1)) + " tesseract '" + png.string() +
+                      "' stdout -l eng --psm 6 2>/dev/null");
       fs::remove(png);
     }
   } catch (...) {

@@ -2,8 +2,10 @@
 // pages folio reads, so both CERs come from one measurement (ocr_accuracy.h).
 //
 // Promises: each page is written as a PNG into a private temporary directory and read by
-// `tesseract PAGE stdout -l eng --psm 6` (one uniform block of text: our pages' layout); the text
-// of the pages is joined with the "<page>" marker. Throws Unsupported when tesseract is not
+// `tesseract PAGE stdout -l eng --psm 6` (one uniform block of text: our pages' layout) with
+// OMP_THREAD_LIMIT set to `threads` (unset, its OpenMP may start more threads than the process's
+// cores and ran 4x slower on a 2-core container); the text of the pages is joined with the
+// "<page>" marker. Throws Unsupported when tesseract is not
 // installed, Io when it fails on a page.
 #pragma once
 
@@ -16,6 +18,6 @@ namespace folio {
 bool tesseract_available();
 
 // The text tesseract reads on every page of `pages`, pages joined by `page_marker`.
-std::string tesseract_read(const OcrPages& pages, const std::string& page_marker);
+std::string tesseract_read(const OcrPages& pages, const std::string& page_marker, size_t threads);
 
 }  // namespace folio

@@ -270,6 +270,29 @@ TEST(BenchReport, RendersArchivedOcrDocumentAndEncoderRuns) {
   if (!HasFailure()) fs::remove_all(dir.parent_path());
 }
 
+// Side studies are files of their own (DIR/sections/*.md): copied in by file name, before the
+// archive, so --render-only never drops them; other files there are ignored.
+TEST(BenchReport, CopiesHandSectionsInByFileName) {
+  const fs::path dir = fabricate("sections");
+  fs::create_directories(dir / "sections");
+  std::ofstream(dir / "sections/20-second.md") << "### Second study\n\nsecond body\n";
+  std::ofstream(dir / "sections/10-first.md") << "### First study\n\nfirst body";
+  std::ofstream(dir / "sections/notes.txt") << "### Not a section\n";
+  const auto r = run_folio("bench report --out " + dir.string() + " --render-only", dir.parent_path(), "PATH=/nonexistent");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string md = slurp(dir.parent_path() / "bench.md");
+  const size_t head = md.find("## Side studies (hand-run commands)"), first = md.find("### First study\n\nfirst body\n\n"),
+               second = md.find("### Second study\n\nsecond body\n\n");
+  ASSERT_NE(head, std::string::npos) << md;
+  ASSERT_NE(first, std::string::npos) << md;
+  ASSERT_NE(second, std::string::npos) << md;
+  EXPECT_LT(head, first);
+  EXPECT_LT(first, second);
+  EXPECT_EQ(md.find("Not a section"), std::string::npos);
+  EXPECT_GT(md.find("## Side studies"), md.find("## Peers"));
+  if (!HasFailure()) fs::remove_all(dir.parent_path());
+}
+
 TEST(BenchReport, DrawsPngPlotsWithGnuplot) {
   if (access("/usr/bin/gnuplot", X_OK) != 0) GTEST_SKIP() << "gnuplot not installed (optional)";
   const fs::path dir = fabricate("plot");
@@ -392,7 +415,7 @@ TEST(BenchReport, QuickDecodeEndToEndOnTinyModels) {
     else EXPECT_LT(samples.front()["kv_bytes"].get<double>(), samples.back()["kv_bytes"].get<double>());
   }
   EXPECT_NE(md.find("### Full-size random-weight Unlimited-OCR decoder"), std::string::npos);
-  EXPECT_NE(md.find("### folio-mini-ocr's decoder"), std::string::npos);
+  EXPECT_NE(md.find("### The shipped OCR model's decoder"), std::string::npos);
   EXPECT_NE(md.find("Commit: unknown"), std::string::npos);  // no git in PATH
   EXPECT_NE(r.out.find("--quick sizes"), std::string::npos);
   // --resume keeps what the earlier report finished with the same command; a run whose command

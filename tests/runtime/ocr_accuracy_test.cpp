@@ -43,7 +43,7 @@ TEST(OcrAccuracy, TokenAgreementUsesTheLongerRun) {
 }
 
 TEST(OcrAccuracy, HeldoutSetsAreListedInOrderWithTheirText) {
-  const std::string root = std::string(FOLIO_SOURCE_DIR) + "/data/heldout";
+  const std::string root = std::string(FOLIO_SOURCE_DIR) + "/data/heldout-grid";
   auto docs = heldout_docs(root, 1, 3);
   ASSERT_EQ(docs.size(), 3u);
   EXPECT_NE(docs[0].pdf.find("doc-01.pdf"), std::string::npos);

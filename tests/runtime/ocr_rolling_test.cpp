@@ -16,7 +16,7 @@
 namespace folio {
 namespace {
 
-const std::string kSets = std::string(FOLIO_SOURCE_DIR) + "/data/heldout";
+const std::string kSets = std::string(FOLIO_SOURCE_DIR) + "/data/heldout-grid";
 
 TEST(ComposedDoc, CyclesThroughTheHeldOutPages) {
   const HeldoutDoc d = composed_heldout_doc(kSets, 100);

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import synth  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-SETS = [("data/heldout/p1", 20, 1, 100), ("data/heldout/p20", 3, 20, 200)]
+SETS = [("data/heldout-grid/p1", 20, 1, 100), ("data/heldout-grid/p20", 3, 20, 200)]
 EXAMPLES = [("examples", "sample-3page", 3, 901), ("examples", "sample-1page", 1, 902)]
 
 
