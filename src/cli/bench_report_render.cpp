@@ -415,8 +415,9 @@ both sides are normalised alike: ligatures and dash or space variants mapped, bu
 whitespace runs one space. Case is kept. Token agreement: ids equal at equal positions / the longer
 run's length (a single early insertion shifts every later token, so it is a strict measure).
 Passes: how many passes the run read its documents in, all documents together, and the baseline's
-(a pass decodes consecutive pages against their reference, at most the model's pages per pass: 63
-for folio-mini-ocr 2; rolling reads the whole document in one). KV bytes: the pool's peak bytes in
+(a pass decodes consecutive pages against their reference: at most 20 under full and rswa; under
+sparse as many as the model allows, 63 for folio-mini-ocr 2, and as leave half its context for the
+output; rolling reads the whole document in one). KV bytes: the pool's peak bytes in
 use (its own counters), so the largest pass's. Pages/s: reading the PDF, the front end, prefill and
 decoding of the measured run (not the baseline run).
 
