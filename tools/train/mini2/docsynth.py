@@ -5,7 +5,10 @@ eight held out): headings (three levels), paragraphs, bulleted and numbered list
 small tables, with a style drawn per document: page size and margins, body / heading / code faces
 from one font split (fonts.py: training faces, or the held-out ones), 8-14 pt body text, line
 height, justified or ragged, first-line indents or spaced paragraphs, automatic hyphenation, one
-or two columns, a running header and page numbers.
+or two columns, a running header and page numbers. Three documents in ten are laid out as a manual
+(man pages, reference guides): headings at the margin in the body's size, often in capitals, the
+body indented under them, and options as tagged paragraphs (a short term, its description indented
+further below it), so that indented prose is read as prose, not code.
 
 Each document is typeset twice from the same HTML, so the layout is identical: once in black (the
 pages the model reads) and once with every block in its own colour (block k in colour_of(k)), which
@@ -95,6 +98,25 @@ def make_blocks(rng, corp):
                                          f"{rng.uniform(0, 1000):.{rng.randint(0, 3)}f}"]) for _ in range(cols)])
             blocks.append({"type": "table", "rows": rows})
     return blocks
+
+
+def manual_blocks(rng, blocks):
+    """The blocks of a manual: headings in capitals (usually), and some paragraphs as tagged
+    paragraphs, a term (an option or a few words of the paragraph) then the paragraph, marked to be
+    indented further ("tagged")."""
+    caps = rng.random() < 0.75
+    out = []
+    for b in blocks:
+        if b["type"] in ("h1", "h2", "h3") and caps:
+            b = {**b, "text": b["text"].upper()}
+        if b["type"] == "p" and rng.random() < 0.4:
+            words = b["text"].split()
+            head = "-".join(w.strip(".,;:()") for w in words[:rng.randint(1, 2)]).lower() or "x"
+            term = rng.choice([f"-{head[:1]}, --{head}", f"--{head}", f"-{head[:1]}", " ".join(words[:rng.randint(1, 4)])])
+            out.append({"type": "p", "text": term})
+            b = {**b, "tagged": True}
+        out.append(b)
+    return out
 
 
 def units(blocks):
@@ -208,6 +230,8 @@ def to_html(blocks, style, families, title, coloured):
                f"column-count: {s['columns']}; column-gap: 0.35in; margin: 0; }}")
     para = f"margin: 0; text-indent: 1.5em;" if s["indent"] else f"margin: 0 0 {s['para_gap']:.2f}em 0;"
     css.append(f"p {{ {para} orphans: 1; widows: 1; }}")
+    if s.get("manual"):  # headings at the margin in the body's size
+        s = {**s, "h_scale": [1.0 + 0.1 * (2 - i) * s["manual_grow"] for i in range(3)], "h_bold": [True, True, True]}
     for i in range(3):
         css.append(f"h{i + 1} {{ font-size: {s['h_scale'][i]:.2f}em; font-weight: {'bold' if s['h_bold'][i] else 'normal'};"
                    f" font-style: {'italic' if s['h_italic'] else 'normal'}; margin: 0.6em 0 0.3em 0; "
@@ -221,12 +245,16 @@ def to_html(blocks, style, families, title, coloured):
         ("border: 0.5pt solid #fff;" if s["table_rules"] else "")
     css.append(f"table {{ border-collapse: collapse; margin: 0.4em 0 0.9em 0; }} td, th {{ padding: 0.15em 0.8em; {border} "
                "text-align: left; white-space: nowrap; }")
+    if s.get("manual"):  # the body indented under the headings (after the rules above: it wins)
+        css.append(f"p, ul, ol, pre, table {{ margin-left: {s['manual_indent']:.1f}em; }}")
+        css.append(f"p.tagged {{ margin-left: {s['manual_indent'] + s['manual_tag']:.1f}em; }}")
     body = []
     k = 0
     for b in blocks:
         t = b["type"]
         if t in ("h1", "h2", "h3", "p"):
-            body.append(f"<{t} style='color:{colour(k)}'>{html.escape(b['text'])}</{t}>")
+            cls = " class='tagged'" if b.get("tagged") else ""
+            body.append(f"<{t}{cls} style='color:{colour(k)}'>{html.escape(b['text'])}</{t}>")
             k += 1
         elif t in ("ul", "ol"):
             items = []
@@ -276,6 +304,12 @@ def make_document(seed, index, corp, split, work_dir):
     families = fonts.HELD_OUT if split == "heldout" else fonts.TRAIN
     blocks = make_blocks(rng, corp)
     style = make_style(rng, list(families))
+    # Drawn from a stream of its own, so the other documents are the same as before manuals came.
+    manual = random.Random(f"{seed}:{split}:{index}:manual")
+    if manual.random() < 0.3:
+        blocks = manual_blocks(manual, blocks)
+        style.update({"manual": True, "manual_indent": manual.uniform(2.5, 7.0), "manual_tag": manual.uniform(2.0, 5.0),
+                      "manual_grow": manual.random(), "indent": False, "columns": 1})
     n_units = len(units(blocks))
     while n_units > 200:  # colours for 225 units
         blocks.pop()

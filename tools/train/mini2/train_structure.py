@@ -124,6 +124,8 @@ def main():
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--eval-docs", type=int, default=60)
     ap.add_argument("--save-minutes", type=float, default=3.0)
+    ap.add_argument("--init", default="", help="start from this checkpoint's weights (e.g. checkpoints/structure.pt) "
+                    "with a fresh optimiser, when WORK holds no state yet")
     ap.add_argument("--reload-every", type=int, default=500, help="re-read the training documents (data still coming)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -140,6 +142,9 @@ def main():
         opt.load_state_dict(st["opt"])
         step = st["step"]
         print("resumed at step", step, flush=True)
+    elif a.init:
+        model.load_state_dict(torch.load(a.init)["model"])
+        print("weights from", a.init, flush=True)
 
     def save():
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "config": CONFIG},
@@ -168,6 +173,10 @@ def main():
             print(f"step {step} loss {loss_sum:.4f} lr {lr:.2e} {time.time() - t0:.0f}s", flush=True)
         if step % a.eval_every == 0 or step == a.steps:
             print("eval", step, {k: round(v, 4) for k, v in evaluate(model, held, a.eval_docs).items()}, flush=True)
+            manual = [d for d in held if d["style"].get("manual")]
+            if manual:  # the manual-style documents among the held-out ones (docsynth.manual_blocks)
+                print("eval manual", step, {k: round(v, 4) for k, v in evaluate(model, manual, a.eval_docs).items()},
+                      flush=True)
         if step % a.reload_every == 0:
             train = load_split(a.work, "train")
             print(f"{len(train)} training documents", flush=True)
