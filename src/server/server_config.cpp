@@ -213,6 +213,21 @@ const std::vector<Key>& keys() {
                    c.server.max_pages = v.i;
                    return in_range(v.i, 1, 1 << 20);
                  }});
+    k.push_back({"server.access_log", Type::String, "where each request's access line goes: '-' (stderr), 'off', or a file (appended)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.access_log = v.s;
+                   return v.s.empty() ? std::string("must be '-', 'off' or a file path") : std::string();
+                 }});
+    k.push_back({"server.log_format", Type::String, "access lines as json (one object per line) or text",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.log_format = v.s;
+                   return one_of(v.s, {"json", "text"});
+                 }});
+    k.push_back({"server.log_level", Type::String, "which requests are logged: info (all), warn (status >= 400), error (>= 500), off",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.log_level = v.s;
+                   return one_of(v.s, {"info", "warn", "error", "off"});
+                 }});
     return k;
   }();
   return table;

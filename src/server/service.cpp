@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "runtime/default_model.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 
@@ -42,6 +43,35 @@ json usage_json(const SequenceResult& r) {
           {"completion_tokens", completion},
           {"total_tokens", r.prompt_tokens + completion},
           {"prompt_tokens_details", {{"cached_tokens", r.cached_prompt_tokens}}}};
+}
+
+// The access record of the request this HTTP thread is answering: httplib runs a request's
+// pre-routing hook, handler, content provider and logger on one thread, one request at a time.
+// Reset when the request's headers are read and after its line is written.
+thread_local AccessRecord t_access;
+
+void note_result(const SequenceResult& r) {
+  t_access.prompt_tokens = r.prompt_tokens;
+  t_access.cached_tokens = r.cached_prompt_tokens;
+  t_access.completion_tokens = static_cast<int64_t>(r.tokens.size());
+  t_access.queue_ms = r.queue_ms;
+  t_access.ttft_ms = r.ttft_ms;
+  t_access.finish = r.stop_reason;
+}
+
+// A stream whose client went away: noted, and false for the content provider to return.
+bool client_closed() {
+  t_access.finish = "client_closed";
+  return false;
+}
+
+void note_job(const OcrJob& job) {
+  const json u = job.usage();
+  t_access.prompt_tokens = u["prompt_tokens"].get<int64_t>();
+  t_access.cached_tokens = u["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  t_access.completion_tokens = u["completion_tokens"].get<int64_t>();
+  const std::optional<ApiError> e = job.failure();
+  t_access.finish = e ? e->code : "stop";
 }
 
 // Tokens and the final result of one request, handed from the scheduler thread to the HTTP thread.
@@ -86,7 +116,8 @@ Service::Service(ServerConfig cfg)
                                               cfg_.inference.dtype + "'");
   kv_types_ = parse_kv_types(cfg_.inference.kv_dtype, cfg_.inference.kv_dtype_k, cfg_.inference.kv_dtype_v, cfg_.inference.kv_dtype_window);
   if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
-  std::string path = cfg_.model.path.empty() ? "folio-mini-ocr" : cfg_.model.path;
+  access_log_ = std::make_unique<AccessLog>(cfg_.server.access_log, cfg_.server.log_format, cfg_.server.log_level);
+  std::string path = cfg_.model.path.empty() ? kDefaultOcrModel : cfg_.model.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   model_id_ = std::filesystem::path(path).filename().string();
   if (model_id_.empty()) model_id_ = "folio";
@@ -230,9 +261,13 @@ void Service::install_routes() {
 
   // The gate in front of every /v1/ route: key, draining, rate limit. Runs before the body is read.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    t_access = AccessRecord{};
+    t_access.start = std::chrono::steady_clock::now();
     if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     // Every answer under /v1/, errors included, carries the request's id (the client's, or ours).
-    res.set_header("X-Request-Id", ids_.for_request(req.get_header_value("X-Request-Id")));
+    t_access.request_id = ids_.for_request(req.get_header_value("X-Request-Id"));
+    t_access.model = model_id_;
+    res.set_header("X-Request-Id", t_access.request_id);
     try {
       std::string client = "addr:" + req.remote_addr;
       if (keys_.enabled()) {
@@ -241,6 +276,7 @@ void Service::install_routes() {
           throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
         if (!keys_.accepts(key)) throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
         client = "key:" + key;
+        t_access.key_id = AccessLog::key_id(key);
       }
       if (draining_) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
       if (int64_t wait = limiter_.acquire(client)) {
@@ -297,6 +333,11 @@ void Service::install_routes() {
       if (req.path == k) label = k;
     if (req.path == cfg_.server.health_path) label = req.path;
     metrics_.count_request(label, res.status);
+    t_access.method = req.method;
+    t_access.path = req.path;
+    t_access.status = res.status;
+    access_log_->write(t_access);
+    t_access = AccessRecord{};
   });
 
   mount("GET", cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
@@ -416,6 +457,7 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
 
   if (!orq.stream) {
     st->job->wait();
+    note_job(*st->job);
     if (auto e = st->job->failure()) throw *e;
     json body = st->job->result();
     body["id"] = id;
@@ -433,9 +475,10 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
         const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
         bool ok = true;
         for (size_t i : p.pages) send_sse(sink, ok, json{{"id", id}, {"object", "ocr.page"}, {"index", i}, {"page", job.page_json(i)}});
-        if (!ok) return false;
+        if (!ok) return client_closed();
         if (!p.done) return true;
         st->finished = true;
+        note_job(job);
         if (auto e = job.failure()) {
           send_sse(sink, ok, e->body());
         } else {
@@ -466,6 +509,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     const std::string model_id = model_id_;
     if (!cr.stream) {
       st->job->wait();
+      note_job(*st->job);
       if (auto e = st->job->failure()) throw *e;
       json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", st->job->markdown()}}}, {"finish_reason", "stop"}};
       if (cr.return_token_ids) choice["token_ids"] = st->job->tokens();
@@ -490,9 +534,10 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
           }
           const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
           for (size_t i : p.pages) send_sse(sink, ok, chunk({{"content", job.markdown_piece(i)}}, nullptr));
-          if (!ok) return false;
+          if (!ok) return client_closed();
           if (!p.done) return true;
           st->finished = true;
+          note_job(job);
           if (auto e = job.failure()) {
             send_sse(sink, ok, e->body());
           } else {
@@ -562,6 +607,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
       ch->cv.wait(lk, [&] { return ch->result.has_value(); });
       r = *ch->result;
     }
+    note_result(r);
     if (auto e = generation_error(r, timeout_s)) throw *e;
     // EOS is a control token, not text (the streaming path skips it the same way).
     std::vector<int32_t> text_ids;
@@ -614,7 +660,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         }
         auto send = [&sink](const json& j) {
           const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size());
+          return sink.write(s.data(), s.size()) || client_closed();
         };
         if (!st->role_sent) {
           st->role_sent = true;
@@ -629,6 +675,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         }
         if (!result) return true;
         st->finished = true;
+        note_result(*result);
         if (auto e = generation_error(*result, timeout_s)) {
           if (!send(e->body())) return false;
         } else {

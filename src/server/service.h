@@ -14,6 +14,7 @@
 // GET /metrics (Prometheus). Every /v1/ route goes through the same gate: API key (Bearer, when
 // server.api_keys_file is set), per-key rate limit, and draining; bodies over server.max_body_bytes
 // get 413 before they are read. Errors use OpenAI's shape {"error": {"message", "type", "code"}}.
+// Every answered request, probes included, gets an access line (access_log.h).
 //
 // The model: an OCR model directory (ocr_model.h: folio-mini-ocr, Unlimited-OCR) is loaded as an
 // OcrModel, whose decoder also answers text-only chat; anything else as a LoadedModel (text only:
@@ -40,6 +41,7 @@
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/scheduler.h"
+#include "server/access_log.h"
 #include "server/api_keys.h"
 #include "server/metrics.h"
 #include "server/ocr_job.h"
@@ -58,7 +60,8 @@ namespace folio {
 
 class Service {
  public:
-  // Throws Error(InvalidInput / Unsupported) naming the config key at fault.
+  // Throws Error(InvalidInput / Unsupported) naming the config key at fault, Error(Io) when
+  // server.access_log names a file that cannot be opened.
   explicit Service(ServerConfig cfg);
   ~Service();  // shuts down without grace if still running
   Service(const Service&) = delete;
@@ -132,6 +135,7 @@ class Service {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   RequestIds ids_;  // response ids and X-Request-Id
+  std::unique_ptr<AccessLog> access_log_;  // one line per answered request (access_log.h)
   std::map<std::string, std::set<std::string>> methods_;  // path -> methods mounted (before start)
 };
 

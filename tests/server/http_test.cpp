@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -330,6 +331,74 @@ TEST_F(Http, RequestIdsAreEchoedOrMadeAndResponseIdsDifferAcrossServices) {
   const std::string id_b = json::parse(r->body)["id"];
   EXPECT_EQ(id_a.rfind("chatcmpl-", 0), 0u) << id_a;
   EXPECT_NE(id_a.substr(0, id_a.rfind('-')), id_b.substr(0, id_b.rfind('-'))) << id_a << " " << id_b;
+}
+
+// One JSON access line per answered request, probes and rejections included, with the request's
+// id, the key's id (never the key), tokens and timings; a stream's line comes when it ends.
+TEST_F(Http, AccessLogHasOneJsonLinePerRequest) {
+  ServerConfig c = config();
+  const fs::path keys = g_dir / "access-keys.txt", log = g_dir / "access.log";
+  std::ofstream(keys) << "sk-one\n";
+  c.server.api_keys_file = keys.string();
+  c.server.access_log = log.string();
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  const httplib::Headers auth = {{"Authorization", "Bearer sk-one"}};
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);
+  httplib::Headers traced = auth;
+  traced.insert({"X-Request-Id", "trace-1"});
+  auto r = cli.Post("/v1/chat/completions", traced, chat_body("hello", 3).dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json usage = json::parse(r->body)["usage"];
+  r = cli.Post("/v1/chat/completions", auth, chat_body("hello", 4, true).dump(), "application/json");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(cli.Get("/v1/models")->status, 401);
+  EXPECT_EQ(cli.Get("/v1/nothing", auth)->status, 404);
+  // The line is written after the answer's last byte: wait for all five.
+  std::vector<json> lines;
+  for (int tries = 0; tries < 100 && lines.size() < 5; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    lines.clear();
+    std::ifstream in(log);
+    for (std::string l; std::getline(in, l);) {
+      EXPECT_EQ(l.find("sk-one"), std::string::npos) << l;
+      lines.push_back(json::parse(l));
+    }
+  }
+  ASSERT_EQ(lines.size(), 5u);
+  // Each request came on a connection of its own, so lines may come in another order: find them.
+  auto line = [&](const std::function<bool(const json&)>& is) {
+    for (const json& l : lines)
+      if (is(l)) return l;
+    ADD_FAILURE() << "no such line";
+    return json::object();
+  };
+  for (const json& l : lines) EXPECT_EQ(l.size(), 14u) << l.dump();
+  const json probe = line([](const json& l) { return l["path"] == "/healthz"; });
+  EXPECT_EQ(probe["status"], 200);
+  EXPECT_TRUE(probe["request_id"].is_null());
+  const json chat = line([](const json& l) { return l["request_id"] == "trace-1"; });
+  EXPECT_EQ(chat["method"], "POST");
+  EXPECT_EQ(chat["path"], "/v1/chat/completions");
+  EXPECT_EQ(chat["key_id"].get<std::string>().size(), 12u);
+  EXPECT_EQ(chat["model"], "tiny");
+  EXPECT_EQ(chat["prompt_tokens"], usage["prompt_tokens"]);
+  EXPECT_EQ(chat["completion_tokens"], usage["completion_tokens"]);
+  EXPECT_EQ(chat["cached_tokens"], usage["prompt_tokens_details"]["cached_tokens"]);
+  EXPECT_GE(chat["queue_ms"].get<double>(), 0.0);
+  EXPECT_GT(chat["ttft_ms"].get<double>(), 0.0);
+  EXPECT_GE(chat["duration_ms"].get<double>(), chat["ttft_ms"].get<double>() - 0.1);
+  EXPECT_EQ(chat["finish"], "length");
+  const json stream = line([](const json& l) { return l["path"] == "/v1/chat/completions" && l["request_id"] != "trace-1"; });
+  EXPECT_EQ(stream["completion_tokens"], 4);
+  EXPECT_EQ(stream["finish"], "length");
+  EXPECT_EQ(stream["key_id"], chat["key_id"]);
+  EXPECT_EQ(stream["request_id"].get<std::string>().rfind("req-", 0), 0u);
+  const json denied = line([](const json& l) { return l["status"] == 401; });
+  EXPECT_EQ(denied["path"], "/v1/models");
+  EXPECT_TRUE(denied["key_id"].is_null());
+  EXPECT_TRUE(denied["completion_tokens"].is_null());
+  EXPECT_EQ(line([](const json& l) { return l["path"] == "/v1/nothing"; })["status"], 404);
 }
 
 TEST_F(Http, RateLimitGives429WithRetryAfter) {

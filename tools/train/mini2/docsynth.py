@@ -103,7 +103,7 @@ def make_blocks(rng, corp):
 def manual_blocks(rng, blocks):
     """The blocks of a manual: headings in capitals (usually), and some paragraphs as tagged
     paragraphs, a term (an option or a few words of the paragraph) then the paragraph, marked to be
-    indented further ("tagged")."""
+    indented further ("tagged"); the term is marked too (bold in some documents, as groff sets it)."""
     caps = rng.random() < 0.75
     out = []
     for b in blocks:
@@ -113,7 +113,7 @@ def manual_blocks(rng, blocks):
             words = b["text"].split()
             head = "-".join(w.strip(".,;:()") for w in words[:rng.randint(1, 2)]).lower() or "x"
             term = rng.choice([f"-{head[:1]}, --{head}", f"--{head}", f"-{head[:1]}", " ".join(words[:rng.randint(1, 4)])])
-            out.append({"type": "p", "text": term})
+            out.append({"type": "p", "text": term, "term": True})
             b = {**b, "tagged": True}
         out.append(b)
     return out
@@ -248,12 +248,14 @@ def to_html(blocks, style, families, title, coloured):
     if s.get("manual"):  # the body indented under the headings (after the rules above: it wins)
         css.append(f"p, ul, ol, pre, table {{ margin-left: {s['manual_indent']:.1f}em; }}")
         css.append(f"p.tagged {{ margin-left: {s['manual_indent'] + s['manual_tag']:.1f}em; }}")
+        if s.get("manual_term_bold"):  # groff sets a tagged paragraph's term in bold
+            css.append("p.term { font-weight: bold; }")
     body = []
     k = 0
     for b in blocks:
         t = b["type"]
         if t in ("h1", "h2", "h3", "p"):
-            cls = " class='tagged'" if b.get("tagged") else ""
+            cls = " class='tagged'" if b.get("tagged") else " class='term'" if b.get("term") else ""
             body.append(f"<{t}{cls} style='color:{colour(k)}'>{html.escape(b['text'])}</{t}>")
             k += 1
         elif t in ("ul", "ol"):
@@ -309,7 +311,8 @@ def make_document(seed, index, corp, split, work_dir):
     if manual.random() < 0.3:
         blocks = manual_blocks(manual, blocks)
         style.update({"manual": True, "manual_indent": manual.uniform(2.5, 7.0), "manual_tag": manual.uniform(2.0, 5.0),
-                      "manual_grow": manual.random(), "indent": False, "columns": 1})
+                      "manual_grow": manual.random(), "manual_term_bold": manual.random() < 0.6, "indent": False,
+                      "columns": 1})
     n_units = len(units(blocks))
     while n_units > 200:  # colours for 225 units
         blocks.pop()
