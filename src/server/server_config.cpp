@@ -78,6 +78,17 @@ const std::vector<Key>& keys() {
                  }});
     k.push_back({"model.mmproj", Type::String, "with a .gguf model.path: its vision tower (llama.cpp's mmproj file), for OCR",
                  [](ServerConfig& c, const Value& v) { c.model.mmproj = v.s; return std::string(); }});
+    k.push_back({"model.served_names", Type::String,
+                 "comma-separated names clients may send as 'model', the first one reported ('' = the model directory's name)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.model.served_names = v.s;
+                   for (size_t at = 0; at <= v.s.size();) {
+                     const size_t comma = std::min(v.s.find(',', at), v.s.size());
+                     if (!v.s.empty() && comma == at) return "has an empty name: '" + v.s + "'";
+                     at = comma + 1;
+                   }
+                   return std::string();
+                 }});
     k.push_back({"model.max_reference_length", Type::Int, "prompt tokens per request at most (0 = the model's context)",
                  [](ServerConfig& c, const Value& v) {
                    c.model.max_reference_length = v.i;

@@ -23,6 +23,7 @@ struct ServerConfig {
     std::string weights;               // "" = as stored; else a --weights scheme (q8_0, q4_k_m, ...)
     std::string mmproj;                // with a .gguf model.path: llama.cpp's vision-tower file
     int64_t max_reference_length = 0;  // prompt tokens at most; 0 = the model's context
+    std::string served_names;          // "a,b": names requests may use, the first reported; "" = the directory's name
   } model;
   struct Attention {
     std::string type = "reference_sliding_window";  // | full | sparse | rolling

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -121,6 +122,17 @@ Service::Service(ServerConfig cfg)
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   model_id_ = std::filesystem::path(path).filename().string();
   if (model_id_.empty()) model_id_ = "folio";
+  if (!cfg_.model.served_names.empty()) {
+    const std::string& n = cfg_.model.served_names;
+    for (size_t at = 0; at <= n.size();) {
+      const size_t comma = std::min(n.find(',', at), n.size());
+      served_names_.push_back(n.substr(at, comma - at));
+      at = comma + 1;
+    }
+    model_id_ = served_names_.front();
+  } else {
+    served_names_ = {model_id_};
+  }
   http_ = std::make_unique<httplib::Server>();
   // An answer goes out in several writes (headers, body, SSE chunks): with Nagle's algorithm the
   // later ones wait for the client's delayed ACK, about 40 ms per response (measured: TTFT p50 46 ms
@@ -332,6 +344,7 @@ void Service::install_routes() {
     for (const char* k : known)
       if (req.path == k) label = k;
     if (req.path == cfg_.server.health_path) label = req.path;
+    if (req.path.rfind("/v1/models/", 0) == 0) label = "/v1/models/{id}";
     metrics_.count_request(label, res.status);
     t_access.method = req.method;
     t_access.path = req.path;
@@ -361,10 +374,17 @@ void Service::install_routes() {
     const ReferenceCacheStats cache = cache_.stats();
     res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache), "text/plain; version=0.0.4");
   });
-  mount("GET", "/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
+  auto model_object = [](const std::string& name) { return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}}; };
+  mount("GET", "/v1/models", guarded([this, model_object](const httplib::Request&, httplib::Response& res) {
     json data = json::array();
-    data.push_back({{"id", model_id_}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}});
+    for (const std::string& name : served_names_) data.push_back(model_object(name));
     res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
+  }));
+  // One model by name (the SDKs' models.retrieve); any of the served names.
+  mount("GET", R"(/v1/models/([^/]+))", guarded([this, model_object](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.matches[1];
+    check_model(name);
+    res.set_content(dump(model_object(name)), "application/json");
   }));
   mount("POST", "/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
   mount("POST", "/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
@@ -434,8 +454,10 @@ std::function<void(bool)> job_released(std::shared_ptr<JobStream> st, ServerMetr
 }  // namespace
 
 void Service::check_model(const std::string& model) const {
-  if (!model.empty() && model != model_id_)
-    throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + model + "' does not exist; this server serves '" + model_id_ + "'");
+  if (model.empty() || std::find(served_names_.begin(), served_names_.end(), model) != served_names_.end()) return;
+  std::string names;
+  for (const std::string& n : served_names_) names += (names.empty() ? "'" : ", '") + n + "'";
+  throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + model + "' does not exist; this server serves " + names);
 }
 
 void Service::ocr(const httplib::Request& req, httplib::Response& res) {

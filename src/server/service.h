@@ -9,7 +9,8 @@
 //
 // Endpoints: POST /v1/chat/completions (OpenAI format, SSE with stream: true; image_url data URIs
 // are read as pages by an OCR model), POST /v1/ocr (PDFs / images in, markdown + per-page JSON out,
-// SSE per page with stream: true; see ocr_request.h and ocr_job.h), GET /v1/models,
+// SSE per page with stream: true; see ocr_request.h and ocr_job.h), GET /v1/models (one entry per
+// served name) and /v1/models/{name},
 // GET <server.health_path> (liveness), GET /readyz (model loaded, not draining, queue not full),
 // GET /metrics (Prometheus). Every /v1/ route goes through the same gate: API key (Bearer, when
 // server.api_keys_file is set), per-key rate limit, and draining; bodies over server.max_body_bytes
@@ -35,6 +36,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
@@ -99,7 +101,7 @@ class Service {
   // so that another method on that path gets 405 with Allow instead of 404.
   void mount(const std::string& method, const std::string& path, Handler handler);
   void chat_completions(const httplib::Request& req, httplib::Response& res);
-  // 404 model_not_found unless `model` is empty or the served model.
+  // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
   void ocr(const httplib::Request& req, httplib::Response& res);
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
@@ -109,7 +111,8 @@ class Service {
   Handler guarded(Handler h);
 
   ServerConfig cfg_;
-  std::string model_id_;
+  std::string model_id_;                    // the name answers report: the first served name
+  std::vector<std::string> served_names_;   // names requests may use
   KVPolicy policy_;
   KVTypes kv_types_;
   ApiKeys keys_;

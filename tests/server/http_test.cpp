@@ -401,6 +401,37 @@ TEST_F(Http, AccessLogHasOneJsonLinePerRequest) {
   EXPECT_EQ(line([](const json& l) { return l["path"] == "/v1/nothing"; })["status"], 404);
 }
 
+// model.served_names: every name is listed, retrievable and accepted in requests; answers report
+// the first; another name is 404 naming the served ones.
+TEST_F(Http, ServedNamesAreListedRetrievedAndAccepted) {
+  ServerConfig c = config();
+  c.model.served_names = "folio-tiny,gpt-4o-mini";
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  auto r = cli.Get("/v1/models");
+  ASSERT_EQ(r->status, 200);
+  const json list = json::parse(r->body)["data"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["id"], "folio-tiny");
+  EXPECT_EQ(list[1]["id"], "gpt-4o-mini");
+  r = cli.Get("/v1/models/gpt-4o-mini");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["id"], "gpt-4o-mini");
+  EXPECT_EQ(json::parse(r->body)["object"], "model");
+  r = cli.Get("/v1/models/tiny");  // the directory's name is not served once names are given
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_not_found");
+  EXPECT_NE(r->body.find("'folio-tiny', 'gpt-4o-mini'"), std::string::npos) << r->body;
+  json body = chat_body("x", 2);
+  body["model"] = "gpt-4o-mini";
+  r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["model"], "folio-tiny");
+  body["model"] = "tiny";
+  EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 404);
+  EXPECT_GE(metric(cli.Get("/metrics")->body, R"(folio_http_requests_total{path="/v1/models/{id}",status="200"})"), 1.0);
+}
+
 TEST_F(Http, RateLimitGives429WithRetryAfter) {
   ServerConfig c = config();
   c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s

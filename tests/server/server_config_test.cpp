@@ -158,6 +158,12 @@ TEST_F(ServerConfigTest, OutOfRangeIsNamed) {
   EXPECT_NE(m.find("server.health_path must be a path"), std::string::npos) << m;
   m = error_of({"", {}, {{"server.health_path", "/metrics"}}});
   EXPECT_NE(m.find("server.health_path must not collide"), std::string::npos) << m;
+  m = error_of({"", {}, {{"model.served_names", "a,,b"}}});
+  EXPECT_NE(m.find("model.served_names has an empty name"), std::string::npos) << m;
+  m = error_of({"", {}, {{"server.log_format", "xml"}}});
+  EXPECT_NE(m.find("server.log_format must be one of json, text"), std::string::npos) << m;
+  m = error_of({"", {}, {{"server.log_level", "debug"}}});
+  EXPECT_NE(m.find("server.log_level must be one of info, warn, error, off"), std::string::npos) << m;
 }
 
 TEST_F(ServerConfigTest, BadYamlFileIsAClearError) {
