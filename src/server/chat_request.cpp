@@ -116,7 +116,17 @@ ChatRequest parse_chat_request(std::string_view body) {
   }
   if (const json* n = json_field(j, "n"))
     if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
-  if (json_field(j, "stop")) throw bad_request("unsupported_parameter", "'stop' sequences are not supported yet");
+  if (const json* s = json_field(j, "stop")) {
+    // A string, or an array of up to 4 (OpenAI's limit); null is no stop.
+    const json list = s->is_string() ? json::array({*s}) : *s;
+    if (!list.is_array() || list.size() > 4)
+      throw bad_request("invalid_type", "'stop' must be a string or an array of up to 4 strings");
+    for (const json& x : list) {
+      if (!x.is_string() || x.get<std::string>().empty())
+        throw bad_request("invalid_value", "'stop' must hold non-empty strings");
+      r.stop.push_back(x.get<std::string>());
+    }
+  }
   if (const json* s = json_field(j, "return_token_ids")) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'return_token_ids' must be true or false");
     r.return_token_ids = s->get<bool>();

@@ -40,6 +40,7 @@ struct ChatRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage and no choices
   bool return_token_ids = false;
   bool ignore_eos = false;
+  std::vector<std::string> stop;  // up to 4 non-empty strings: the output ends before the first found
   std::vector<UploadedFile> images;  // image_url parts of every message, in order
 };
 

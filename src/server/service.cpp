@@ -1,4 +1,5 @@
 #include "server/service.h"
+#include "server/stop_strings.h"
 #include "kv/kv_dtype.h"
 
 #include <httplib.h>
@@ -32,7 +33,8 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump(e.body()), "application/json");
 }
 
-std::string finish_reason(const std::string& stop) { return stop == "eos" ? "stop" : "length"; }
+// OpenAI's finish_reason for a scheduler stop reason (stop_string: a `stop` string was found).
+std::string finish_reason(const std::string& stop) { return stop == "eos" || stop == "stop_string" ? "stop" : "length"; }
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -524,6 +526,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   const int64_t created = unix_now();
 
   if (!cr.images.empty()) {
+    if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
     // An OCR model reads the images as the pages of one document; the text parts are not used (the
     // shipped model takes no prompt).
     auto st = std::make_shared<JobStream>();
@@ -624,19 +627,43 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
 
   if (!cr.stream) {
     SequenceResult r;
+    // With stop strings the text is matched as it comes, and the sequence cancelled at the first.
+    StopStrings stops(cr.stop);
+    StreamingDetokenizer detok(*tokenizer_);
+    std::string stopped_text;
     {
       std::unique_lock lk(ch->mu);
-      ch->cv.wait(lk, [&] { return ch->result.has_value(); });
+      while (true) {
+        ch->cv.wait(lk, [&] { return ch->tokens.size() > ch->taken || ch->result.has_value(); });
+        for (; !stops.empty() && ch->taken < ch->tokens.size(); ++ch->taken)
+          if (!stops.stopped() && ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
+        ch->taken = ch->tokens.size();
+        if (ch->result) break;
+        if (stops.stopped()) {
+          lk.unlock();
+          scheduler_->cancel(sub.id);
+          lk.lock();
+        }
+      }
       r = *ch->result;
     }
+    std::string text;
+    if (stops.empty()) {
+      // EOS is a control token, not text (the streaming path skips it the same way).
+      std::vector<int32_t> text_ids;
+      for (int32_t t : r.tokens)
+        if (t != eos) text_ids.push_back(t);
+      text = tokenizer_->decode(text_ids);
+    } else {
+      text = stopped_text;
+      if (!stops.stopped()) text += stops.push(detok.flush());
+      text += stops.finish();
+    }
+    if (stops.stopped()) r.stop_reason = "stop_string";  // the sequence was cancelled for it: not an error
     note_result(r);
     if (auto e = generation_error(r, timeout_s)) throw *e;
-    // EOS is a control token, not text (the streaming path skips it the same way).
-    std::vector<int32_t> text_ids;
-    for (int32_t t : r.tokens)
-      if (t != eos) text_ids.push_back(t);
     json choice = {{"index", 0},
-                   {"message", {{"role", "assistant"}, {"content", tokenizer_->decode(text_ids)}}},
+                   {"message", {{"role", "assistant"}, {"content", text}}},
                    {"finish_reason", finish_reason(r.stop_reason)}};
     if (cr.return_token_ids) choice["token_ids"] = r.tokens;
     json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
@@ -649,15 +676,18 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   // the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client
   // that went away (is_writable fails) and release the response: the releaser then cancels the
   // sequence, which frees its KV before the next step.
+  // With `stop`, text goes through StopStrings: at the first stop string nothing more is sent, the
+  // sequence is cancelled, and the stream ends (finish "stop") once the cancelled result arrives.
   struct StreamState {
     std::shared_ptr<Channel> ch;
     StreamingDetokenizer detok;
+    StopStrings stops;
     bool role_sent = false;
     bool finished = false;
     RequestId rid;
-    explicit StreamState(const Tokenizer& t) : detok(t) {}
+    StreamState(const Tokenizer& t, std::vector<std::string> stop) : detok(t), stops(std::move(stop)) {}
   };
-  auto st = std::make_shared<StreamState>(*tokenizer_);
+  auto st = std::make_shared<StreamState>(*tokenizer_, cr.stop);
   st->ch = ch;
   st->rid = sub.id;
   const bool with_ids = cr.return_token_ids, with_usage = cr.include_usage;
@@ -688,20 +718,27 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
           st->role_sent = true;
           if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
         }
+        const bool was_stopped = st->stops.stopped();
         for (int32_t t : fresh) {
-          const std::string text = t == eos ? std::string() : st->detok.push(t);
+          if (st->stops.stopped()) break;
+          std::string text = t == eos ? std::string() : st->detok.push(t);
+          if (!st->stops.empty()) text = st->stops.push(text);
           if (text.empty() && !with_ids) continue;
           json j = chunk({{"content", text}}, nullptr);
           if (with_ids) j["choices"][0]["token_ids"] = {t};
           if (!send(j)) return false;
         }
+        if (st->stops.stopped() && !was_stopped && !result) scheduler_->cancel(st->rid);
         if (!result) return true;
         st->finished = true;
+        if (st->stops.stopped()) result->stop_reason = "stop_string";
         note_result(*result);
         if (auto e = generation_error(*result, timeout_s)) {
           if (!send(e->body())) return false;
         } else {
-          const std::string tail = st->detok.flush();
+          std::string tail = st->stops.stopped() ? std::string() : st->detok.flush();
+          if (!st->stops.empty()) tail = st->stops.push(tail) + st->stops.finish();
+          if (st->stops.stopped()) result->stop_reason = "stop_string";  // found in the held-back tail
           if (!tail.empty() && !send(chunk({{"content", tail}}, nullptr))) return false;
           if (!send(chunk(json::object(), finish_reason(result->stop_reason)))) return false;
           // As OpenAI: usage only when asked for, in a chunk of its own with no choices.

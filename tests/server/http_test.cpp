@@ -432,6 +432,57 @@ TEST_F(Http, ServedNamesAreListedRetrievedAndAccepted) {
   EXPECT_GE(metric(cli.Get("/metrics")->body, R"(folio_http_requests_total{path="/v1/models/{id}",status="200"})"), 1.0);
 }
 
+// `stop`: the answer ends before the first stop string, streamed or not, with finish "stop"; the
+// sequence stops soon after (fewer tokens than asked for); bad values are 400.
+TEST_F(Http, StopStringsEndTheAnswerBeforeThem) {
+  auto svc = serve(config("slow"));  // several ms per token: the cancel lands long before 60 tokens
+  auto cli = client(*svc);
+  json body = chat_body("stories", 60);
+  body["model"] = "slow";
+  body["ignore_eos"] = true;
+  auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string full = json::parse(r->body)["choices"][0]["message"]["content"];
+  ASSERT_GE(full.size(), 12u) << full;
+  // A stop string taken from the middle of the free answer, and one that never occurs.
+  const std::string stop = full.substr(full.size() / 2, 3);
+  const std::string want = full.substr(0, full.find(stop));
+  body["stop"] = json::array({"\x01never\x02", stop});
+  r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], want);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(j["usage"]["completion_tokens"].get<int>(), 60);
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200);
+  bool done = false;
+  const auto events = sse_events(r->body, done);
+  EXPECT_TRUE(done);
+  std::string streamed, finish;
+  for (const json& e : events)
+    for (const json& c : e["choices"]) {
+      if (c["delta"].contains("content")) streamed += c["delta"]["content"].get<std::string>();
+      if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+    }
+  EXPECT_EQ(streamed, want);
+  EXPECT_EQ(finish, "stop");
+  ASSERT_TRUE(events.back().contains("usage"));
+  EXPECT_LT(events.back()["usage"]["completion_tokens"].get<int>(), 60);
+  // Bad values name the field; the server goes on.
+  for (const json& bad : {json(""), json::array({"a", "b", "c", "d", "e"}), json(7), json::array({1})}) {
+    body["stream"] = false;
+    body["stop"] = bad;
+    r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_EQ(r->status, 400) << bad.dump();
+    EXPECT_NE(r->body.find("'stop'"), std::string::npos) << r->body;
+  }
+  body.erase("stop");
+  EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 200);
+}
+
 TEST_F(Http, RateLimitGives429WithRetryAfter) {
   ServerConfig c = config();
   c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s
