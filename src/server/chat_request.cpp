@@ -59,10 +59,31 @@ std::string message_content(const json& c, size_t i, std::vector<UploadedFile>& 
   return text;
 }
 
+// OpenAI parameters this server does not implement, refused rather than silently ignored when they
+// would change the answer (their neutral values pass: SDKs send some of them by default).
+void refuse_unsupported(const json& j) {
+  auto refuse = [](const std::string& what) { throw bad_request("unsupported_parameter", what + " is not supported by this server"); };
+  for (const char* k : {"tools", "functions", "tool_choice", "function_call", "audio", "prediction", "web_search_options"})
+    if (json_field(j, k)) refuse(std::string("'") + k + "'");
+  if (const json* f = json_field(j, "response_format"))
+    if (!f->is_object() || f->value("type", "") != "text") refuse("'response_format' other than {\"type\": \"text\"}");
+  if (const json* l = json_field(j, "logprobs"))
+    if (!l->is_boolean() || l->get<bool>()) refuse("'logprobs'");
+  if (json_field(j, "top_logprobs")) refuse("'top_logprobs'");
+  if (const json* b = json_field(j, "logit_bias"))
+    if (!b->is_object() || !b->empty()) refuse("'logit_bias'");
+  for (const char* k : {"presence_penalty", "frequency_penalty"})
+    if (const json* p = json_field(j, k))
+      if (!p->is_number() || p->get<double>() != 0) refuse(std::string("'") + k + "' other than 0");
+  if (const json* m = json_field(j, "modalities"))
+    if (*m != json::array({"text"})) refuse("'modalities' other than [\"text\"]");
+}
+
 }  // namespace
 
 ChatRequest parse_chat_request(std::string_view body) {
   const json j = parse_json_object(body);
+  refuse_unsupported(j);
   ChatRequest r;
   r.model = json_model_field(j);
   const json* msgs = json_field(j, "messages");
