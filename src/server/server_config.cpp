@@ -224,6 +224,9 @@ const std::vector<Key>& keys() {
                    c.server.max_pages = v.i;
                    return in_range(v.i, 1, 1 << 20);
                  }});
+    k.push_back({"server.cors_origins", Type::String,
+                 "origins browsers may call from: '*', or comma-separated origins ('' = no CORS headers, preflights get 405)",
+                 [](ServerConfig& c, const Value& v) { c.server.cors_origins = v.s; return std::string(); }});
     k.push_back({"server.access_log", Type::String, "where each request's access line goes: '-' (stderr), 'off', or a file (appended)",
                  [](ServerConfig& c, const Value& v) {
                    c.server.access_log = v.s;

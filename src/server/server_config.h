@@ -56,6 +56,7 @@ struct ServerConfig {
     int64_t max_body_bytes = 16 << 20;
     double request_timeout_s = 600;
     int64_t max_pages = 100;           // pages per OCR request at most
+    std::string cors_origins;          // "" = no CORS; "*" or "https://a,https://b": origins browsers may call from
     std::string access_log = "-";      // one line per request: "-" = stderr, "off", or a file (appended)
     std::string log_format = "json";   // json | text
     std::string log_level = "info";    // info (every request) | warn (4xx and 5xx) | error (5xx) | off

@@ -277,6 +277,11 @@ void Service::install_routes() {
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_access = AccessRecord{};
     t_access.start = std::chrono::steady_clock::now();
+    if (cors_headers(req, res) && req.method == "OPTIONS") {
+      // A CORS preflight: answered before the key check (browsers send it without credentials).
+      res.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     // Every answer under /v1/, errors included, carries the request's id (the client's, or ours).
     t_access.request_id = ids_.for_request(req.get_header_value("X-Request-Id"));
@@ -390,6 +395,32 @@ void Service::install_routes() {
   }));
   mount("POST", "/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
   mount("POST", "/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
+}
+
+bool Service::cors_headers(const httplib::Request& req, httplib::Response& res) const {
+  const std::string origin = req.get_header_value("Origin");
+  const std::string& allowed = cfg_.server.cors_origins;
+  if (allowed.empty() || origin.empty()) return false;
+  bool match = allowed == "*";
+  for (size_t at = 0; !match && at <= allowed.size();) {
+    const size_t comma = std::min(allowed.find(',', at), allowed.size());
+    match = allowed.compare(at, comma - at, origin) == 0;
+    at = comma + 1;
+  }
+  if (!match) return false;
+  res.set_header("Access-Control-Allow-Origin", allowed == "*" ? "*" : origin);
+  res.set_header("Vary", "Origin");
+  if (req.method == "OPTIONS") {
+    const auto it = methods_.find(req.path);
+    std::string methods;
+    if (it != methods_.end())
+      for (const std::string& m : it->second) methods += (methods.empty() ? "" : ", ") + m;
+    res.set_header("Access-Control-Allow-Methods", methods.empty() ? "GET, POST" : methods);
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+  res.set_header("Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+  return true;
 }
 
 void Service::check_loaded(httplib::Response& res) const {

@@ -107,6 +107,9 @@ class Service {
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
   std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
   void check_loaded(httplib::Response& res) const;
+  // server.cors_origins: when the request's Origin is allowed, sets the CORS headers (for a
+  // preflight OPTIONS also the methods the path takes) and returns true.
+  bool cors_headers(const httplib::Request& req, httplib::Response& res) const;
   // Wraps a handler: catches ApiError / folio::Error into JSON errors.
   Handler guarded(Handler h);
 

@@ -483,6 +483,43 @@ TEST_F(Http, StopStringsEndTheAnswerBeforeThem) {
   EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 200);
 }
 
+// server.cors_origins: an allowed origin gets the CORS headers and its preflight a 204 without a
+// key; another origin gets none; without the setting a preflight is 405 with Allow.
+TEST_F(Http, CorsHeadersAndPreflightsFollowTheAllowedOrigins) {
+  ServerConfig c = config();
+  const fs::path keys = g_dir / "cors-keys.txt";
+  std::ofstream(keys) << "sk-one\n";
+  c.server.api_keys_file = keys.string();
+  c.server.cors_origins = "https://app.example,https://other.example";
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  auto r = cli.Options("/v1/chat/completions", {{"Origin", "https://other.example"}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://other.example");
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Methods"), "POST");
+  EXPECT_NE(r->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+  r = cli.Get("/v1/models", {{"Origin", "https://app.example"}, {"Authorization", "Bearer sk-one"}});
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_NE(r->get_header_value("Access-Control-Expose-Headers").find("X-Request-Id"), std::string::npos);
+  r = cli.Get("/v1/models", {{"Origin", "https://evil.example"}, {"Authorization", "Bearer sk-one"}});
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  r = cli.Options("/v1/chat/completions", {{"Origin", "https://evil.example"}});
+  EXPECT_NE(r->status, 204);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  // The preflight skipped the key; the request itself still needs it.
+  r = cli.Get("/v1/models", {{"Origin", "https://app.example"}});
+  EXPECT_EQ(r->status, 401);
+  auto plain = serve(config());
+  auto pc = client(*plain);
+  r = pc.Options("/v1/chat/completions", {{"Origin", "https://app.example"}});
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "POST");
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+}
+
 TEST_F(Http, RateLimitGives429WithRetryAfter) {
   ServerConfig c = config();
   c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s
