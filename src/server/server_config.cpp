@@ -82,11 +82,8 @@ const std::vector<Key>& keys() {
                  "comma-separated names clients may send as 'model', the first one reported ('' = the model directory's name)",
                  [](ServerConfig& c, const Value& v) {
                    c.model.served_names = v.s;
-                   for (size_t at = 0; at <= v.s.size();) {
-                     const size_t comma = std::min(v.s.find(',', at), v.s.size());
-                     if (!v.s.empty() && comma == at) return "has an empty name: '" + v.s + "'";
-                     at = comma + 1;
-                   }
+                   for (const std::string& name : comma_list(v.s))
+                     if (name.empty()) return "has an empty name: '" + v.s + "'";
                    return std::string();
                  }});
     k.push_back({"model.max_reference_length", Type::Int, "prompt tokens per request at most (0 = the model's context)",
@@ -380,6 +377,16 @@ ServerConfig load_server_config(const ConfigSources& src) {
     apply(cfg, *k, value, "option --" + name);
   }
   return cfg;
+}
+
+std::vector<std::string> comma_list(const std::string& value) {
+  std::vector<std::string> out;
+  for (size_t at = 0; !value.empty() && at <= value.size();) {
+    const size_t comma = std::min(value.find(',', at), value.size());
+    out.push_back(value.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::string resolved_model_path(const ServerConfig& cfg) {

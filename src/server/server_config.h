@@ -63,6 +63,10 @@ struct ServerConfig {
   } server;
 };
 
+// The items of a comma-separated setting ("a,b" -> {"a", "b"}; "" -> {}), kept as written (an
+// empty item stays empty: settings that forbid it check for it).
+std::vector<std::string> comma_list(const std::string& value);
+
 // model.path, or the shipped model (runtime/default_model.h: $FOLIO_MODEL, next to the executable,
 // the source tree) when it is not set; InvalidInput naming the places looked at if there is none.
 std::string resolved_model_path(const ServerConfig& cfg);
