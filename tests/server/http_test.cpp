@@ -429,7 +429,13 @@ TEST_F(Http, ServedNamesAreListedRetrievedAndAccepted) {
   EXPECT_EQ(json::parse(r->body)["model"], "folio-tiny");
   body["model"] = "tiny";
   EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 404);
-  EXPECT_GE(metric(cli.Get("/metrics")->body, R"(folio_http_requests_total{path="/v1/models/{id}",status="200"})"), 1.0);
+  // Counted when the answer has been written, which the client may see first: poll briefly.
+  double counted = -1;
+  for (int tries = 0; tries < 50 && counted < 1; ++tries) {
+    counted = metric(cli.Get("/metrics")->body, R"(folio_http_requests_total{path="/v1/models/{id}",status="200"})");
+    if (counted < 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(counted, 1.0);
 }
 
 // `stop`: the answer ends before the first stop string, streamed or not, with finish "stop"; the
