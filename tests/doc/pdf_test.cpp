@@ -76,6 +76,19 @@ TEST(Pdf, EncryptedFixtureOpensWithItsPassword) {
   EXPECT_EQ(doc->pages(), 1);
 }
 
+// A PDF with only an owner password (permissions) opens without one, as in poppler's and
+// pdftotext's tools: it is read, its encrypted content decrypted (the green square is drawn).
+TEST(Pdf, OwnerPasswordOnlyPdfIsRead) {
+  const PdfDocument doc = PdfDocument::open(fixture("owner_only.pdf"));
+  EXPECT_EQ(doc.page_count(), 1);
+  const RgbImage p = doc.render_page(0, 72);
+  ASSERT_EQ(p.width, 100);
+  EXPECT_EQ(p.at(50, 50, 0), 0);
+  EXPECT_EQ(p.at(50, 50, 1), 255);
+  EXPECT_EQ(p.at(5, 5, 1), 255);
+  EXPECT_EQ(p.at(5, 5, 0), 255);  // white outside the square
+}
+
 TEST(Pdf, BadPageIndexOrDpi) {
   const PdfDocument doc = PdfDocument::open(fixture("two_pages.pdf"));
   expect_invalid([&] { doc.render_page(2); }, {"page 3", "two_pages.pdf", "2 pages"});

@@ -39,7 +39,7 @@ def load_split(work, split, limit=0):
             rec = json.load(f)
         pages = [p for p in rec["pages"] if p["lines"]]
         if pages:
-            docs.append({"pages": pages, "markdown": rec["markdown"]})
+            docs.append({"pages": pages, "markdown": rec["markdown"], "style": rec.get("style", {})})
     return docs
 
 
