@@ -91,7 +91,9 @@ Runner add_generate(CLI::App& app) {
     opt.no_repeat_ngram = a->no_repeat_ngram;
     opt.no_repeat_window = a->no_repeat_window;
     std::unique_ptr<StreamingDetokenizer> detok;
-    if (m.tokenizer) detok = std::make_unique<StreamingDetokenizer>(*m.tokenizer);
+    // The output continues the prompt: decoded after its last token, so a first word keeps its space.
+    if (m.tokenizer)
+      detok = std::make_unique<StreamingDetokenizer>(*m.tokenizer, prompt.empty() ? std::vector<int32_t>{} : std::vector<int32_t>{prompt.back()});
     auto res = gen.generate(prompt, opt, [&](int32_t tok) {
       if (tok == m.config.eos_id) return true;
       if (detok) {

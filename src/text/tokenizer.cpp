@@ -6,7 +6,8 @@ namespace folio {
 
 Tokenizer::~Tokenizer() = default;
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, std::vector<int32_t> context)
+    : tokenizer_(tokenizer), window_(std::move(context)), emitted_(window_.empty() ? 0 : tokenizer_.decode(window_).size()) {}
 
 std::string StreamingDetokenizer::push(int32_t id) {
   window_.push_back(id);

@@ -48,10 +48,13 @@ class Tokenizer {
 
 // Turns a stream of generated ids into text pieces that are complete UTF-8, for printing tokens
 // as they arrive: a character split over several byte tokens is held back until it is whole.
-// The concatenation of every push() plus flush() equals tokenizer.decode(all ids).
+// The concatenation of every push() plus flush() equals tokenizer.decode(all ids), or, given
+// `context` (ids the text continues, e.g. the prompt's last token), the text decode(context + ids)
+// adds after decode(context): then a first word keeps the space a start-of-text rule would drop
+// (sentencepiece's " named" after "boy", not "named").
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer);
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, std::vector<int32_t> context = {});
 
   // Adds one id; returns the text that became complete (possibly "").
   std::string push(int32_t id);

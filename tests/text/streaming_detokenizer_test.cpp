@@ -61,5 +61,22 @@ TEST(StreamingDetokenizer, SentencePieceDropsOnlyTheFirstPrefixSpace) {
   EXPECT_EQ(tok->decode(ids), "a é a a");
 }
 
+// With the prompt's last token as context, the first generated word keeps its space (what
+// llama.cpp prints after a prompt), and the rest is unchanged.
+TEST(StreamingDetokenizer, ContextKeepsTheFirstWordsSpace) {
+  SpmVocab v;
+  v.tokens = {"<unk>", "<s>", "</s>", "▁boy", "▁named", "▁Tim", "<0xC3>", "<0xA9>"};
+  v.types = {2, 3, 3, 1, 1, 1, 6, 6};
+  auto tok = make_sentencepiece_tokenizer(v);
+  StreamingDetokenizer plain(*tok);
+  EXPECT_EQ(plain.push(4), "named");
+  StreamingDetokenizer cont(*tok, {3});  // the prompt ended with " boy"
+  std::string out;
+  for (int32_t id : {4, 5, 6, 7}) out += cont.push(id);
+  out += cont.flush();
+  EXPECT_EQ(out, " named Tim\xC3\xA9");
+  EXPECT_EQ(tok->decode(std::vector<int32_t>{3}) + out, tok->decode(std::vector<int32_t>{3, 4, 5, 6, 7}));
+}
+
 }  // namespace
 }  // namespace folio
