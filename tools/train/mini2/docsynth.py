@@ -231,7 +231,9 @@ def to_html(blocks, style, families, title, coloured):
     para = f"margin: 0; text-indent: 1.5em;" if s["indent"] else f"margin: 0 0 {s['para_gap']:.2f}em 0;"
     css.append(f"p {{ {para} orphans: 1; widows: 1; }}")
     if s.get("manual"):  # headings at the margin in the body's size
-        s = {**s, "h_scale": [1.0 + 0.1 * (2 - i) * s["manual_grow"] for i in range(3)], "h_bold": [True, True, True]}
+        # The title keeps its size; sections (h2) are in the body's size or a little larger, and
+        # subsections (h3) in the body's size, set in a little from the margin (groff's .SS).
+        s = {**s, "h_scale": [s["h_scale"][0], 1.0 + 0.1 * s["manual_grow"], 1.0], "h_bold": [True, True, True]}
     for i in range(3):
         css.append(f"h{i + 1} {{ font-size: {s['h_scale'][i]:.2f}em; font-weight: {'bold' if s['h_bold'][i] else 'normal'};"
                    f" font-style: {'italic' if s['h_italic'] else 'normal'}; margin: 0.6em 0 0.3em 0; "
@@ -248,6 +250,7 @@ def to_html(blocks, style, families, title, coloured):
     if s.get("manual"):  # the body indented under the headings (after the rules above: it wins)
         css.append(f"p, ul, ol, pre, table {{ margin-left: {s['manual_indent']:.1f}em; }}")
         css.append(f"p.tagged {{ margin-left: {s['manual_indent'] + s['manual_tag']:.1f}em; }}")
+        css.append(f"h3 {{ margin-left: {s['manual_indent'] * 0.45:.1f}em; }}")
         if s.get("manual_term_bold"):  # groff sets a tagged paragraph's term in bold
             css.append("p.term { font-weight: bold; }")
     body = []
