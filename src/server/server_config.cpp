@@ -205,6 +205,13 @@ const std::vector<Key>& keys() {
                    if (!(v.f >= 0) || !std::isfinite(v.f)) return "must be a finite number >= 0, got " + std::to_string(v.f);
                    return std::string();
                  }});
+    k.push_back({"server.auth_failures_per_minute", Type::Float,
+                 "failed authentications a client address may make per minute (a burst of as many) before it gets 429 (0 = unlimited)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.auth_failures_per_minute = v.f;
+                   if (!(v.f >= 0) || !std::isfinite(v.f)) return "must be a finite number >= 0, got " + std::to_string(v.f);
+                   return std::string();
+                 }});
     k.push_back({"server.max_body_bytes", Type::Int, "request body bytes at most (larger gets 413)",
                  [](ServerConfig& c, const Value& v) {
                    c.server.max_body_bytes = v.i;

@@ -53,6 +53,7 @@ struct ServerConfig {
     std::string health_path = "/healthz";
     std::string api_keys_file;         // "" = no authentication
     double rate_limit = 0;             // requests per minute per API key (or client address); 0 = off
+    double auth_failures_per_minute = 10;  // failed authentications per client address before 429; 0 = unlimited
     int64_t max_body_bytes = 16 << 20;
     double request_timeout_s = 600;
     int64_t max_pages = 100;           // pages per OCR request at most

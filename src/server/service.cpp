@@ -99,7 +99,7 @@ struct InFlight {
 }  // namespace
 
 Service::Service(ServerConfig cfg)
-    : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
+    : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
   const std::string& t = cfg_.attention.type;
   if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
   else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
@@ -283,9 +283,19 @@ void Service::install_routes() {
       std::string client = "addr:" + req.remote_addr;
       if (keys_.enabled()) {
         const std::string key = bearer_token(req.get_header_value("Authorization"));
-        if (key.empty())
-          throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
-        if (!keys_.accepts(key)) throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
+        if (key.empty() || !keys_.accepts(key)) {
+          // Each failure takes a token of the address's bucket: guessing keys gets 429 quickly,
+          // while a client with a valid key is never held back by it.
+          if (int64_t wait = auth_failures_.acquire("addr:" + req.remote_addr)) {
+            res.set_header("Retry-After", std::to_string(wait));
+            throw ApiError(429, "rate_limit_error", "too_many_failed_authentications",
+                           "too many failed authentications from this address (server.auth_failures_per_minute); retry in " +
+                               std::to_string(wait) + " s");
+          }
+          if (key.empty())
+            throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
+          throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
+        }
         client = "key:" + key;
         t_access.key_id = AccessLog::key_id(key);
       }

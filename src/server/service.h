@@ -120,6 +120,7 @@ class Service {
   KVTypes kv_types_;
   ApiKeys keys_;
   RateLimiter limiter_;
+  RateLimiter auth_failures_;  // failed authentications per client address
   ServerMetrics metrics_;
 
   std::unique_ptr<httplib::Server> http_;

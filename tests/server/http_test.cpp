@@ -526,6 +526,27 @@ TEST_F(Http, CorsHeadersAndPreflightsFollowTheAllowedOrigins) {
   EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
 }
 
+// server.auth_failures_per_minute: an address that keeps failing authentication gets 429 with
+// Retry-After after its burst; a valid key from the same address is never held back.
+TEST_F(Http, FailedAuthenticationsAreThrottledPerAddress) {
+  ServerConfig c = config();
+  const fs::path keys = g_dir / "throttle-keys.txt";
+  std::ofstream(keys) << "sk-one\n";
+  c.server.api_keys_file = keys.string();
+  c.server.auth_failures_per_minute = 3;
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cli.Get("/v1/models", {{"Authorization", "Bearer guess-" + std::to_string(i)}})->status, 401);
+  auto r = cli.Get("/v1/models", {{"Authorization", "Bearer guess-3"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "too_many_failed_authentications");
+  EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
+  EXPECT_EQ(cli.Get("/v1/models")->status, 429);  // no key at all counts too
+  EXPECT_EQ(cli.Get("/v1/models", {{"Authorization", "Bearer sk-one"}})->status, 200);
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);
+}
+
 TEST_F(Http, RateLimitGives429WithRetryAfter) {
   ServerConfig c = config();
   c.server.rate_limit = 2;  // per minute: a burst of 2, then one every 30 s

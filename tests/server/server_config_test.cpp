@@ -52,6 +52,7 @@ TEST_F(ServerConfigTest, DefaultsMatchTheIssue) {
   EXPECT_EQ(c.model.path, "");
   EXPECT_EQ(c.server.api_keys_file, "");
   EXPECT_EQ(c.server.rate_limit, 0.0);
+  EXPECT_EQ(c.server.auth_failures_per_minute, 10.0);
 }
 
 TEST_F(ServerConfigTest, EveryKeyHasAnEnvVarAndHelp) {
