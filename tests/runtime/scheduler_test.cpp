@@ -144,7 +144,10 @@ TEST_F(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
         EXPECT_EQ(c.streamed[static_cast<int>(i)], r.tokens) << "on_token saw other tokens than the result";
       }
       SchedulerStats st = s.stats();
-      EXPECT_EQ(st.max_batch_seen, 3);  // batched, and never more than the limit
+      // Batched, and never more than the limit. Not exactly 3: on a loaded machine the short
+      // requests can finish before the submitting threads have handed in a third (seen once in CI).
+      EXPECT_GE(st.max_batch_seen, 2);
+      EXPECT_LE(st.max_batch_seen, 3);
       EXPECT_EQ(st.running, 0);
       EXPECT_EQ(st.queued, 0);
       EXPECT_EQ(st.kv_bytes_in_use, 0u);
