@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <regex>
 
+#include "text/utf8.h"
+
 namespace folio {
 
 namespace {
@@ -12,45 +14,6 @@ namespace {
 // here because scoring drops them on both sides.
 constexpr char32_t kExtras[] = U"–—‘’“”…©®°§¶±×÷·€£¢"
                                U"ÀÁÂÄÅÆÇÈÉÊËÍÎÏÑÓÔÖØÚÛÜßàáâãäåæçèéêëìíîïñòóôõöøùúûüýÿœ";
-
-// One code point from the front of s (which it consumes), or U+FFFD for an invalid byte.
-char32_t next_code_point(std::string_view& s) {
-  const auto b = static_cast<unsigned char>(s[0]);
-  const int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-  if (len == 0 || static_cast<size_t>(len) > s.size()) {
-    s.remove_prefix(1);
-    return 0xFFFD;
-  }
-  char32_t c = len == 1 ? b : b & (0x7F >> len);
-  for (int i = 1; i < len; ++i) {
-    const auto cont = static_cast<unsigned char>(s[static_cast<size_t>(i)]);
-    if ((cont >> 6) != 2) {
-      s.remove_prefix(1);
-      return 0xFFFD;
-    }
-    c = (c << 6) | (cont & 0x3F);
-  }
-  s.remove_prefix(static_cast<size_t>(len));
-  return c;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
 
 // What one code point is scored as ("" = dropped).
 std::string_view mapped(char32_t c, std::string& buf) {
@@ -72,10 +35,8 @@ std::string_view mapped(char32_t c, std::string& buf) {
   return buf;
 }
 
-}  // namespace
-
 // "| a | b |" -> "a b" (cells trimmed).
-static std::string table_row_as_text(std::string_view row) {
+std::string table_row_as_text(std::string_view row) {
   std::string_view cells = row.substr(2, row.size() - 4);
   std::string out;
   while (true) {
@@ -89,6 +50,8 @@ static std::string table_row_as_text(std::string_view row) {
     cells.remove_prefix(bar + 3);
   }
 }
+
+}  // namespace
 
 std::string markdown_as_text(std::string_view markdown) {
   static const std::regex separator_row(R"(\|( ?:?-+:? ?\|)+)");
@@ -113,9 +76,8 @@ std::string markdown_as_text(std::string_view markdown) {
 std::string scoring_text(std::string_view text) {
   std::string out, buf;
   bool space = false;
-  while (!text.empty()) {
-    const std::string_view m = mapped(next_code_point(text), buf);
-    for (char ch : m) {
+  for (char32_t c : decode_utf8(text).cps) {
+    for (char ch : mapped(c, buf)) {
       if (ch == ' ') {
         space = !out.empty();
         continue;
