@@ -286,7 +286,7 @@ void Service::install_routes() {
         if (key.empty() || !keys_.accepts(key)) {
           // Each failure takes a token of the address's bucket: guessing keys gets 429 quickly,
           // while a client with a valid key is never held back by it.
-          if (int64_t wait = auth_failures_.acquire("addr:" + req.remote_addr)) {
+          if (int64_t wait = auth_failures_.acquire(client)) {  // still the address
             res.set_header("Retry-After", std::to_string(wait));
             throw ApiError(429, "rate_limit_error", "too_many_failed_authentications",
                            "too many failed authentications from this address (server.auth_failures_per_minute); retry in " +
@@ -660,14 +660,15 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     StreamingDetokenizer detok(*tokenizer_);
     std::string stopped_text;
     {
+      // Without stop strings only the result wakes this thread, not every token.
+      const bool match = !stops.empty();
       std::unique_lock lk(ch->mu);
       while (true) {
-        ch->cv.wait(lk, [&] { return ch->tokens.size() > ch->taken || ch->result.has_value(); });
-        for (; !stops.empty() && ch->taken < ch->tokens.size(); ++ch->taken)
-          if (!stops.stopped() && ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
-        ch->taken = ch->tokens.size();
+        ch->cv.wait(lk, [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
+        for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
+          if (ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
         if (ch->result) break;
-        if (stops.stopped()) {
+        if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
           lk.unlock();
           scheduler_->cancel(sub.id);
           lk.lock();
@@ -759,14 +760,15 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         if (st->stops.stopped() && !was_stopped && !result) scheduler_->cancel(st->rid);
         if (!result) return true;
         st->finished = true;
+        // The text held back (an unfinished character, a possible stop string) first: it may
+        // still hold a stop string, which decides the finish reason.
+        std::string tail = st->stops.stopped() ? std::string() : st->detok.flush();
+        if (!st->stops.empty()) tail = st->stops.push(tail) + st->stops.finish();
         if (st->stops.stopped()) result->stop_reason = "stop_string";
         note_result(*result);
         if (auto e = generation_error(*result, timeout_s)) {
           if (!send(e->body())) return false;
         } else {
-          std::string tail = st->stops.stopped() ? std::string() : st->detok.flush();
-          if (!st->stops.empty()) tail = st->stops.push(tail) + st->stops.finish();
-          if (st->stops.stopped()) result->stop_reason = "stop_string";  // found in the held-back tail
           if (!tail.empty() && !send(chunk({{"content", tail}}, nullptr))) return false;
           if (!send(chunk(json::object(), finish_reason(result->stop_reason)))) return false;
           // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
