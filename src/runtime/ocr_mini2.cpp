@@ -11,6 +11,7 @@
 #include "model/io/json_file.h"
 #include "model/vision/deskew.h"
 #include "model/vision/page_layout.h"
+#include "runtime/heading_levels.h"
 #include "runtime/ocr_accuracy.h"
 #include "runtime/structure_writer.h"
 
@@ -24,8 +25,10 @@ struct MiniOcr2Model::PassState {
   PassState(int32_t page_token, size_t pages) : cursor(page_token), written(page_token), pages_in_pass(pages) {}
   std::vector<size_t> line_counts;                            // [page]
   std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
+  std::vector<std::vector<LineStyle>> styles;                // [page][line], until the decoder leaves the page
   StructureCursor cursor, written;
   StructureWriter writer;
+  HeadingLevels headings;                                    // the decoder side's
   size_t pages_in_pass;
 };
 
@@ -46,10 +49,12 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
   // The decoder's tokens 0.. are the actions, in the config's order (names as structure.py's).
   const auto& actions = cfg["structure"]["actions"];
   m->action_of_token_.assign(static_cast<size_t>(m->model_.config.vocab), std::nullopt);
+  m->token_of_action_.fill(-1);
   for (size_t i = 0; i < actions.size() && i < m->action_of_token_.size(); ++i) {
     const auto a = structure_action_from_name(actions[i].get<std::string>());
     FOLIO_CHECK_INPUT(a.has_value(), dir + "/config.json: unknown action '" + actions[i].get<std::string>() + "'");
     m->action_of_token_[i] = a;
+    m->token_of_action_[static_cast<size_t>(*a)] = static_cast<int32_t>(i);
   }
   return m;
 }
@@ -138,9 +143,10 @@ ReferencePart MiniOcr2Model::page_part(const PageAnalysis& analysis, size_t firs
     cells.emplace_back();
     for (const ReadSegment& s : l.segments) cells.back().push_back(s.text);
   }
-  if (state.cells.size() <= k) state.cells.resize(k + 1), state.line_counts.resize(k + 1);
+  if (state.cells.size() <= k) state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1);
   state.line_counts[k] = cells.size();
   state.cells[k] = std::move(cells);
+  state.styles[k] = page_line_styles(page.lines);
   if (on_encoded)
     on_encoded(first + k, analysis.ms + std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ReferencePart part = ReferencePart::rows(std::vector<int32_t>(static_cast<size_t>(n + 1), model_.config.bos_id), std::move(rows));
@@ -176,8 +182,10 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
       const bool allowed = more ? action_of_token_[t].has_value() : static_cast<int32_t>(t) == end;
       if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
     }
+    if (more) settle_heading_level(*state, logits);
   };
   pass.generation.embed_token = [this, state](int32_t token, float* row) {
+    note_heading(*state, token);
     state->cursor.advance(token);
     model_.decoder->embed(token, row);
     tokens_->add_code(StructureTokenType::Text, state->cursor.page(), state->cursor.line(), row);
@@ -196,6 +204,40 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
   pass.write_end = [state] { return state->writer.finish(); };
 }
 
+const LineStyle* MiniOcr2Model::cursor_style(const PassState& state) const {
+  const auto page = static_cast<size_t>(state.cursor.page()), line = static_cast<size_t>(state.cursor.line());
+  return page < state.styles.size() && line < state.styles[page].size() ? &state.styles[page][line] : nullptr;
+}
+
+std::optional<int> MiniOcr2Model::heading_level(int32_t token) const {
+  if (token < 0 || static_cast<size_t>(token) >= action_of_token_.size() || !action_of_token_[static_cast<size_t>(token)]) return std::nullopt;
+  const auto a = *action_of_token_[static_cast<size_t>(token)];
+  if (a != StructureAction::H1 && a != StructureAction::H2 && a != StructureAction::H3) return std::nullopt;
+  return static_cast<int>(a) - static_cast<int>(StructureAction::H1) + 1;
+}
+
+// When the decoder's choice for the line is a heading, the level HeadingLevels settles takes the
+// place of its proposal: the two logits swap, so a sampled decoding keeps the distribution's shape.
+void MiniOcr2Model::settle_heading_level(const PassState& state, std::span<float> logits) const {
+  const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const std::optional<int> proposed = heading_level(best);
+  const LineStyle* style = cursor_style(state);
+  if (!proposed || !style) return;
+  const int level = state.headings.level(*style, *proposed);
+  const int32_t settled = token_of_action_[static_cast<size_t>(StructureAction::H1) + static_cast<size_t>(level - 1)];
+  if (settled >= 0 && settled != best) std::swap(logits[static_cast<size_t>(best)], logits[static_cast<size_t>(settled)]);
+}
+
+void MiniOcr2Model::note_heading(PassState& state, int32_t token) const {
+  if (token == page_token_) {
+    const auto page = static_cast<size_t>(state.cursor.page());
+    if (page < state.styles.size()) state.styles[page] = {};  // decided: no longer needed
+    return;
+  }
+  const LineStyle* style = cursor_style(state);
+  if (const std::optional<int> level = heading_level(token); level && style) state.headings.note(*style, *level);
+}
+
 OcrPass MiniOcr2Model::fresh_decoding(const OcrPass& prepared) const {
   OcrPass out = prepared;
   const auto* old = static_cast<const PassState*>(prepared.model_state.get());
@@ -203,6 +245,7 @@ OcrPass MiniOcr2Model::fresh_decoding(const OcrPass& prepared) const {
   auto state = std::make_shared<PassState>(page_token_, old->pages_in_pass);
   state->line_counts = old->line_counts;
   state->cells = old->cells;
+  state->styles = old->styles;
   bind_hooks(out, std::move(state));
   return out;
 }

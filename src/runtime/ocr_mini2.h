@@ -11,6 +11,8 @@
 //  - the decoder writes one action per line and <page> between pages, constrained to do exactly
 //    that (an action while lines remain, then <page>, or <eos> after the last page), so no line is
 //    lost or written twice; each action goes back in with the code of the next line;
+//  - a heading's level is settled across the pass (heading_levels.h): a heading that looks like an
+//    earlier one gets its level, and no level is skipped;
 //  - the text is the lines' readings arranged by the actions (StructureWriter): markdown with
 //    headings, paragraphs, lists, code and tables; "<page>" between pages.
 // Threads: besides the pool, prepare and prepare_rolling analyse the next page (render, deskew,
@@ -22,7 +24,9 @@
 // fresh_decoding gives another.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +100,11 @@ class MiniOcr2Model : public OcrModel {
                           const PageEncodedFn& on_encoded, PassState& state) const;
   void finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const;
   void bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) const;
+  // Heading levels settled per pass (heading_levels.h), on the decoding thread.
+  const LineStyle* cursor_style(const PassState& state) const;  // the style of the line being decided
+  std::optional<int> heading_level(int32_t token) const;        // 1-3 for H1-H3
+  void settle_heading_level(const PassState& state, std::span<float> logits) const;
+  void note_heading(PassState& state, int32_t token) const;
 
   LoadedModel model_;
   double pdf_dpi_ = 150;
@@ -103,6 +112,7 @@ class MiniOcr2Model : public OcrModel {
   std::unique_ptr<CharClasses> classes_;
   std::unique_ptr<StructureTokens> tokens_;
   std::vector<std::optional<StructureAction>> action_of_token_;  // decoder token -> action
+  std::array<int32_t, kStructureActions> token_of_action_{};  // action -> decoder token, -1 if none
   int32_t page_token_ = -1;
 };
 

@@ -126,4 +126,25 @@ std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines,
   return out;
 }
 
+std::vector<LineStyle> page_line_styles(const std::vector<ReadLine>& lines) {
+  std::vector<int> xhs;
+  std::vector<double> inks;
+  for (const ReadLine& l : lines) xhs.push_back(l.x_height), inks.push_back(line_ink(l));
+  const double med_xh = std::max(1.0, upper_median(xhs, 10)), med_ink = std::max(1e-3, upper_median(inks, 0.1));
+  std::vector<LineStyle> out;
+  for (const ReadLine& l : lines) {
+    int letters = 0, upper = 0;
+    for (char32_t cp : decode_utf8(l.text()).cps) letters += is_alpha(cp), upper += is_alpha(cp) && is_upper(cp);
+    LineStyle s;
+    s.size = std::max(1, l.x_height) / med_xh;
+    s.weight = std::max(1e-3, line_ink(l)) / med_ink;
+    s.caps = letters >= 2 && upper >= 0.8 * letters;
+    s.indent = (l.x0 - l.region_x0) / med_xh;
+    s.centred = s.indent > kCentredIndent &&
+                std::abs((l.x0 + l.x1) / 2.0 - (l.region_x0 + l.region_x1) / 2.0) <= kCentredShare * std::max(1, l.region_x1 - l.region_x0);
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace folio

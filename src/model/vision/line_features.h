@@ -56,4 +56,18 @@ class CharClasses {
 // The features of one page's lines, in reading order.
 std::vector<LineFeatures> page_line_features(const std::vector<ReadLine>& lines, int page_height, const CharClasses& classes);
 
+// How a line looks against its page, for settling heading levels (runtime/heading_levels.h; the twin
+// of page_styles in tools/train/mini2/heading_levels.py): x-height and ink against the page's
+// medians, set in capitals (at least two letters, 80% of them upper case), its indent from its
+// column in the page's median x-heights, centred in its column (set in by more than kCentredIndent
+// median x-heights, its centre within kCentredShare of the column's width of the column's centre).
+struct LineStyle {
+  double size = 1, weight = 1, indent = 0;
+  bool caps = false, centred = false;
+};
+inline constexpr double kCentredIndent = 3.0, kCentredShare = 0.05;
+
+// The styles of one page's lines, in reading order.
+std::vector<LineStyle> page_line_styles(const std::vector<ReadLine>& lines);
+
 }  // namespace folio

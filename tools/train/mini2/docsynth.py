@@ -73,10 +73,14 @@ def make_blocks(rng, corp):
     w = Words(rng, corp)
     blocks = [{"type": "h1", "text": sentence_case(w.take(rng.randint(2, 8)))}]
     n = rng.randint(6, 22)
+    last_heading = "h1"
     while len(blocks) < n:
         r = rng.random()
         if r < 0.12:
-            blocks.append({"type": rng.choice(["h2", "h2", "h3"]), "text": sentence_case(w.take(rng.randint(1, 7)))})
+            level = rng.choice(["h2", "h2", "h3"])
+            # Real documents do not skip a level: a subsection (h3) only under a section (h2).
+            last_heading = "h2" if level == "h3" and last_heading == "h1" else level
+            blocks.append({"type": last_heading, "text": sentence_case(w.take(rng.randint(1, 7)))})
         elif r < 0.62:
             blocks.append({"type": "p", "text": " ".join(w.take(rng.randint(8, 120)))})
         elif r < 0.77:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import heading_levels  # noqa: E402
 import structure  # noqa: E402
 from features import line_text, page_features  # noqa: E402
 from metrics import edit_distance  # noqa: E402
@@ -65,30 +66,42 @@ def sample(docs, rng):
 
 
 @torch.no_grad()
-def greedy(model, pages):
-    """Actions per line by greedy decoding (the whole prefix recomputed each step: small models)."""
+def greedy(model, pages, heading_rules=False):
+    """Actions per line by greedy decoding (the whole prefix recomputed each step: small models).
+    heading_rules: heading levels settled as the engine settles them (heading_levels.py)."""
     numeric, chars, rt, rp, rl, _, targets, gp, gl = tensors(pages)
+    styles = [heading_levels.page_styles(p["lines"]) for p in pages]
+    levels = heading_levels.HeadingLevels()
+    page = line = 0
     inputs = [structure.BOS]
     for k in range(len(targets)):
         logits = model(numeric, chars, rt, rp, rl, torch.tensor(inputs), gp[:k + 1], gl[:k + 1])
-        inputs.append(int(logits[-1].argmax()))
+        token = structure.VOCAB[int(logits[-1].argmax())]
+        if token in heading_levels.HEADINGS and page < len(pages) and line < len(styles[page]) and heading_rules:
+            lv = levels.level(styles[page][line], int(token[1]))
+            levels.note(styles[page][line], lv)
+            token = f"H{lv}"
+        page, line = (page + 1, 0) if token == "PAGE" else (page, line + 1)
+        inputs.append(structure.ID[token])
     return [structure.VOCAB[i] for i in inputs[1:]], [structure.VOCAB[i] for i in targets.tolist()]
 
 
-def evaluate(model, docs, limit):
+def evaluate(model, docs, limit, heading_rules=False):
     model.eval()
     hits = n = 0
+    level_hits = 0  # headings found at their level
     counts = {k: [0, 0, 0] for k in ("heading", "item")}  # true positives, predicted, actual
     e_pred = e_true = chars = 0
     kind = {"H1": "heading", "H2": "heading", "H3": "heading", "BULLET": "item", "NUMBERED": "item"}
     for d in docs[:limit]:
         pages = d["pages"][:MAX_PAGES_PER_SAMPLE]
-        pred, true = greedy(model, pages)
+        pred, true = greedy(model, pages, heading_rules)
         lines = [ln for p in pages for ln in p["lines"]]
         pa = [a for a in pred if a in structure.ACTIONS][: len(lines)]
         ta = [a for a in true if a in structure.ACTIONS]
         pa += ["PARA"] * (len(ta) - len(pa))
         hits += sum(a == b for a, b in zip(pa, ta))
+        level_hits += sum(a == b and kind.get(a) == "heading" for a, b in zip(pa, ta))
         n += len(ta)
         for a, b in zip(pa, ta):
             for k in counts:
@@ -108,6 +121,7 @@ def evaluate(model, docs, limit):
     for k, (tp, p, a) in counts.items():
         out[k + "_p"] = tp / max(1, p)
         out[k + "_r"] = tp / max(1, a)
+    out["heading_level_acc"] = level_hits / max(1, counts["heading"][0])
     out["md_cer_pred"] = e_pred / max(1, chars)
     out["md_cer_true_actions"] = e_true / max(1, chars)
     return out
