@@ -116,7 +116,7 @@ int run_accuracy(const AccuracyArgs& a) {
     base.policy = run.policy;
     base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
     base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
-    const bool same = run.policy.kind == base.policy.kind && run.kv_types->name() == base.kv_types->name();
+    const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
     for (const HeldoutDoc& d : docs) {
       const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
       const auto t0 = std::chrono::steady_clock::now();

@@ -74,7 +74,7 @@ int run_ocr_command(const OcrArgs& a) {
     // The budget chooses: rswa while the whole document fits, rolling when it would not.
     std::string why;
     opt.policy = policy_for_budget(*model, pages, opt, why);
-    if (opt.policy.kind == KVPolicyKind::RSwa && opt.pages_per_pass == 0)
+    if (!opt.policy.rolls() && opt.pages_per_pass == 0)
       opt.pages_per_pass = std::min(pages.size(), model->max_pages_per_pass(opt.mode));
     if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
   }

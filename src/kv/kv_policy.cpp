@@ -1,5 +1,7 @@
 #include "kv/kv_policy.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace folio {
@@ -20,6 +22,16 @@ KVPolicy KVPolicy::parse(std::string_view name, int64_t window) {
   if (window < 1) throw_invalid("window must be at least 1, got " + std::to_string(window));
   p.window = window;
   return p;
+}
+
+size_t KVPolicy::automatic_pages_per_pass(size_t document_pages, size_t model_max, size_t default_max) const {
+  switch (kind) {
+    case KVPolicyKind::Rolling: return document_pages;
+    case KVPolicyKind::Sparse: return model_max;
+    case KVPolicyKind::Full:
+    case KVPolicyKind::RSwa: break;
+  }
+  return std::min(default_max, model_max);
 }
 
 std::string KVPolicy::name() const {

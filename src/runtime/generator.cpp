@@ -75,7 +75,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
                   std::to_string(cfg.max_positions) + " (room is needed for at least one generated token)");
   if (opt.max_tokens < 0) throw_invalid("max tokens must not be negative");
   if (opt.prefill_chunk < 1) throw_invalid("prefill chunk must be at least 1 token");
-  if (opt.rolling && opt.policy.kind != KVPolicyKind::Rolling)
+  if (opt.rolling && !opt.policy.rolls())
     throw_invalid("a rolling reference needs the rolling KV policy, not " + opt.policy.name());
   if (opt.policy.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(opt.policy.window));
   std::optional<NoRepeatNGram> guard;
@@ -128,7 +128,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   // sparse: the pages read whole, from the one the decoder is on.
   size_t page_now = 0;
   auto focus = [&] {
-    if (opt.policy.kind == KVPolicyKind::Sparse && opt.page_separator >= 0) kv.set_focus(focus_segments(reference, page_now, opt.policy));
+    if (opt.policy.focuses_pages() && opt.page_separator >= 0) kv.set_focus(focus_segments(reference, page_now, opt.policy));
   };
   focus();
   Sampler sampler(opt.sampling);

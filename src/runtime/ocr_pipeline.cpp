@@ -49,15 +49,12 @@ std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const Oc
                   std::to_string(model_max) + " page(s) per pass in " + mode_name(opt.mode) + " mode");
   const bool automatic = opt.pages_per_pass == 0;
   // A rolling reference holds a few pages whatever the document's length: one pass reads it all.
-  if (opt.policy.kind == KVPolicyKind::Rolling) {
+  if (opt.policy.rolls()) {
     if (!automatic && opt.pages_per_pass < pages.size())
       throw_invalid("--pages-per-pass does not apply to the rolling policy: it reads the whole document in one pass");
     return {{0, pages.size()}};
   }
-  // Sparse attention reads a few units per token however long the reference: as many pages per pass
-  // as the model and its context take.
-  const size_t auto_limit = opt.policy.kind == KVPolicyKind::Sparse ? model_max : std::min(kDefaultPagesPerPass, model_max);
-  const size_t limit = automatic ? auto_limit : opt.pages_per_pass;
+  const size_t limit = automatic ? opt.policy.automatic_pages_per_pass(pages.size(), model_max, kDefaultPagesPerPass) : opt.pages_per_pass;
   const int64_t context = model.decoder().config().max_positions;
   // Automatic passes leave at least half the context for the output.
   const int64_t budget = automatic ? context / 2 : context - 1;
@@ -158,7 +155,7 @@ OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt,
       prog.kv_bytes = pool.bytes_in_use();
       report();
     };
-    OcrPass pass = opt.policy.kind == KVPolicyKind::Rolling
+    OcrPass pass = opt.policy.rolls()
                        ? model.prepare_rolling(pages, first, count, static_cast<size_t>(opt.policy.resident_pages), opt.mode,
                                                threads, on_encoded)
                        : model.prepare(pages, first, count, opt.mode, threads, on_encoded);

@@ -107,7 +107,7 @@ Submission Scheduler::submit(SequenceRequest r) {
   if (r.max_tokens < 0) throw_invalid("max tokens must not be negative, got " + std::to_string(r.max_tokens));
   Sampler validate_sampling(r.sampling);  // throws for bad sampling parameters
   if (r.no_repeat_ngram > 0) NoRepeatNGram validate_guard(r.no_repeat_ngram, r.no_repeat_window);
-  if (r.rolling && opt_.policy.kind != KVPolicyKind::Rolling)
+  if (r.rolling && !opt_.policy.rolls())
     throw_invalid("a rolling reference needs the rolling KV policy, not " + opt_.policy.name());
   if (r.rolling_page_tokens < 0) throw_invalid("rolling page tokens must not be negative");
   std::vector<int64_t> part_tokens;
@@ -120,7 +120,7 @@ Submission Scheduler::submit(SequenceRequest r) {
   const size_t need = kv_bytes_needed(part_tokens, r.max_tokens);
   // Hashing the parts here keeps it off the scheduler thread.
   std::vector<std::string> keys;
-  if (prefix_.enabled() && opt_.policy.kind != KVPolicyKind::Rolling) keys = prefix_keys(r.reference);
+  if (prefix_.enabled() && opt_.policy.reference_reusable()) keys = prefix_keys(r.reference);
 
   Submission s;
   {
@@ -264,7 +264,7 @@ void Scheduler::reuse_prefix(Active& a) {
 }
 
 void Scheduler::refocus(Active& a) {
-  if (opt_.policy.kind != KVPolicyKind::Sparse || a.req.page_separator < 0) return;
+  if (!opt_.policy.focuses_pages() || a.req.page_separator < 0) return;
   a.kv->set_focus(focus_segments(a.req.reference, a.page_now, opt_.policy));
 }
 

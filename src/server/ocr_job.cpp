@@ -147,7 +147,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
 
     // 3. The prepared reference: cached, or prepared now (and cached).
     const KVPolicy& policy = engine.scheduler->options().policy;
-    const bool rolling = policy.kind == KVPolicyKind::Rolling;
+    const bool rolling = policy.rolls();
     Sha256 h;
     h.field(engine.model_id).field(model.name()).field("base").field(std::to_string(model.pdf_dpi()));
     // A rolling pass is laid out differently: the resident pages in the reference, the rest later.

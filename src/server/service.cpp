@@ -101,18 +101,13 @@ struct InFlight {
 Service::Service(ServerConfig cfg)
     : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
   const std::string& t = cfg_.attention.type;
-  if (t == "reference_sliding_window") policy_ = {KVPolicyKind::RSwa, cfg_.attention.decode_window_size};
-  else if (t == "full") policy_ = {KVPolicyKind::Full, cfg_.attention.decode_window_size};
-  else if (t == "sparse") {
-    policy_ = {KVPolicyKind::Sparse, cfg_.attention.decode_window_size, cfg_.attention.sparse_top_k, cfg_.attention.sparse_unit_tokens};
-    policy_.focus_pages = cfg_.attention.sparse_focus_pages;
-  }
-  else if (t == "rolling") {
-    policy_ = {KVPolicyKind::Rolling, cfg_.attention.decode_window_size};
-    policy_.resident_pages = cfg_.attention.resident_pages;
-  } else {
+  if (t != "reference_sliding_window" && t != "full" && t != "sparse" && t != "rolling")
     throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented");
-  }
+  policy_ = KVPolicy::parse(t, cfg_.attention.decode_window_size);
+  policy_.top_k = cfg_.attention.sparse_top_k;
+  policy_.unit_tokens = cfg_.attention.sparse_unit_tokens;
+  policy_.focus_pages = cfg_.attention.sparse_focus_pages;
+  policy_.resident_pages = cfg_.attention.resident_pages;
   if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
   if (cfg_.inference.dtype != "auto")
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
@@ -176,7 +171,7 @@ void Service::load() {
     decoder_ = model_->decoder.get();
     tokenizer_ = model_->tokenizer.get();
   }
-  if (policy_.kind == KVPolicyKind::Rolling && (!ocr_model_ || !ocr_model_->can_roll()))
+  if (policy_.rolls() && (!ocr_model_ || !ocr_model_->can_roll()))
     throw Error(Error::Kind::Unsupported, "attention.type: rolling needs an OCR model that reads its pages separately; " +
                                               (ocr_model_ ? ocr_model_->name() : path) + " does not (use reference_sliding_window or sparse)");
   const ModelConfig& mc = decoder_->config();
