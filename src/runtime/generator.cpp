@@ -1,20 +1,14 @@
 #include "runtime/generator.h"
 
-#include <algorithm>
-#include <deque>
+#include <exception>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "kv/sequence_kv.h"
-#include "text/no_repeat_ngram.h"
+#include "runtime/scheduler.h"
 
 namespace folio {
-
-namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 ReferencePart ReferencePart::tokens(std::vector<int32_t> ids) {
   ReferencePart p;
@@ -59,150 +53,71 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const G
   return generate(std::span<const ReferencePart>(&part, 1), opt, on_token);
 }
 
+namespace {
+
+// The scheduler's request for a reference and generation options (the callbacks are the caller's).
+SequenceRequest sequence_request(std::span<const ReferencePart> reference, const GenerationOptions& opt) {
+  SequenceRequest r;
+  r.reference.assign(reference.begin(), reference.end());
+  r.embed_token = opt.embed_token;
+  r.constrain = opt.constrain;
+  r.on_logits = opt.on_logits;
+  r.teacher.assign(opt.teacher.begin(), opt.teacher.end());
+  r.reference_store = opt.reference_store;
+  r.max_tokens = opt.max_tokens;
+  r.rolling = opt.rolling;
+  r.page_separator = opt.page_separator;
+  r.sampling = opt.sampling;
+  r.no_repeat_ngram = opt.no_repeat_ngram;
+  r.no_repeat_window = opt.no_repeat_window;
+  r.stop_at_eos = opt.stop_at_eos;
+  return r;
+}
+
+GenerationResult generation_result(SequenceResult s) {
+  if (s.stop_reason == "error") {
+    if (s.exception) std::rethrow_exception(s.exception);
+    throw Error(Error::Kind::Internal, s.error);
+  }
+  GenerationResult r;
+  r.tokens = std::move(s.tokens);
+  r.predicted = std::move(s.predicted);
+  r.stop_reason = s.stop_reason == "cancelled" ? "stopped" : s.stop_reason;  // on_token said stop
+  r.reference_tokens = s.reference_tokens;
+  r.produce_ms = s.produce_ms;
+  r.prefill_ms = s.prefill_ms;
+  r.decode_ms = s.decode_ms;
+  r.kv_bytes_peak = s.kv_bytes_peak;
+  r.kv_active_bytes_max = s.kv_active_bytes_max;
+  r.kv_offloaded_bytes_peak = s.kv_offloaded_bytes_peak;
+  return r;
+}
+
+}  // namespace
+
 GenerationResult Generator::generate(std::span<const ReferencePart> reference, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
-  const ModelConfig& cfg = dec_.config();
-  const int64_t H = cfg.hidden;
-  // The n-gram guard sees reference ids + output, as the official Unlimited-OCR processor does
-  // (image positions hold the placeholder id there).
-  std::vector<int32_t> history;
-  for (const ReferencePart& p : reference) history.insert(history.end(), p.ids.begin(), p.ids.end());
-  if (history.empty()) throw_invalid("the prompt is empty: at least one token is needed");
-  for (size_t i = 0; i < reference.size(); ++i)
-    if (reference[i].ids.empty()) throw_invalid("reference part " + std::to_string(i + 1) + " is empty");
-  if (static_cast<int64_t>(history.size()) >= cfg.max_positions)
-    throw_invalid("the prompt has " + std::to_string(history.size()) + " tokens but the model's context is " +
-                  std::to_string(cfg.max_positions) + " (room is needed for at least one generated token)");
-  if (opt.max_tokens < 0) throw_invalid("max tokens must not be negative");
-  if (opt.prefill_chunk < 1) throw_invalid("prefill chunk must be at least 1 token");
-  if (opt.rolling && !opt.policy.rolls())
-    throw_invalid("a rolling reference needs the rolling KV policy, not " + opt.policy.name());
-  if (opt.policy.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(opt.policy.window));
-  std::optional<NoRepeatNGram> guard;
-  if (opt.no_repeat_ngram > 0) guard.emplace(opt.no_repeat_ngram, opt.no_repeat_window);
-
-  GenerationResult res;
-  res.reference_tokens = static_cast<int64_t>(history.size());
-  SequenceKV kv(pool_, next_id_++, opt.policy);
-  if (opt.reference_store) kv.offload_reference(opt.reference_store);
-  std::vector<float> logits(static_cast<size_t>(cfg.vocab));
-  // Prefills one part as a new KV segment (what sparse selects within and rolling drops).
-  auto prefill_part = [&](const ReferencePart& part, size_t pi) {
-    const int64_t n = static_cast<int64_t>(part.ids.size());
-    std::vector<float> rows;
-    if (part.is_embedding()) {
-      auto t0 = std::chrono::steady_clock::now();
-      rows = part.embeddings();
-      res.produce_ms += ms_since(t0);
-      if (static_cast<int64_t>(rows.size()) != n * H)
-        throw Error(Error::Kind::Internal, "reference part " + std::to_string(pi + 1) + " produced " + std::to_string(rows.size()) +
-                                               " values, expected " + std::to_string(n) + " rows of " + std::to_string(H));
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    begin_reference_part(kv, part);
-    for (int64_t i = 0; i < n; i += opt.prefill_chunk) {
-      const int64_t c = std::min(n - i, opt.prefill_chunk);
-      Decoder::Input in;
-      in.kv = &kv;
-      in.reference = true;
-      if (part.is_embedding()) {
-        in.embeddings = rows.data() + i * H;
-        in.n_embeddings = c;
-      } else {
-        in.tokens = std::span<const int32_t>(part.ids.data() + i, static_cast<size_t>(c));
-      }
-      dec_.forward({&in, 1}, logits.data(), threads_);
-    }
-    res.prefill_ms += ms_since(t0);
-    return kv.segment_count() - 1;
-  };
-  std::deque<size_t> resident_pages;  // rolling: KV segments of the pages in the reference, oldest first
-  for (size_t pi = 0; pi < reference.size(); ++pi) {
-    const size_t seg = prefill_part(reference[pi], pi);
-    if (reference[pi].page) resident_pages.push_back(seg);
-  }
-  res.kv_bytes_peak = kv.bytes();
-  res.kv_offloaded_bytes_peak = kv.offloaded_bytes();
-  const double before_decode_ms = res.prefill_ms + res.produce_ms;
-
-  // sparse: the pages read whole, from the one the decoder is on.
-  size_t page_now = 0;
-  auto focus = [&] {
-    if (opt.policy.focuses_pages() && opt.page_separator >= 0) kv.set_focus(focus_segments(reference, page_now, opt.policy));
-  };
-  focus();
-  Sampler sampler(opt.sampling);
-  std::vector<float> row(opt.embed_token ? static_cast<size_t>(H) : 0);
-  auto t0 = std::chrono::steady_clock::now();
-  res.stop_reason = "length";
-  for (int64_t step = 0; step < opt.max_tokens; ++step) {
-    if (opt.on_logits) opt.on_logits(logits);
-    if (opt.constrain) opt.constrain(logits);
-    if (guard) guard->apply(history, logits);
-    int32_t tok = sampler.sample(logits);
-    if (!opt.teacher.empty()) {
-      res.predicted.push_back(tok);
-      tok = opt.teacher[static_cast<size_t>(step)];
-    }
-    res.tokens.push_back(tok);
-    if (guard) {
-      history.push_back(tok);
-      guard->trim(history);  // a long document must not keep every token for the guard
-    }
-    bool go_on = !on_token || on_token(tok);
-    if (opt.stop_at_eos && tok == cfg.eos_id) {
-      res.stop_reason = "eos";
-      break;
-    }
-    if (!go_on) {
-      res.stop_reason = "stopped";
-      break;
-    }
-    if (step + 1 == opt.max_tokens) break;
-    if (!opt.teacher.empty() && static_cast<size_t>(step + 1) == opt.teacher.size()) break;
-    if (tok == opt.page_separator) {
-      ++page_now;
-      focus();
-    }
-    if (opt.rolling && tok == opt.rolling->separator) {
-      // The decoder has finished the oldest resident page: it leaves, the next one enters.
-      if (!resident_pages.empty()) {
-        kv.drop_segment(resident_pages.front());
-        resident_pages.pop_front();
-      }
-      std::optional<ReferencePart> page;
-      if (opt.rolling->next_page) {
-        const auto t1 = std::chrono::steady_clock::now();
-        page = opt.rolling->next_page();  // reads (encodes) the page
-        res.produce_ms += ms_since(t1);
-      }
-      if (page) {
-        if (page->ids.empty()) throw Error(Error::Kind::Internal, "rolling reference: an empty page entered");
-        resident_pages.push_back(prefill_part(*page, reference.size() + resident_pages.size()));
-      }
-    }
-    if (kv.length() + 1 > cfg.max_positions) {
-      res.stop_reason = "context";
-      break;
-    }
-    Decoder::Input in;
-    in.kv = &kv;
-    if (opt.embed_token) {
-      opt.embed_token(tok, row.data());
-      in.embeddings = row.data();
-      in.n_embeddings = 1;
-    } else {
-      in.tokens = std::span<const int32_t>(&res.tokens.back(), 1);
-    }
-    dec_.forward({&in, 1}, logits.data(), threads_);
-    res.kv_bytes_peak = std::max(res.kv_bytes_peak, kv.bytes());
-    res.kv_active_bytes_max = std::max(res.kv_active_bytes_max, kv.active_bytes(kv.length() - 1));
-    res.kv_offloaded_bytes_peak = std::max(res.kv_offloaded_bytes_peak, kv.offloaded_bytes());
-  }
-  // Pages entering a rolling reference count as prefill and produce time, not decode time.
-  res.decode_ms = ms_since(t0) - (res.prefill_ms + res.produce_ms - before_decode_ms);
-  res.reference_tokens = kv.reference_length();
-  return res;
+  SchedulerOptions so;
+  so.policy = opt.policy;
+  so.max_batch = 1;
+  so.prefill_chunk = opt.prefill_chunk;
+  so.synchronous = true;
+  so.reserve_worst_case = false;  // the pool's capacity is a limit: OutOfMemory when it is reached
+  Scheduler scheduler(dec_, pool_, threads_, so);
+  SequenceRequest r = sequence_request(reference, opt);
+  RequestId id = -1;
+  std::optional<SequenceResult> out;
+  if (on_token)
+    r.on_token = [&](int32_t t) {
+      if (!on_token(t)) scheduler.cancel(id);  // takes effect at once
+    };
+  r.on_done = [&](const SequenceResult& s) { out = s; };
+  const Submission sub = scheduler.submit(std::move(r));
+  if (!sub.accepted()) throw Error(Error::Kind::Internal, "generate: the scheduler refused the request: " + sub.message);
+  id = sub.id;
+  scheduler.run_until_idle();
+  if (!out) throw Error(Error::Kind::Internal, "generate: the request did not finish");
+  return generation_result(std::move(*out));
 }
 
 }  // namespace folio

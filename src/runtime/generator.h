@@ -1,4 +1,6 @@
-// Generator: prefill a reference into a fresh sequence, then decode token by token.
+// Generator: prefill a reference into a fresh sequence, then decode token by token, on the calling
+// thread. It is the scheduler's loop (runtime/scheduler.h) run synchronously for one request: the
+// CLI, the benchmarks and the server decode with the same code.
 //
 // The reference is a sequence of parts, each fed either by token id or as precomputed embedding
 // rows (an OCR prompt: BOS + text tokens, the pages' image embeddings, text tokens). Every part is
@@ -134,7 +136,6 @@ class Generator {
   Decoder& dec_;
   KVBlockPool& pool_;
   ThreadPool& threads_;
-  SeqId next_id_ = 1;
 };
 
 }  // namespace folio

@@ -40,7 +40,10 @@ struct Scheduler::Active {
   std::optional<ReferencePart> entering;  // rolling: the page being prefilled before the separator is fed
   size_t page_now = 0;           // sparse: the page (among parts marked `page`) the decoder is on
   size_t need = 0;               // worst-case bytes reserved at admission
-  size_t peak = 0;
+  size_t peak = 0, active_max = 0, offloaded_peak = 0;
+  std::vector<int32_t> predicted;  // teacher forcing
+  double produce_ms = 0, prefill_ms = 0;
+  double entering_ms = 0;        // produce + prefill of pages that entered after the first token
   Clock::time_point submitted, admitted, first_token, last_token;
   bool cancel = false;
   bool finished = false;
@@ -59,7 +62,7 @@ Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, S
   if (opt_.policy.window < 1) throw_invalid("scheduler: window must be at least 1, got " + std::to_string(opt_.policy.window));
   counters_.kv_bytes_capacity = pool_.capacity_bytes();
   stats_ = counters_;
-  thread_ = std::thread([this] { loop(); });
+  if (!opt_.synchronous) thread_ = std::thread([this] { loop(); });
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -67,10 +70,12 @@ Scheduler::~Scheduler() { stop(); }
 void Scheduler::stop() {
   {
     std::lock_guard lk(mu_);
+    if (stop_) return;
     stop_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  else shut_down();  // synchronous: what is left ends here
 }
 
 size_t Scheduler::kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens) const {
@@ -110,6 +115,7 @@ Submission Scheduler::submit(SequenceRequest r) {
   if (r.rolling && !opt_.policy.rolls())
     throw_invalid("a rolling reference needs the rolling KV policy, not " + opt_.policy.name());
   if (r.rolling_page_tokens < 0) throw_invalid("rolling page tokens must not be negative");
+  if (r.reference_store && prefix_.enabled()) throw_invalid("a reference store does not combine with the prefix cache");
   std::vector<int64_t> part_tokens;
   int64_t largest_page = r.rolling_page_tokens;
   for (const ReferencePart& part : r.reference)
@@ -130,7 +136,7 @@ Submission Scheduler::submit(SequenceRequest r) {
       s.message = "the server is shutting down";
       return s;
     }
-    if (pool_.capacity_bytes() > 0 && need > pool_.capacity_bytes()) {
+    if (opt_.reserve_worst_case && pool_.capacity_bytes() > 0 && need > pool_.capacity_bytes()) {
       s.rejected = Rejection::ExceedsKVBudget;
       s.message = "the request needs up to " + std::to_string(need) + " KV bytes (" + std::to_string(P) + " prompt tokens, " +
                   std::to_string(r.max_tokens) + " output tokens) but the KV budget is " + std::to_string(pool_.capacity_bytes()) +
@@ -163,24 +169,34 @@ SchedulerStats Scheduler::stats() const {
   return stats_;
 }
 
-void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done) {
+void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,
+                       std::exception_ptr exception) {
   if (a.finished) return;
   a.finished = true;
-  if (a.kv) keep_prefix(a);
-  a.kv.reset();  // releases every block of the sequence now
   SequenceResult r;
+  if (a.kv) {
+    keep_prefix(a);
+    r.reference_tokens = a.kv->reference_length();
+  }
+  a.kv.reset();  // releases every block of the sequence now
   r.id = a.id;
   r.stop_reason = reason;
   r.error = error;
+  r.exception = std::move(exception);
   r.tokens = std::move(a.tokens);
+  r.predicted = std::move(a.predicted);
   r.prompt_tokens = static_cast<int64_t>(a.req.prompt.size());
   r.cached_prompt_tokens = a.cached_tokens;
   r.queue_ms = ms_between(a.submitted, a.admitted);
   if (!r.tokens.empty()) {
     r.ttft_ms = ms_between(a.submitted, a.first_token);
-    r.decode_ms = ms_between(a.first_token, a.last_token);
+    r.decode_ms = ms_between(a.first_token, a.last_token) - a.entering_ms;
   }
+  r.produce_ms = a.produce_ms;
+  r.prefill_ms = a.prefill_ms;
   r.kv_bytes_peak = a.peak;
+  r.kv_active_bytes_max = a.active_max;
+  r.kv_offloaded_bytes_peak = a.offloaded_peak;
   done.push_back({std::move(a.req.on_done), std::move(r)});
 }
 
@@ -210,7 +226,7 @@ void Scheduler::admit(std::vector<Done>& done) {
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < opt_.max_batch) {
     Waiting& w = waiting_.front();
     // First come, first served: a big request at the head is not overtaken (it would starve).
-    if (cap > 0 && pool_.bytes_in_use() + reserved + w.need > cap) break;
+    if (opt_.reserve_worst_case && cap > 0 && pool_.bytes_in_use() + reserved + w.need > cap) break;
     auto a = std::make_unique<Active>(w.req.sampling);
     a->id = w.id;
     a->need = w.need;
@@ -218,12 +234,14 @@ void Scheduler::admit(std::vector<Done>& done) {
     a->admitted = now;
     a->req = std::move(w.req);
     a->kv = std::make_unique<SequenceKV>(pool_, a->id, opt_.policy, opt_.block_tokens);
+    if (a->req.reference_store) a->kv->offload_reference(a->req.reference_store);
     if (a->req.no_repeat_ngram > 0) a->guard.emplace(a->req.no_repeat_ngram, a->req.no_repeat_window);
     a->history = a->req.prompt;
     a->keys = std::move(w.keys);
     refocus(*a);
     reuse_prefix(*a);
     reserved += a->need;
+    ++admissions_;
     running_.push_back(std::move(a));
     waiting_.pop_front();
   }
@@ -286,9 +304,14 @@ void Scheduler::keep_prefix(Active& a) {
 
 void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at, std::vector<Done>& done) {
   const ModelConfig& cfg = dec_.config();
+  if (a.req.on_logits) a.req.on_logits(row);
   if (a.req.constrain) a.req.constrain(row);
   if (a.guard) a.guard->apply(a.history, row);
-  const int32_t tok = a.sampler.sample(row);
+  int32_t tok = a.sampler.sample(row);
+  if (!a.req.teacher.empty()) {
+    a.predicted.push_back(tok);
+    tok = a.req.teacher[a.tokens.size()];
+  }
   a.tokens.push_back(tok);
   if (a.guard) {
     a.history.push_back(tok);
@@ -298,12 +321,16 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   if (a.tokens.size() == 1) a.first_token = at;
   a.last_token = at;
   if (a.req.on_token) a.req.on_token(tok);
-  // The same stopping rules, in the same order, as Generator.
   if (a.req.stop_at_eos && tok == cfg.eos_id) {
     finish(a, "eos", "", done);
     return;
   }
-  if (static_cast<int64_t>(a.tokens.size()) >= a.req.max_tokens) {
+  if (a.req.on_token && cancel_requested(a.id)) {
+    finish(a, "cancelled", "", done);
+    return;
+  }
+  const size_t n = a.tokens.size();
+  if (static_cast<int64_t>(n) >= a.req.max_tokens || (!a.req.teacher.empty() && n == a.req.teacher.size())) {
     finish(a, "length", "", done);
     return;
   }
@@ -318,7 +345,13 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
       a.resident.pop_front();
     }
     std::optional<ReferencePart> page;
-    if (a.req.rolling->next_page) page = a.req.rolling->next_page();
+    if (a.req.rolling->next_page) {
+      const auto t0 = Clock::now();
+      page = a.req.rolling->next_page();  // reads (encodes) the page
+      const double ms = ms_between(t0, Clock::now());
+      a.produce_ms += ms;
+      a.entering_ms += ms;
+    }
     if (page) {
       if (page->ids.empty()) {
         finish(a, "error", "rolling reference: an empty page entered", done);
@@ -359,9 +392,13 @@ void Scheduler::step(std::vector<Done>& done) {
         const ReferencePart& part = a.prefill_part();
         const int64_t rows = static_cast<int64_t>(part.ids.size());
         if (part.is_embedding() && !a.rows_ready) {
-          // Produced when prefill reaches the part, as Generator does, so its rows live only while
-          // they are being prefilled.
+          // Produced when prefill reaches the part, so its rows live only while they are being
+          // prefilled.
+          const auto t0 = Clock::now();
           a.rows = part.embeddings();
+          const double ms = ms_between(t0, Clock::now());
+          a.produce_ms += ms;
+          if (a.entering) a.entering_ms += ms;
           if (static_cast<int64_t>(a.rows.size()) != rows * cfg.hidden)
             throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.entering ? a.req.reference.size() + 1 : a.part + 1) + " produced " + std::to_string(a.rows.size()) +
                                                    " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
@@ -390,7 +427,7 @@ void Scheduler::step(std::vector<Done>& done) {
       }
     } catch (const std::exception& e) {
       // A producer or hook of this request failed: it ends alone, the batch goes on.
-      finish(a, "error", e.what(), done);
+      finish(a, "error", e.what(), done, std::current_exception());
       continue;
     }
     inputs.push_back(in);
@@ -402,12 +439,14 @@ void Scheduler::step(std::vector<Done>& done) {
   }
 
   logits_.resize(inputs.size() * static_cast<size_t>(cfg.vocab));
+  const auto before = Clock::now();
   try {
     dec_.forward(inputs, logits_.data(), threads_);
   } catch (const std::exception& e) {
-    // Admission reserves every sequence's worst case, so this is a bug or a broken model; the
-    // decoder rolled every sequence back, and the batch's requests end with the error.
-    for (Active* a : owners) finish(*a, "error", e.what(), done);
+    // Admission reserves every sequence's worst case, so this is a bug, a broken model or a pool
+    // without reservation (reserve_worst_case off); the decoder rolled every sequence back, and the
+    // batch's requests end with the error.
+    for (Active* a : owners) finish(*a, "error", e.what(), done, std::current_exception());
     std::erase_if(running_, [](const auto& a) { return a->finished; });
     return;
   }
@@ -416,11 +455,16 @@ void Scheduler::step(std::vector<Done>& done) {
   counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(inputs.size()));
 
   const auto after = Clock::now();
+  const double forward_ms = ms_between(before, after);
   for (size_t i = 0; i < owners.size(); ++i) {
     Active& a = *owners[i];
     a.peak = std::max(a.peak, a.kv->bytes());
+    a.offloaded_peak = std::max(a.offloaded_peak, a.kv->offloaded_bytes());
+    if (prefill[i] == 0) a.active_max = std::max(a.active_max, a.kv->active_bytes(a.kv->length() - 1));
     std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
     if (prefill[i] > 0) {
+      a.prefill_ms += forward_ms;
+      if (a.entering) a.entering_ms += forward_ms;
       counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
       a.part_offset += prefill[i];
       const ReferencePart& part = a.prefill_part();
@@ -475,41 +519,87 @@ void Scheduler::publish_stats() {
 
 void Scheduler::loop() {
   for (;;) {
-    std::vector<Done> done;
-    std::set<RequestId> cancels;
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return stop_ || !waiting_.empty() || !running_.empty() || !cancels_.empty(); });
       if (stop_) break;
-      cancels.swap(cancels_);
-      for (auto it = waiting_.begin(); it != waiting_.end();) {
-        if (cancels.count(it->id)) {
-          SequenceResult r;
-          r.id = it->id;
-          r.stop_reason = "cancelled";
-          r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
-          done.push_back({std::move(it->req.on_done), std::move(r)});
-          it = waiting_.erase(it);
-        } else {
-          ++it;
-        }
-      }
     }
-    for (auto& a : running_)
-      if (cancels.count(a->id)) a->cancel = true;
-    try {
-      reap(done);  // before admission, so freed bytes count for newcomers
-      admit(done);
-      step(done);
-    } catch (const std::exception& e) {
-      // A callback or the sampler failed: end everything running rather than spin on it.
-      for (auto& a : running_) finish(*a, "error", e.what(), done);
-      running_.clear();
+    iterate();
+  }
+  shut_down();
+}
+
+void Scheduler::run_until_idle() {
+  if (!opt_.synchronous) throw Error(Error::Kind::Internal, "run_until_idle: the scheduler runs its own thread");
+  for (;;) {
+    {
+      std::lock_guard lk(mu_);
+      if (stop_ || (waiting_.empty() && running_.empty() && cancels_.empty())) return;
     }
-    publish_stats();
+    const bool idle = running_.empty();
+    const uint64_t admitted = admissions_;
+    iterate();
+    std::vector<Done> done;
+    {
+      // Nothing was running, nothing was admitted and the head still waits: the pool cannot hold
+      // it, and nothing here will free bytes (bytes held outside this scheduler).
+      std::lock_guard lk(mu_);
+      if (!idle || admissions_ != admitted || !running_.empty() || waiting_.empty()) continue;
+      Waiting& w = waiting_.front();
+      SequenceResult r;
+      r.id = w.id;
+      r.stop_reason = "error";
+      r.error = "the KV pool cannot hold the request's worst case (" + std::to_string(w.need) + " bytes)";
+      r.prompt_tokens = static_cast<int64_t>(w.req.prompt.size());
+      done.push_back({std::move(w.req.on_done), std::move(r)});
+      waiting_.pop_front();
+    }
     for (Done& d : done)
       if (d.cb) d.cb(d.result);
   }
+}
+
+bool Scheduler::cancel_requested(RequestId id) const {
+  std::lock_guard lk(mu_);
+  return cancels_.count(id) > 0;
+}
+
+void Scheduler::iterate() {
+  std::vector<Done> done;
+  std::set<RequestId> cancels;
+  {
+    std::lock_guard lk(mu_);
+    cancels.swap(cancels_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (cancels.count(it->id)) {
+        SequenceResult r;
+        r.id = it->id;
+        r.stop_reason = "cancelled";
+        r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
+        done.push_back({std::move(it->req.on_done), std::move(r)});
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& a : running_)
+    if (cancels.count(a->id)) a->cancel = true;
+  try {
+    reap(done);  // before admission, so freed bytes count for newcomers
+    admit(done);
+    step(done);
+  } catch (const std::exception& e) {
+    // A callback or the sampler failed: end everything running rather than spin on it.
+    for (auto& a : running_) finish(*a, "error", e.what(), done, std::current_exception());
+    running_.clear();
+  }
+  publish_stats();
+  for (Done& d : done)
+    if (d.cb) d.cb(d.result);
+}
+
+void Scheduler::shut_down() {
   // Stopping: everything still here is cancelled.
   std::vector<Done> done;
   for (auto& a : running_) finish(*a, "cancelled", "", done);

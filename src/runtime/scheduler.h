@@ -28,22 +28,29 @@
 // oldest page's KV is freed and the next page is prefilled (in chunks, like any prefill) before the
 // separator is fed back, so a document of any length takes the KV of a few pages.
 //
-// Each request's tokens are exactly those Generator gives for the same reference and options when
-// the decoder's per-row results do not depend on the batch (the GEMV path, see kernels/cpu/matmul.h).
-// That includes OCR requests: a reference of ReferenceParts (token ids, or embedding rows produced
-// when prefill reaches the part, as Generator does) and an embed_token hook that feeds each
+// Each request's tokens are exactly those it gets alone (Generator: the same loop, one request)
+// when the decoder's per-row results do not depend on the batch (the GEMV path, see
+// kernels/cpu/matmul.h). That includes OCR requests: a reference of ReferenceParts (token ids, or
+// embedding rows produced when prefill reaches the part) and an embed_token hook that feeds each
 // generated token back as an embedding row (the mini OCR model's position codes). A lazy part is
 // produced on the scheduler thread, so an expensive producer (a page encoder) delays the step of
 // every running sequence: callers that can should hand in rows already computed.
 //
+// Synchronous mode (SchedulerOptions::synchronous): no thread is started; the caller submits and
+// then drives the steps with run_until_idle() on its own thread, where the callbacks run. This is
+// how Generator decodes: one loop for the CLI, the benchmarks and the server.
+//
 // Thread-safe: submit, cancel and stats may be called from any thread. Callbacks run on the
-// scheduler thread and must be quick (push into a queue); they may call cancel().
+// scheduler thread (the caller's, when synchronous) and must be quick (push into a queue); they may
+// call cancel(): from a request's own on_token it takes effect at once (no later rule runs for that
+// token and nothing more is decoded for it).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -73,19 +80,33 @@ struct SchedulerOptions {
   size_t max_queue = 64;         // requests waiting for admission at most; more are refused
   int64_t block_tokens = 16;     // KV block size of each sequence
   size_t prefix_cache_bytes = 0; // reference KV kept for reuse across requests; 0 = none
+  bool synchronous = false;      // no scheduler thread: the caller drives it with run_until_idle()
+  // Admission waits until the pool can hold a request's worst case on top of what running ones may
+  // still claim, and a request whose worst case exceeds the pool's capacity is refused at submit.
+  // false: admitted whatever the capacity, a sequence that outgrows the pool ends with "error" and
+  // the pool's OutOfMemory error (Generator's behaviour: a budget is a limit, not a promise).
+  bool reserve_worst_case = true;
 };
 
 struct SequenceResult {
   RequestId id = -1;
   std::string stop_reason;       // eos | length | context | cancelled | timeout | error
   std::string error;             // what went wrong, for "error"
+  std::exception_ptr exception;  // ... and the exception that said so, when one did
   std::vector<int32_t> tokens;   // generated ids (a stopping EOS included)
+  std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
   int64_t prompt_tokens = 0;
+  int64_t reference_tokens = 0;  // reference tokens in the KV at the end (rolling: every page that entered)
   int64_t cached_prompt_tokens = 0;  // prompt tokens whose KV was reused from the prefix cache
   double queue_ms = 0;           // submit -> admission
   double ttft_ms = 0;            // submit -> first token (0 if none)
-  double decode_ms = 0;          // first token -> last token
+  double decode_ms = 0;          // first token -> last token, less the pages that entered meanwhile (rolling)
+  // Time producing embedding parts and entering pages (e.g. encoding pages), and of the forward
+  // passes that prefilled this sequence's reference (shared with the batch's other sequences).
+  double produce_ms = 0, prefill_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
+  size_t kv_active_bytes_max = 0;      // most KV bytes one generated token read (SequenceKV::active_bytes)
+  size_t kv_offloaded_bytes_peak = 0;  // most of its bytes in the reference store at once
 };
 
 struct SequenceRequest {
@@ -113,6 +134,13 @@ struct SequenceRequest {
   int no_repeat_window = 128;
   bool stop_at_eos = true;
   std::optional<std::chrono::steady_clock::time_point> deadline;  // then finished with "timeout"
+  // As GenerationOptions: the logits each token is chosen from (before constrain), teacher forcing
+  // (these tokens are fed back, the model's choices go to SequenceResult::predicted; the sequence
+  // ends with "length" when they run out), and a store complete reference segments leave the pool
+  // for (not with a prefix cache; it must outlive the request).
+  std::function<void(std::span<const float>)> on_logits;
+  std::vector<int32_t> teacher;
+  TieredStore* reference_store = nullptr;
   std::function<void(int32_t token)> on_token;                 // each generated token, in order
   std::function<void(const SequenceResult&)> on_done;           // exactly once, after KV is freed
 };
@@ -181,6 +209,10 @@ class Scheduler {
   // Ends every request ("cancelled") and the thread. Idempotent.
   void stop();
 
+  // Synchronous schedulers only: runs steps on the calling thread until no request is waiting or
+  // running. A waiting request that cannot be admitted with nothing running ends with "error".
+  void run_until_idle();
+
  private:
   struct Active;
   struct Waiting {
@@ -196,10 +228,14 @@ class Scheduler {
   };
 
   void loop();
+  void iterate();  // one round: cancellations, reaping, admission, one step, stats, callbacks
+  void shut_down();
+  bool cancel_requested(RequestId id) const;
   void reap(std::vector<Done>& done);
   void admit(std::vector<Done>& done);
   void step(std::vector<Done>& done);
-  void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done);
+  void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,
+              std::exception_ptr exception = nullptr);
   void reuse_prefix(Active& a);
   void refocus(Active& a);
   void keep_prefix(Active& a);
@@ -224,6 +260,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Active>> running_;
   std::vector<float> logits_;
   SchedulerStats counters_;
+  uint64_t admissions_ = 0;
   PrefixKVCache prefix_;
   std::thread thread_;
 };

@@ -269,5 +269,35 @@ TEST(Generator, TeacherForcingFeedsTheTeacherAndRecordsPredictions) {
   EXPECT_NE(forced.predicted, free.tokens);        // after, the predictions follow what was fed
 }
 
+// Generator is the scheduler's loop run for one request on the caller's thread: on_token's "stop"
+// ends it at once (no further forward, nothing more produced), and a pool that fills up ends it
+// with the pool's own error, its blocks released.
+TEST(Generator, OnTokenStopsAtOnceAndAFullPoolIsTheCallersError) {
+  Decoder& dec = *model().m.decoder;
+  const std::vector<int32_t> prompt = {0, 5, 77, 123, 400, 401, 9, 10, 11};
+  ThreadPool threads(1);
+  KVBlockPool pool(dec.kv_layout(DType::F32), 0);
+  Generator gen(dec, pool, threads);
+  const GenerationResult all = gen.generate(prompt, greedy_opts(12));
+  int seen = 0;
+  const GenerationResult stopped = gen.generate(prompt, greedy_opts(12), [&](int32_t) { return ++seen < 4; });
+  EXPECT_EQ(stopped.stop_reason, "stopped");
+  EXPECT_EQ(seen, 4);
+  EXPECT_EQ(stopped.tokens, std::vector<int32_t>(all.tokens.begin(), all.tokens.begin() + 4));
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+
+  // Room for rswa's peak twice over; full attention keeps every one of 400 generated tokens.
+  KVBlockPool small(dec.kv_layout(DType::F32), all.kv_bytes_peak * 2);
+  Generator tight(dec, small, threads);
+  try {
+    tight.generate(prompt, greedy_opts(400, KVPolicy::parse("full", 8)));
+    FAIL() << "expected the pool to fill up";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::OutOfMemory) << e.what();
+  }
+  EXPECT_EQ(small.bytes_in_use(), 0u);
+  EXPECT_EQ(tight.generate(prompt, greedy_opts(3)).tokens.size(), 3u);  // and the next call works
+}
+
 }  // namespace
 }  // namespace folio

@@ -160,6 +160,50 @@ TEST_F(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
   }
 }
 
+// Synchronous mode: the caller's thread runs the steps, so the batch is exactly what was submitted
+// (no race with a scheduler thread), and a request the pool cannot hold (bytes held outside the
+// scheduler, nothing running to free them) ends with "error" instead of waiting for ever.
+TEST_F(SchedulerTest, SynchronousRunBatchesWhatWasSubmittedAndNeverHangs) {
+  const KVPolicy policy{KVPolicyKind::RSwa, 4};
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    SequenceRequest r;
+    r.prompt = random_prompt(5 + 6 * i, 300 + static_cast<uint32_t>(i));
+    r.max_tokens = 5 + 2 * i;
+    reqs.push_back(r);
+  }
+  ThreadPool threads(2);
+  KVBlockPool pool(layout(), 0);
+  Collector c;
+  SchedulerOptions so{policy, 3, 8, 16, 16};
+  so.synchronous = true;
+  Scheduler s(dec(), pool, threads, so);
+  std::vector<RequestId> ids;
+  for (size_t i = 0; i < reqs.size(); ++i) ids.push_back(s.submit(c.wrap(reqs[i], static_cast<int>(i))).id);
+  EXPECT_TRUE(c.done.empty());  // nothing runs until the caller drives it
+  s.run_until_idle();
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c.done.at(ids[i]).tokens, alone(reqs[i], policy).tokens) << i;
+  EXPECT_EQ(s.stats().max_batch_seen, 3);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+
+  // A pool with room for one request's worst case, most of it held by a sequence of its own.
+  const size_t need = s.kv_bytes_needed(static_cast<int64_t>(reqs[3].prompt.size()), reqs[3].max_tokens);
+  KVBlockPool small(layout(), need);
+  SequenceKV outside(small, 999, policy);
+  const std::vector<int32_t> held = random_prompt(5, 9);  // one block per layer
+  Decoder::Input in;
+  in.kv = &outside;
+  in.tokens = held;
+  in.reference = true;
+  std::vector<float> logits(static_cast<size_t>(dec().config().vocab));
+  dec().forward({&in, 1}, logits.data(), threads);
+  Scheduler tight(dec(), small, threads, so);
+  const RequestId id = tight.submit(c.wrap(reqs[3], 3)).id;
+  tight.run_until_idle();
+  EXPECT_EQ(c.done.at(id).stop_reason, "error");
+  EXPECT_NE(c.done.at(id).error.find("cannot hold"), std::string::npos) << c.done.at(id).error;
+}
+
 TEST_F(SchedulerTest, EmbeddingPromptEqualsTokenPrompt) {
   SequenceRequest r;
   r.prompt = random_prompt(20, 7);
