@@ -364,8 +364,7 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
 }
 
-void Scheduler::step(std::vector<Done>& done) {
-  const ModelConfig& cfg = dec_.config();
+void Scheduler::take_cached_first_tokens(std::vector<Done>& done) {
   // Sequences whose whole reference came from the prefix cache take their first token from the
   // cached logits, then decode in this step like the others.
   for (auto& ap : running_) {
@@ -376,127 +375,149 @@ void Scheduler::step(std::vector<Done>& done) {
     if (a.req.max_tokens == 0) finish(a, "length", "", done);
     else take_token(a, row, Clock::now(), done);
   }
-  std::vector<Decoder::Input> inputs;
-  std::vector<Active*> owners;
-  std::vector<int64_t> prefill;  // prompt tokens in each input (0 = a decode input)
-  int64_t budget = opt_.prefill_chunk;
+}
+
+// The next chunk of `a`'s reference (at most `budget` rows, never across a part): its embedding
+// rows produced when prefill reaches the part, so they live only while they are prefilled.
+Decoder::Input Scheduler::prefill_input(Active& a, int64_t budget) {
+  const int64_t hidden = dec_.config().hidden;
+  const ReferencePart& part = a.prefill_part();
+  const int64_t rows = static_cast<int64_t>(part.ids.size());
+  if (part.is_embedding() && !a.rows_ready) {
+    const auto t0 = Clock::now();
+    a.rows = part.embeddings();
+    const double ms = ms_between(t0, Clock::now());
+    a.produce_ms += ms;
+    if (a.entering) a.entering_ms += ms;
+    if (static_cast<int64_t>(a.rows.size()) != rows * hidden)
+      throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.entering ? a.req.reference.size() + 1 : a.part + 1) +
+                                             " produced " + std::to_string(a.rows.size()) + " values, expected " +
+                                             std::to_string(rows) + " rows of " + std::to_string(hidden));
+    a.rows_ready = true;
+  }
+  if (a.part_offset == 0) begin_reference_part(*a.kv, part);
+  const int64_t n = std::min(rows - a.part_offset, budget);
+  Decoder::Input in;
+  in.kv = a.kv.get();
+  in.reference = true;
+  if (part.is_embedding()) {
+    in.embeddings = a.rows.data() + a.part_offset * hidden;
+    in.n_embeddings = n;
+  } else {
+    in.tokens = std::span<const int32_t>(part.ids.data() + a.part_offset, static_cast<size_t>(n));
+  }
+  return in;
+}
+
+// The last generated token fed back: by id, or as the row the request's embed_token writes.
+Decoder::Input Scheduler::decode_input(Active& a) {
+  Decoder::Input in;
+  in.kv = a.kv.get();
+  if (a.req.embed_token) {
+    a.fed_row.resize(static_cast<size_t>(dec_.config().hidden));
+    a.req.embed_token(a.tokens.back(), a.fed_row.data());
+    in.embeddings = a.fed_row.data();
+    in.n_embeddings = 1;
+  } else {
+    in.tokens = std::span<const int32_t>(&a.tokens.back(), 1);
+  }
+  return in;
+}
+
+Scheduler::Batch Scheduler::gather_batch(std::vector<Done>& done) {
+  Batch b;
+  int64_t budget = opt_.prefill_chunk;  // prompt rows in this step, over every prefilling sequence
   for (auto& ap : running_) {
     Active& a = *ap;
     if (a.finished) continue;
-    const int64_t P = static_cast<int64_t>(a.req.prompt.size());
-    Decoder::Input in;
-    in.kv = a.kv.get();
+    const bool prefilling = a.entering || a.prefilled < static_cast<int64_t>(a.req.prompt.size());
+    if (prefilling && budget == 0) continue;
     try {
-      if (a.entering || a.prefilled < P) {
-        if (budget == 0) continue;
-        const ReferencePart& part = a.prefill_part();
-        const int64_t rows = static_cast<int64_t>(part.ids.size());
-        if (part.is_embedding() && !a.rows_ready) {
-          // Produced when prefill reaches the part, so its rows live only while they are being
-          // prefilled.
-          const auto t0 = Clock::now();
-          a.rows = part.embeddings();
-          const double ms = ms_between(t0, Clock::now());
-          a.produce_ms += ms;
-          if (a.entering) a.entering_ms += ms;
-          if (static_cast<int64_t>(a.rows.size()) != rows * cfg.hidden)
-            throw Error(Error::Kind::Internal, "reference part " + std::to_string(a.entering ? a.req.reference.size() + 1 : a.part + 1) + " produced " + std::to_string(a.rows.size()) +
-                                                   " values, expected " + std::to_string(rows) + " rows of " + std::to_string(cfg.hidden));
-          a.rows_ready = true;
-        }
-        if (a.part_offset == 0) begin_reference_part(*a.kv, part);
-        const int64_t n = std::min(rows - a.part_offset, budget);
-        budget -= n;
-        in.reference = true;
-        if (part.is_embedding()) {
-          in.embeddings = a.rows.data() + a.part_offset * cfg.hidden;
-          in.n_embeddings = n;
-        } else {
-          in.tokens = std::span<const int32_t>(part.ids.data() + a.part_offset, static_cast<size_t>(n));
-        }
-        prefill.push_back(n);
-      } else if (a.req.embed_token) {
-        a.fed_row.resize(static_cast<size_t>(cfg.hidden));
-        a.req.embed_token(a.tokens.back(), a.fed_row.data());
-        in.embeddings = a.fed_row.data();
-        in.n_embeddings = 1;
-        prefill.push_back(0);
-      } else {
-        in.tokens = std::span<const int32_t>(&a.tokens.back(), 1);
-        prefill.push_back(0);
-      }
+      const Decoder::Input in = prefilling ? prefill_input(a, budget) : decode_input(a);
+      const int64_t n = prefilling ? (in.tokens.empty() ? in.n_embeddings : static_cast<int64_t>(in.tokens.size())) : 0;
+      budget -= n;
+      b.inputs.push_back(in);
+      b.owners.push_back(&a);
+      b.prefill.push_back(n);
     } catch (const std::exception& e) {
       // A producer or hook of this request failed: it ends alone, the batch goes on.
       finish(a, "error", e.what(), done, std::current_exception());
-      continue;
     }
-    inputs.push_back(in);
-    owners.push_back(&a);
   }
-  if (inputs.empty()) {
-    std::erase_if(running_, [](const auto& a) { return a->finished; });
-    return;
-  }
+  return b;
+}
 
-  logits_.resize(inputs.size() * static_cast<size_t>(cfg.vocab));
+// After a forward pass that prefilled `n` rows of `a`: its place in the reference moves on. True
+// when its reference is complete and the logits are its first token's.
+bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row, std::vector<Done>& done) {
+  counters_.prompt_tokens += static_cast<uint64_t>(n);
+  a.part_offset += n;
+  const ReferencePart& part = a.prefill_part();
+  const bool part_done = a.part_offset == static_cast<int64_t>(part.ids.size());
+  if (part_done) {
+    if (a.req.rolling && part.page) a.resident.push_back(a.kv->segment_count() - 1);
+    a.part_offset = 0;
+    a.rows = std::vector<float>();  // frees the part's rows
+    a.rows_ready = false;
+  }
+  if (a.entering) {
+    // A page entering a rolling reference: its logits are not used; once it is in, the separator
+    // is fed back.
+    if (part_done) {
+      a.entering.reset();
+      if (a.kv->length() + 1 > dec_.config().max_positions) finish(a, "context", "", done);
+    }
+    return false;
+  }
+  a.prefilled += n;
+  if (part_done) ++a.part;
+  if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) return false;  // more prompt to go
+  // What the first token is sampled from, for a later request with the same reference.
+  if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
+  if (a.req.max_tokens == 0) {
+    finish(a, "length", "", done);
+    return false;
+  }
+  return true;
+}
+
+void Scheduler::step(std::vector<Done>& done) {
+  const size_t vocab = static_cast<size_t>(dec_.config().vocab);
+  take_cached_first_tokens(done);
+  Batch b = gather_batch(done);
+  auto drop_finished = [&] { std::erase_if(running_, [](const auto& a) { return a->finished; }); };
+  if (b.inputs.empty()) return drop_finished();
+  logits_.resize(b.inputs.size() * vocab);
   const auto before = Clock::now();
   try {
-    dec_.forward(inputs, logits_.data(), threads_);
+    dec_.forward(b.inputs, logits_.data(), threads_);
   } catch (const std::exception& e) {
     // Admission reserves every sequence's worst case, so this is a bug, a broken model or a pool
     // without reservation (reserve_worst_case off); the decoder rolled every sequence back, and the
     // batch's requests end with the error.
-    for (Active* a : owners) finish(*a, "error", e.what(), done, std::current_exception());
-    std::erase_if(running_, [](const auto& a) { return a->finished; });
-    return;
+    for (Active* a : b.owners) finish(*a, "error", e.what(), done, std::current_exception());
+    return drop_finished();
   }
   counters_.steps++;
-  counters_.sequence_steps += inputs.size();
-  counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(inputs.size()));
-
+  counters_.sequence_steps += b.inputs.size();
+  counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(b.inputs.size()));
   const auto after = Clock::now();
   const double forward_ms = ms_between(before, after);
-  for (size_t i = 0; i < owners.size(); ++i) {
-    Active& a = *owners[i];
+  for (size_t i = 0; i < b.owners.size(); ++i) {
+    Active& a = *b.owners[i];
     a.peak = std::max(a.peak, a.kv->bytes());
     a.offloaded_peak = std::max(a.offloaded_peak, a.kv->offloaded_bytes());
-    if (prefill[i] == 0) a.active_max = std::max(a.active_max, a.kv->active_bytes(a.kv->length() - 1));
-    std::span<float> row(logits_.data() + i * static_cast<size_t>(cfg.vocab), static_cast<size_t>(cfg.vocab));
-    if (prefill[i] > 0) {
+    std::span<float> row(logits_.data() + i * vocab, vocab);
+    if (b.prefill[i] > 0) {
       a.prefill_ms += forward_ms;
       if (a.entering) a.entering_ms += forward_ms;
-      counters_.prompt_tokens += static_cast<uint64_t>(prefill[i]);
-      a.part_offset += prefill[i];
-      const ReferencePart& part = a.prefill_part();
-      const bool part_done = a.part_offset == static_cast<int64_t>(part.ids.size());
-      if (part_done) {
-        if (a.req.rolling && part.page) a.resident.push_back(a.kv->segment_count() - 1);
-        a.part_offset = 0;
-        a.rows = std::vector<float>();  // frees the part's rows
-        a.rows_ready = false;
-      }
-      if (a.entering) {
-        // A page entering a rolling reference: its logits are not used; once it is in, the
-        // separator is fed back.
-        if (part_done) {
-          a.entering.reset();
-          if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
-        }
-        continue;
-      }
-      a.prefilled += prefill[i];
-      if (part_done) ++a.part;
-      if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) continue;  // more prompt to go
-      // What the first token is sampled from, for a later request with the same reference.
-      if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
-      if (a.req.max_tokens == 0) {
-        finish(a, "length", "", done);
-        continue;
-      }
+      if (!advance_prefill(a, b.prefill[i], row, done)) continue;
+    } else {
+      a.active_max = std::max(a.active_max, a.kv->active_bytes(a.kv->length() - 1));
     }
     take_token(a, row, after, done);
   }
-  std::erase_if(running_, [](const auto& a) { return a->finished; });
+  drop_finished();
 }
 
 void Scheduler::publish_stats() {

@@ -233,7 +233,18 @@ class Scheduler {
   bool cancel_requested(RequestId id) const;
   void reap(std::vector<Done>& done);
   void admit(std::vector<Done>& done);
+  // One forward pass over the running batch (prefill chunks and decode tokens), and its tokens.
+  struct Batch {
+    std::vector<Decoder::Input> inputs;
+    std::vector<Active*> owners;
+    std::vector<int64_t> prefill;  // prompt rows in each input (0 = a decode input)
+  };
   void step(std::vector<Done>& done);
+  void take_cached_first_tokens(std::vector<Done>& done);
+  Batch gather_batch(std::vector<Done>& done);
+  Decoder::Input prefill_input(Active& a, int64_t budget);
+  Decoder::Input decode_input(Active& a);
+  bool advance_prefill(Active& a, int64_t n, std::span<const float> row, std::vector<Done>& done);
   void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,
               std::exception_ptr exception = nullptr);
   void reuse_prefix(Active& a);
