@@ -116,144 +116,191 @@ KVPolicy policy_for_budget(OcrModel& model, const OcrPages& pages, const OcrOpti
   return p;
 }
 
-OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
-  if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
-  const auto passes = plan_ocr_passes(model, pages, opt);
-  Decoder& dec = model.decoder();
-  const ModelConfig& cfg = dec.config();
-  KVBlockPool pool(opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype), opt.kv_budget);
-  Generator gen(dec, pool, threads);
-  std::unique_ptr<TieredStore> store;
-  if (!opt.kv_offload_dir.empty())
-    store = std::make_unique<TieredStore>(std::make_unique<RamTier>(opt.kv_hot_bytes),
-                                          std::make_unique<FileTier>(opt.kv_offload_dir, opt.kv_cold_bytes));
+namespace {
 
-  OcrResult out;
-  OcrStats& st = out.stats;
-  st.pages = pages.size();
-  st.passes = passes.size();
-  OcrProgress prog;
-  prog.pages_total = pages.size();
-  prog.passes = passes.size();
-  auto report = [&] {
-    if (cb.on_progress) cb.on_progress(prog);
-  };
-  auto emit = [&](std::string_view s) {
-    out.text.append(s);
-    if (cb.on_text && !s.empty()) cb.on_text(s);
-  };
-
-  for (size_t pi = 0; pi < passes.size(); ++pi) {
-    const auto [first, count] = passes[pi];
-    prog.pass = pi + 1;
-    if (pi > 0) emit("\n\n");
-    // Models that read their pages while preparing (the mini model) spend their encoding time here;
-    // lazy ones (Unlimited-OCR) spend it during prefill (GenerationResult::produce_ms).
-    const auto prepare_start = Clock::now();
-    auto on_encoded = [&](size_t, double) {
-      ++prog.pages_encoded;
-      prog.kv_bytes = pool.bytes_in_use();
-      report();
-    };
-    OcrPass pass = opt.policy.rolls()
-                       ? model.prepare_rolling(pages, first, count, static_cast<size_t>(opt.policy.resident_pages), opt.mode,
-                                               threads, on_encoded)
-                       : model.prepare(pages, first, count, opt.mode, threads, on_encoded);
-    st.encode_ms += ms_between(prepare_start, Clock::now());
-    GenerationOptions g = pass.generation;  // copies the hooks: they share the pass's state
-    g.policy = opt.policy;
-    g.prefill_chunk = opt.prefill_chunk;
-    g.reference_store = store.get();
-    // By default the model's bound (the whole context for Unlimited-OCR): the generator stops at EOS.
-    g.max_tokens = opt.max_tokens > 0 ? opt.max_tokens : model.max_output_tokens(count);
-    if (opt.no_repeat_ngram) g.no_repeat_ngram = *opt.no_repeat_ngram;
-    if (opt.no_repeat_window) g.no_repeat_window = *opt.no_repeat_window;
-
-    StreamingDetokenizer detok(model.tokenizer());
-    const size_t text_start = out.text.size();
-    std::optional<Clock::time_point> first_token;
-    const double decode_ms_before = st.decode_ms;
-    auto on_token = [&](int32_t tok) {
-      const auto now = Clock::now();
-      if (!first_token) first_token = now;
-      ++prog.tokens;
-      if (pass.write_token) emit(pass.write_token(tok));
-      else if (!(g.stop_at_eos && tok == cfg.eos_id)) emit(detok.push(tok));
-      const double ms = decode_ms_before + ms_between(*first_token, now);
-      prog.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog.tokens) / ms : 0.0;
-      prog.kv_bytes = pool.bytes_in_use();
-      st.kv_bytes_last = prog.kv_bytes;
-      report();
-      return true;
-    };
-    if (opt.teacher) {
-      FOLIO_CHECK_INPUT(opt.teacher->stats.pass_tokens.size() == passes.size(),
-                        "teacher forcing: the teacher run has " + std::to_string(opt.teacher->stats.pass_tokens.size()) +
-                            " passes, this one " + std::to_string(passes.size()));
-      size_t at = 0;
-      for (size_t k = 0; k < pi; ++k) at += static_cast<size_t>(opt.teacher->stats.pass_tokens[k]);
-      g.teacher = std::span<const int32_t>(opt.teacher->tokens).subspan(at, static_cast<size_t>(opt.teacher->stats.pass_tokens[pi]));
-      g.max_tokens = std::max<int64_t>(g.max_tokens, static_cast<int64_t>(g.teacher.size()));
-    }
-    GenerationResult r = gen.generate(pass.reference, g, on_token);
-    out.predicted.insert(out.predicted.end(), r.predicted.begin(), r.predicted.end());
-    const auto generated = static_cast<int64_t>(r.tokens.size());
-    st.pass_tokens.push_back(generated);
-    // Moved, not copied while generating: a long document's tokens are held once.
-    if (out.tokens.empty()) out.tokens = std::move(r.tokens);
-    else out.tokens.insert(out.tokens.end(), r.tokens.begin(), r.tokens.end());
-    emit(pass.write_end ? pass.write_end() : detok.flush());
-    st.reference_tokens += r.reference_tokens;
-    st.decode_tokens += generated;
-    st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
-    st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
-    st.encode_ms += r.produce_ms;
-    st.prefill_ms += r.prefill_ms;
-    st.decode_ms += r.decode_ms;
-    st.stop_reasons.push_back(r.stop_reason);
-    for (OcrPage& p : fit_ocr_pages(model.parse(std::string_view(out.text).substr(text_start)), count, first, out.warnings))
-      out.pages.push_back(std::move(p));
+// One run_ocr: its pool, reference store, result and progress; passes are read in order.
+class OcrRun {
+ public:
+  OcrRun(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb,
+         size_t passes)
+      : model_(model), pages_(pages), opt_(opt), threads_(threads), cb_(cb),
+        pool_(opt.kv_types ? model.decoder().kv_layout(*opt.kv_types) : model.decoder().kv_layout(opt.kv_dtype), opt.kv_budget),
+        gen_(model.decoder(), pool_, threads) {
+    if (!opt.kv_offload_dir.empty())
+      store_ = std::make_unique<TieredStore>(std::make_unique<RamTier>(opt.kv_hot_bytes),
+                                             std::make_unique<FileTier>(opt.kv_offload_dir, opt.kv_cold_bytes));
+    out_.stats.pages = pages.size();
+    out_.stats.passes = passes;
+    prog_.pages_total = pages.size();
+    prog_.passes = passes;
   }
+
+  void read_pass(size_t pi, size_t first, size_t count);
+  OcrResult finish();
+
+ private:
+  void report() {
+    if (cb_.on_progress) cb_.on_progress(prog_);
+  }
+  void emit(std::string_view s) {
+    out_.text.append(s);
+    if (cb_.on_text && !s.empty()) cb_.on_text(s);
+  }
+  OcrPass prepare(size_t first, size_t count);
+  GenerationOptions options(const OcrPass& pass, size_t pi, size_t count) const;
+  void absorb(GenerationResult r);
+
+  OcrModel& model_;
+  const OcrPages& pages_;
+  const OcrOptions& opt_;
+  ThreadPool& threads_;
+  const OcrCallbacks& cb_;
+  KVBlockPool pool_;
+  Generator gen_;
+  std::unique_ptr<TieredStore> store_;
+  OcrResult out_;
+  OcrProgress prog_;
+};
+
+// Models that read their pages while preparing (the mini models) spend their encoding time here;
+// lazy ones (Unlimited-OCR) spend it during prefill (GenerationResult::produce_ms).
+OcrPass OcrRun::prepare(size_t first, size_t count) {
+  const auto start = Clock::now();
+  auto on_encoded = [this](size_t, double) {
+    ++prog_.pages_encoded;
+    prog_.kv_bytes = pool_.bytes_in_use();
+    report();
+  };
+  OcrPass pass = opt_.policy.rolls()
+                     ? model_.prepare_rolling(pages_, first, count, static_cast<size_t>(opt_.policy.resident_pages), opt_.mode,
+                                              threads_, on_encoded)
+                     : model_.prepare(pages_, first, count, opt_.mode, threads_, on_encoded);
+  out_.stats.encode_ms += ms_between(start, Clock::now());
+  return pass;
+}
+
+GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) const {
+  GenerationOptions g = pass.generation;  // copies the hooks: they share the pass's state
+  g.policy = opt_.policy;
+  g.prefill_chunk = opt_.prefill_chunk;
+  g.reference_store = store_.get();
+  // By default the model's bound (the whole context for Unlimited-OCR): generation stops at EOS.
+  g.max_tokens = opt_.max_tokens > 0 ? opt_.max_tokens : model_.max_output_tokens(count);
+  if (opt_.no_repeat_ngram) g.no_repeat_ngram = *opt_.no_repeat_ngram;
+  if (opt_.no_repeat_window) g.no_repeat_window = *opt_.no_repeat_window;
+  if (opt_.teacher) {
+    const std::vector<int64_t>& per_pass = opt_.teacher->stats.pass_tokens;
+    FOLIO_CHECK_INPUT(per_pass.size() == out_.stats.passes, "teacher forcing: the teacher run has " + std::to_string(per_pass.size()) +
+                                                                " passes, this one " + std::to_string(out_.stats.passes));
+    size_t at = 0;
+    for (size_t k = 0; k < pi; ++k) at += static_cast<size_t>(per_pass[k]);
+    g.teacher = std::span<const int32_t>(opt_.teacher->tokens).subspan(at, static_cast<size_t>(per_pass[pi]));
+    g.max_tokens = std::max<int64_t>(g.max_tokens, static_cast<int64_t>(g.teacher.size()));
+  }
+  return g;
+}
+
+void OcrRun::read_pass(size_t pi, size_t first, size_t count) {
+  prog_.pass = pi + 1;
+  if (pi > 0) emit("\n\n");
+  OcrPass pass = prepare(first, count);
+  const GenerationOptions g = options(pass, pi, count);
+  StreamingDetokenizer detok(model_.tokenizer());
+  const size_t text_start = out_.text.size();
+  std::optional<Clock::time_point> first_token;
+  const double decode_ms_before = out_.stats.decode_ms;
+  const int32_t eos = model_.decoder().config().eos_id;
+  auto on_token = [&](int32_t tok) {
+    const auto now = Clock::now();
+    if (!first_token) first_token = now;
+    ++prog_.tokens;
+    if (pass.write_token) emit(pass.write_token(tok));
+    else if (!(g.stop_at_eos && tok == eos)) emit(detok.push(tok));
+    const double ms = decode_ms_before + ms_between(*first_token, now);
+    prog_.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog_.tokens) / ms : 0.0;
+    prog_.kv_bytes = pool_.bytes_in_use();
+    out_.stats.kv_bytes_last = prog_.kv_bytes;
+    report();
+    return true;
+  };
+  absorb(gen_.generate(pass.reference, g, on_token));
+  emit(pass.write_end ? pass.write_end() : detok.flush());
+  for (OcrPage& p : fit_ocr_pages(model_.parse(std::string_view(out_.text).substr(text_start)), count, first, out_.warnings))
+    out_.pages.push_back(std::move(p));
+}
+
+void OcrRun::absorb(GenerationResult r) {
+  OcrStats& st = out_.stats;
+  out_.predicted.insert(out_.predicted.end(), r.predicted.begin(), r.predicted.end());
+  const auto generated = static_cast<int64_t>(r.tokens.size());
+  st.pass_tokens.push_back(generated);
+  // Moved, not copied while generating: a long document's tokens are held once.
+  if (out_.tokens.empty()) out_.tokens = std::move(r.tokens);
+  else out_.tokens.insert(out_.tokens.end(), r.tokens.begin(), r.tokens.end());
+  st.reference_tokens += r.reference_tokens;
+  st.decode_tokens += generated;
+  st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
+  st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
+  st.encode_ms += r.produce_ms;
+  st.prefill_ms += r.prefill_ms;
+  st.decode_ms += r.decode_ms;
+  st.stop_reasons.push_back(r.stop_reason);
+}
+
+nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
+  return {{"pages", st.pages},
+          {"passes", st.passes},
+          {"policy", policy.name()},
+          {"window", policy.window},
+          {"reference_tokens", st.reference_tokens},
+          {"decode_tokens", st.decode_tokens},
+          {"encode_ms", st.encode_ms},
+          {"prefill_ms", st.prefill_ms},
+          {"decode_ms", st.decode_ms},
+          {"decode_tokens_per_s", st.tokens_per_s},
+          {"kv_bytes_last", st.kv_bytes_last},
+          {"kv_bytes_peak", st.kv_bytes_peak},
+          {"kv_offloaded_bytes_peak", st.kv_offloaded_bytes_peak},
+          {"kv_store_acquires", st.kv_store_acquires},
+          {"kv_store_cold_reads", st.kv_store_cold_reads},
+          {"kv_store_promotions", st.kv_store_promotions},
+          {"rss_peak_bytes", st.rss_peak_bytes},
+          {"stop_reasons", st.stop_reasons}};
+}
+
+OcrResult OcrRun::finish() {
+  OcrStats& st = out_.stats;
   st.tokens_per_s = st.decode_ms > 0 ? 1000.0 * static_cast<double>(st.decode_tokens) / st.decode_ms : 0.0;
-  st.kv_bytes_peak = pool.peak_bytes();
-  if (store) {
-    const TieredStoreStats ts = store->stats();
+  st.kv_bytes_peak = pool_.peak_bytes();
+  if (store_) {
+    const TieredStoreStats ts = store_->stats();
     st.kv_store_acquires = ts.acquires;
     st.kv_store_cold_reads = ts.tiers[1].hits;
     st.kv_store_promotions = ts.tiers[1].promotions;
   }
   st.rss_peak_bytes = peak_rss_bytes();
-
-  for (const OcrPage& p : out.pages) out.page_markdown.push_back(page_markdown(p));
-  out.markdown = document_markdown(out.pages);
-  const std::vector<PageSize> sizes = pages.sizes();
-  out.json = ocr_to_json(out.pages, sizes);
-  for (size_t i = 0; i < pages.size() && i < out.json["pages"].size(); ++i) {
-    out.json["pages"][i]["source"] = pages.page(i).file;
-    out.json["pages"][i]["source_page"] = pages.page(i).index + 1;
+  for (const OcrPage& p : out_.pages) out_.page_markdown.push_back(page_markdown(p));
+  out_.markdown = document_markdown(out_.pages);
+  out_.json = ocr_to_json(out_.pages, pages_.sizes());
+  for (size_t i = 0; i < pages_.size() && i < out_.json["pages"].size(); ++i) {
+    out_.json["pages"][i]["source"] = pages_.page(i).file;
+    out_.json["pages"][i]["source_page"] = pages_.page(i).index + 1;
   }
-  out.json["model"] = model.name();
-  out.json["mode"] = mode_name(opt.mode);
-  out.json["stats"] = {{"pages", st.pages},
-                       {"passes", st.passes},
-                       {"policy", opt.policy.name()},
-                       {"window", opt.policy.window},
-                       {"reference_tokens", st.reference_tokens},
-                       {"decode_tokens", st.decode_tokens},
-                       {"encode_ms", st.encode_ms},
-                       {"prefill_ms", st.prefill_ms},
-                       {"decode_ms", st.decode_ms},
-                       {"decode_tokens_per_s", st.tokens_per_s},
-                       {"kv_bytes_last", st.kv_bytes_last},
-                       {"kv_bytes_peak", st.kv_bytes_peak},
-                       {"kv_offloaded_bytes_peak", st.kv_offloaded_bytes_peak},
-                       {"kv_store_acquires", st.kv_store_acquires},
-                       {"kv_store_cold_reads", st.kv_store_cold_reads},
-                       {"kv_store_promotions", st.kv_store_promotions},
-                       {"rss_peak_bytes", st.rss_peak_bytes},
-                       {"stop_reasons", st.stop_reasons}};
-  if (!out.warnings.empty()) out.json["warnings"] = out.warnings;
-  return out;
+  out_.json["model"] = model_.name();
+  out_.json["mode"] = mode_name(opt_.mode);
+  out_.json["stats"] = stats_json(st, opt_.policy);
+  if (!out_.warnings.empty()) out_.json["warnings"] = out_.warnings;
+  return std::move(out_);
+}
+
+}  // namespace
+
+OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
+  if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
+  const auto passes = plan_ocr_passes(model, pages, opt);
+  OcrRun run(model, pages, opt, threads, cb, passes.size());
+  for (size_t pi = 0; pi < passes.size(); ++pi) run.read_pass(pi, passes[pi].first, passes[pi].second);
+  return run.finish();
 }
 
 }  // namespace folio
