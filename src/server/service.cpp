@@ -78,14 +78,6 @@ void note_job(const OcrJob& job) {
 }
 
 // Tokens and the final result of one request, handed from the scheduler thread to the HTTP thread.
-struct Channel {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int32_t> tokens;
-  size_t taken = 0;
-  std::optional<SequenceResult> result;
-};
-
 // Counts a request as in flight until it is destroyed (or released to another owner).
 struct InFlight {
   std::atomic<int64_t>* n;
@@ -97,6 +89,15 @@ struct InFlight {
 };
 
 }  // namespace
+
+// A text generation's tokens and result, from the scheduler thread to the HTTP thread answering it.
+struct ChatChannel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  size_t taken = 0;
+  std::optional<SequenceResult> result;
+};
 
 Service::Service(ServerConfig cfg)
     : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
@@ -540,66 +541,91 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   counted.release();
 }
 
+namespace {
+
+// One chunk of a streamed chat completion (OpenAI's chat.completion.chunk).
+json chat_chunk(const std::string& id, int64_t created, const std::string& model, json delta, json finish) {
+  json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
+  return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}, {"choices", json::array({c})}};
+}
+
+json chat_completion(const std::string& id, int64_t created, const std::string& model, const std::string& text,
+                     const std::string& finish, json usage, const std::vector<int32_t>* token_ids) {
+  json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", finish}};
+  if (token_ids) choice["token_ids"] = *token_ids;
+  return {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model}, {"choices", json::array({choice})},
+          {"usage", std::move(usage)}};
+}
+
+}  // namespace
+
 void Service::chat_completions(const httplib::Request& req, httplib::Response& res) {
   InFlight counted(in_flight_);
   check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
   check_model(cr.model);
-  const std::string id = ids_.next("chatcmpl");
-  const int64_t created = unix_now();
-
+  const ChatIds ids{ids_.next("chatcmpl"), unix_now()};
   if (!cr.images.empty()) {
     if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
-    // An OCR model reads the images as the pages of one document; the text parts are not used (the
-    // shipped model takes no prompt).
-    auto st = std::make_shared<JobStream>();
-    st->job = start_ocr_job(std::move(cr.images), "", cr.max_tokens);
-    const std::string model_id = model_id_;
-    if (!cr.stream) {
-      st->job->wait();
-      note_job(*st->job);
-      if (auto e = st->job->failure()) throw *e;
-      json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", st->job->markdown()}}}, {"finish_reason", "stop"}};
-      if (cr.return_token_ids) choice["token_ids"] = st->job->tokens();
-      json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
-                   {"usage", st->job->usage()}};
-      res.set_content(dump(body), "application/json");
-      return;
-    }
-    auto chunk = [id, created, model_id](json delta, json finish) {
-      json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
-      return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_id}, {"choices", json::array({c})}};
-    };
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [st, chunk](size_t, httplib::DataSink& sink) {
-          OcrJob& job = *st->job;
-          bool ok = true;
-          if (!st->role_sent) {
-            st->role_sent = true;
-            send_sse(sink, ok, chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
-          }
-          const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
-          for (size_t i : p.pages) send_sse(sink, ok, chunk({{"content", job.markdown_piece(i)}}, nullptr));
-          if (!ok) return client_closed();
-          if (!p.done) return true;
-          st->finished = true;
-          note_job(job);
-          if (auto e = job.failure()) {
-            send_sse(sink, ok, e->body());
-          } else {
-            json last = chunk(json::object(), "stop");
-            last["usage"] = job.usage();
-            send_sse(sink, ok, last);
-          }
-          return end_sse(sink, ok);
-        },
-        job_released(st, metrics_, in_flight_));
-    counted.release();
-    return;
+    if (!chat_documents(cr, ids, res)) return;
+  } else {
+    auto ch = std::make_shared<ChatChannel>();
+    const RequestId rid = submit_chat(chat_sequence(cr, ch), res);
+    if (!cr.stream) return chat_whole(cr, ids, ch, rid, res);
+    chat_stream(cr, ids, ch, rid, res);
   }
+  counted.release();  // the stream's releaser ends this request's flight
+}
 
+// An OCR model reads the images as the pages of one document; the text parts are not used (the
+// shipped model takes no prompt). False when answered whole; true when streamed.
+bool Service::chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res) {
+  auto st = std::make_shared<JobStream>();
+  st->job = start_ocr_job(std::move(cr.images), "", cr.max_tokens);
+  if (!cr.stream) {
+    st->job->wait();
+    note_job(*st->job);
+    if (auto e = st->job->failure()) throw *e;
+    const std::vector<int32_t> tokens = cr.return_token_ids ? st->job->tokens() : std::vector<int32_t>();
+    res.set_content(dump(chat_completion(ids.id, ids.created, model_id_, st->job->markdown(), "stop", st->job->usage(),
+                                         cr.return_token_ids ? &tokens : nullptr)),
+                    "application/json");
+    return false;
+  }
+  const std::string model_id = model_id_;
+  auto chunk = [ids, model_id](json delta, json finish) { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); };
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, chunk](size_t, httplib::DataSink& sink) {
+        OcrJob& job = *st->job;
+        bool ok = true;
+        if (!st->role_sent) {
+          st->role_sent = true;
+          send_sse(sink, ok, chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
+        }
+        const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
+        for (size_t i : p.pages) send_sse(sink, ok, chunk({{"content", job.markdown_piece(i)}}, nullptr));
+        if (!ok) return client_closed();
+        if (!p.done) return true;
+        st->finished = true;
+        note_job(job);
+        if (auto e = job.failure()) {
+          send_sse(sink, ok, e->body());
+        } else {
+          json last = chunk(json::object(), "stop");
+          last["usage"] = job.usage();
+          send_sse(sink, ok, last);
+        }
+        return end_sse(sink, ok);
+      },
+      job_released(st, metrics_, in_flight_));
+  return true;
+}
+
+// The prompt (BOS and the chat template's text) within the server's limits, as a request whose
+// tokens and result go to `ch`.
+SequenceRequest Service::chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
   const ModelConfig& mc = decoder_->config();
   std::vector<int32_t> prompt;
   if (mc.bos_id >= 0) prompt.push_back(mc.bos_id);
@@ -615,8 +641,6 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     throw bad_request("invalid_value", "'max_tokens' is " + std::to_string(*cr.max_tokens) + " but at most " + std::to_string(limit) +
                                            " can be generated (inference.max_output_length, and the model's context after " +
                                            std::to_string(P) + " prompt tokens)");
-
-  auto ch = std::make_shared<Channel>();
   SequenceRequest sr;
   sr.prompt = std::move(prompt);
   sr.max_tokens = cr.max_tokens.value_or(limit);
@@ -635,6 +659,10 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     ch->result = r;
     ch->cv.notify_all();
   };
+  return sr;
+}
+
+RequestId Service::submit_chat(SequenceRequest sr, httplib::Response& res) {
   Submission sub = scheduler_->submit(std::move(sr));
   switch (sub.rejected) {
     case Rejection::None: break;
@@ -644,58 +672,59 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     case Rejection::ExceedsKVBudget: throw bad_request("kv_budget_exceeded", sub.message);
     case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
   }
+  return sub.id;
+}
 
-  const int32_t eos = mc.eos_id;
-  const double timeout_s = cfg_.server.request_timeout_s;
-
-  if (!cr.stream) {
-    SequenceResult r;
-    // With stop strings the text is matched as it comes, and the sequence cancelled at the first.
-    StopStrings stops(cr.stop);
-    StreamingDetokenizer detok(*tokenizer_);
-    std::string stopped_text;
-    {
-      // Without stop strings only the result wakes this thread, not every token.
-      const bool match = !stops.empty();
-      std::unique_lock lk(ch->mu);
-      while (true) {
-        ch->cv.wait(lk, [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
-        for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
-          if (ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
-        if (ch->result) break;
-        if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
-          lk.unlock();
-          scheduler_->cancel(sub.id);
-          lk.lock();
-        }
+// Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
+// sequence cancelled at the first.
+void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
+                         httplib::Response& res) {
+  const int32_t eos = decoder_->config().eos_id;
+  SequenceResult r;
+  StopStrings stops(cr.stop);
+  StreamingDetokenizer detok(*tokenizer_);
+  std::string stopped_text;
+  {
+    // Without stop strings only the result wakes this thread, not every token.
+    const bool match = !stops.empty();
+    std::unique_lock lk(ch->mu);
+    while (true) {
+      ch->cv.wait(lk, [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
+      for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
+        if (ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
+      if (ch->result) break;
+      if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
+        lk.unlock();
+        scheduler_->cancel(rid);
+        lk.lock();
       }
-      r = *ch->result;
     }
-    std::string text;
-    if (stops.empty()) {
-      // EOS is a control token, not text (the streaming path skips it the same way).
-      std::vector<int32_t> text_ids;
-      for (int32_t t : r.tokens)
-        if (t != eos) text_ids.push_back(t);
-      text = tokenizer_->decode(text_ids);
-    } else {
-      text = stopped_text;
-      if (!stops.stopped()) text += stops.push(detok.flush());
-      text += stops.finish();
-    }
-    if (stops.stopped()) r.stop_reason = "stop_string";  // the sequence was cancelled for it: not an error
-    note_result(r);
-    if (auto e = generation_error(r, timeout_s)) throw *e;
-    json choice = {{"index", 0},
-                   {"message", {{"role", "assistant"}, {"content", text}}},
-                   {"finish_reason", finish_reason(r.stop_reason)}};
-    if (cr.return_token_ids) choice["token_ids"] = r.tokens;
-    json body = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model_id_}, {"choices", json::array({choice})},
-                 {"usage", usage_json(r)}};
-    res.set_content(dump(body), "application/json");
-    return;
+    r = *ch->result;
   }
+  std::string text;
+  if (stops.empty()) {
+    // EOS is a control token, not text (the streaming path skips it the same way).
+    std::vector<int32_t> text_ids;
+    for (int32_t t : r.tokens)
+      if (t != eos) text_ids.push_back(t);
+    text = tokenizer_->decode(text_ids);
+  } else {
+    text = stopped_text;
+    if (!stops.stopped()) text += stops.push(detok.flush());
+    text += stops.finish();
+  }
+  if (stops.stopped()) r.stop_reason = "stop_string";  // the sequence was cancelled for it: not an error
+  note_result(r);
+  if (auto e = generation_error(r, cfg_.server.request_timeout_s)) throw *e;
+  res.set_content(dump(chat_completion(ids.id, ids.created, model_id_, text, finish_reason(r.stop_reason), usage_json(r),
+                                       cr.return_token_ids ? &r.tokens : nullptr)),
+                  "application/json");
+}
 
+void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
+                          httplib::Response& res) {
+  const int32_t eos = decoder_->config().eos_id;
+  const double timeout_s = cfg_.server.request_timeout_s;
   // Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
   // the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client
   // that went away (is_writable fails) and release the response: the releaser then cancels the
@@ -703,7 +732,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   // With `stop`, text goes through StopStrings: at the first stop string nothing more is sent, the
   // sequence is cancelled, and the stream ends (finish "stop") once the cancelled result arrives.
   struct StreamState {
-    std::shared_ptr<Channel> ch;
+    std::shared_ptr<ChatChannel> ch;
     StreamingDetokenizer detok;
     StopStrings stops;
     bool role_sent = false;
@@ -713,13 +742,10 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   };
   auto st = std::make_shared<StreamState>(*tokenizer_, cr.stop);
   st->ch = ch;
-  st->rid = sub.id;
+  st->rid = rid;
   const bool with_ids = cr.return_token_ids, with_usage = cr.include_usage;
   const std::string model_id = model_id_;
-  auto chunk = [id, created, model_id](json delta, json finish) {
-    json c = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}};
-    return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model_id}, {"choices", json::array({c})}};
-  };
+  auto chunk = [ids, model_id](json delta, json finish) { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); };
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -727,7 +753,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         std::vector<int32_t> fresh;
         std::optional<SequenceResult> result;
         {
-          Channel& c = *st->ch;
+          ChatChannel& c = *st->ch;
           std::unique_lock lk(c.mu);
           c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
           fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
@@ -787,7 +813,6 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
         }
         --in_flight_;
       });
-  counted.release();  // the releaser above ends this request's flight
 }
 
 }  // namespace folio

@@ -45,6 +45,7 @@
 #include "runtime/scheduler.h"
 #include "server/access_log.h"
 #include "server/api_keys.h"
+#include "server/chat_request.h"
 #include "server/metrics.h"
 #include "server/ocr_job.h"
 #include "server/reference_cache.h"
@@ -59,6 +60,8 @@ struct Response;
 }  // namespace httplib
 
 namespace folio {
+
+struct ChatChannel;  // service.cpp: a text generation's tokens and result, for the thread answering it
 
 class Service {
  public:
@@ -100,7 +103,18 @@ class Service {
   // Registers `handler` with httplib for `method` (GET or POST) on `path`, and remembers the method
   // so that another method on that path gets 405 with Allow instead of 404.
   void mount(const std::string& method, const std::string& path, Handler handler);
+  // POST /v1/chat/completions: documents and images to the OCR model (chat_documents), text to the
+  // scheduler (chat_sequence, submit_chat), answered whole (chat_whole) or as SSE (chat_stream).
+  struct ChatIds {
+    std::string id;
+    int64_t created;
+  };
   void chat_completions(const httplib::Request& req, httplib::Response& res);
+  bool chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res);
+  SequenceRequest chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
+  RequestId submit_chat(SequenceRequest sr, httplib::Response& res);
+  void chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
+  void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
   void ocr(const httplib::Request& req, httplib::Response& res);
