@@ -315,7 +315,7 @@ int run_decode_pages(const DecodeArgs& a) {
                   " (--context raises it, for speed and memory only)");
 
   KVBlockPool pool(dec.kv_layout(kv_types), 0);
-  GenerationOptions opt = pass.generation;
+  GenerationOptions opt{pass.generation};
   opt.policy = policy;
   opt.max_tokens = a.gen_tokens;
   opt.stop_at_eos = false;

@@ -73,7 +73,7 @@ int run_divergence(const DivergenceArgs& a) {
     o.policy = policy;
     o.max_tokens = a.gen_tokens;
     o.stop_at_eos = false;
-    o.teacher = teacher;
+    o.teacher.assign(teacher.begin(), teacher.end());
     o.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
     return gen.generate(prompt, o);
   };

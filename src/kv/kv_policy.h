@@ -9,7 +9,7 @@
 //            unit keeps per-channel key minima and maxima, and each layer and KV head reads the
 //            `top_k` units whose bound on q.k is largest (Quest), plus the first and last unit of
 //            the reference, plus the window. Work per token is flat in the page count. When the
-//            model writes page separators (GenerationOptions::page_separator), the `focus_pages`
+//            model writes page separators (DecodingOptions::page_separator), the `focus_pages`
 //            pages from the one the decoder is on are read whole as well: reading a page needs all
 //            of it, and a bound on q.k alone misses rows (measured on the mini model).
 //   rolling  rswa's window, but the reference is a queue of segments (pages): new segments may be

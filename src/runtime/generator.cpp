@@ -10,43 +10,6 @@
 
 namespace folio {
 
-ReferencePart ReferencePart::tokens(std::vector<int32_t> ids) {
-  ReferencePart p;
-  p.ids = std::move(ids);
-  return p;
-}
-
-ReferencePart ReferencePart::rows(std::vector<int32_t> ids, std::vector<float> rows) {
-  // std::function needs a copyable target; share the rows instead of copying them per call.
-  auto shared = std::make_shared<std::vector<float>>(std::move(rows));
-  return lazy(std::move(ids), [shared] { return *shared; });
-}
-
-ReferencePart ReferencePart::lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce) {
-  ReferencePart p;
-  p.ids = std::move(ids);
-  p.embeddings = std::move(produce);
-  return p;
-}
-
-void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {
-  kv.begin_segment();
-  const auto n = static_cast<int64_t>(part.ids.size());
-  for (int64_t off : part.unit_starts)
-    if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
-}
-
-std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
-  std::vector<size_t> out;
-  size_t page = 0;
-  for (size_t i = 0; i < reference.size(); ++i) {
-    if (!reference[i].page) continue;
-    if (page >= page_now && page < page_now + static_cast<size_t>(policy.focus_pages)) out.push_back(i);
-    ++page;
-  }
-  return out;
-}
-
 GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
   const ReferencePart part = ReferencePart::tokens(prompt);
@@ -58,19 +21,8 @@ namespace {
 // The scheduler's request for a reference and generation options (the callbacks are the caller's).
 SequenceRequest sequence_request(std::span<const ReferencePart> reference, const GenerationOptions& opt) {
   SequenceRequest r;
+  static_cast<DecodingOptions&>(r) = opt;
   r.reference.assign(reference.begin(), reference.end());
-  r.embed_token = opt.embed_token;
-  r.constrain = opt.constrain;
-  r.on_logits = opt.on_logits;
-  r.teacher.assign(opt.teacher.begin(), opt.teacher.end());
-  r.reference_store = opt.reference_store;
-  r.max_tokens = opt.max_tokens;
-  r.rolling = opt.rolling;
-  r.page_separator = opt.page_separator;
-  r.sampling = opt.sampling;
-  r.no_repeat_ngram = opt.no_repeat_ngram;
-  r.no_repeat_window = opt.no_repeat_window;
-  r.stop_at_eos = opt.stop_at_eos;
   return r;
 }
 

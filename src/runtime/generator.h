@@ -23,75 +23,15 @@
 #include "kv/kv_policy.h"
 #include "kv/tiered_store.h"
 #include "model/decoder.h"
+#include "runtime/sequence_request.h"
 #include "text/sampler.h"
 
 namespace folio {
 
-// One piece of the reference.
-struct ReferencePart {
-  // Token ids. For an embedding part, the ids at its positions as the n-gram guard sees them (for
-  // images: the placeholder id, as the official code keeps it in input_ids); their count is the
-  // number of rows the part must produce.
-  std::vector<int32_t> ids;
-  // Embedding part: returns the rows [ids.size(), hidden], called once when prefill reaches the
-  // part. Unset: the ids are fed.
-  std::function<std::vector<float>()> embeddings;
-
-  static ReferencePart tokens(std::vector<int32_t> ids);
-  // Rows already computed ([ids.size(), hidden]).
-  static ReferencePart rows(std::vector<int32_t> ids, std::vector<float> rows);
-  static ReferencePart lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce);
-  bool is_embedding() const { return static_cast<bool>(embeddings); }
-  // What the part's rows are, for reusing its KV across requests (runtime/prefix_kv_cache.h): a
-  // content hash of the rows, or empty when unknown (then nothing from this part on is reused).
-  // Token parts are keyed by their ids and need none.
-  std::string key;
-  // A page of a rolling reference (see GenerationOptions::rolling); other parts stay for good.
-  bool page = false;
-  // Offsets (within the part) where sparse attention units start besides the part's start, e.g.
-  // the rows of a page: units never straddle them (SequenceKV::begin_unit).
-  std::vector<int64_t> unit_starts;
-};
-
-struct GenerationOptions {
+// What Generator takes per call: the request's decoding options, the KV policy and the prefill chunk.
+struct GenerationOptions : DecodingOptions {
   KVPolicy policy;
-  int64_t max_tokens = 256;      // generated tokens at most (EOS included)
-  SamplingParams sampling;       // temperature 0 = greedy
-  int no_repeat_ngram = 0;       // 0 = off; otherwise ban tokens completing a repeated n-gram
-  int no_repeat_window = 128;    // looking back this many tokens (reference ids + output)
-  bool stop_at_eos = true;
   int64_t prefill_chunk = 2048;  // reference rows per forward pass (a MoE layer converts its experts once per pass)
-  // When set, each generated token is fed back to the decoder as the embedding row this hook
-  // writes (`hidden` floats) instead of by id (models whose output tokens are embedded by more than
-  // the decoder's own table). Unset: fed by id.
-  std::function<void(int32_t token, float* row)> embed_token;
-  // Rolling reference (policy `rolling`): the reference parts marked `page` form a queue. Each time
-  // the model writes `separator`, the oldest resident page leaves the KV and the next page from
-  // `next_page` (nullopt when none is left) enters it ahead of the decoder, before the separator is
-  // fed back. Pages entering later are not seen by the n-gram guard.
-  struct Rolling {
-    int32_t separator = -1;
-    std::function<std::optional<ReferencePart>()> next_page;
-  };
-  std::optional<Rolling> rolling;
-  // The token the model writes between pages (-1: none). Under `sparse` the page the decoder is on
-  // (the reference parts marked `page`, in order, advancing at each separator) and the
-  // KVPolicy::focus_pages - 1 after it are read whole.
-  int32_t page_separator = -1;
-  // When set, complete reference segments leave the pool for this store (hot RAM, cold file; see
-  // SequenceKV::offload_reference), which must outlive the call.
-  TieredStore* reference_store = nullptr;
-  // Called with the logits each generated token is chosen from (before the n-gram guard), e.g. to
-  // compare two KV configurations step by step.
-  std::function<void(std::span<const float>)> on_logits;
-  // When set, may rule tokens out (set their logits to -inf) before each choice, after on_logits
-  // and before the n-gram guard: a model whose output has a grammar (folio-mini-ocr 2: one action
-  // per line, then the page token). It must leave at least one token allowed.
-  std::function<void(std::span<float>)> constrain;
-  // Teacher forcing: when set, the tokens fed back (and returned) are these, in order, and what the
-  // model would have chosen at each step goes to GenerationResult::predicted. Generation stops when
-  // they run out. Measures per-step agreement without one early difference shifting the rest.
-  std::span<const int32_t> teacher;
 };
 
 struct GenerationResult {
@@ -106,17 +46,6 @@ struct GenerationResult {
   size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (SequenceKV::active_bytes)
   size_t kv_offloaded_bytes_peak = 0;  // most of this sequence's bytes in the reference store at once
 };
-
-class SequenceKV;
-
-// Starts the KV segment of `part` in `kv` (each reference part is one segment: what sparse selects
-// within, rolling drops and the prefix cache reuses), with its sparse unit starts. Call before
-// its first row is appended.
-void begin_reference_part(SequenceKV& kv, const ReferencePart& part);
-
-// sparse: the KV segments read whole when the decoder is on page `page_now` (counting the parts
-// marked `page`, one segment per part): that page and the policy's focus_pages - 1 after it.
-std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy);
 
 class Generator {
  public:

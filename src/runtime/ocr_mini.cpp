@@ -81,7 +81,7 @@ OcrPass MiniOcrModel::prepare_rolling(const OcrPages& pages, size_t first, size_
   const size_t initial = std::min(resident, count);
   for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(pages, first, k, count, threads, on_encoded));
   finish_pass(pass);
-  GenerationOptions::Rolling rolling;
+  DecodingOptions::Rolling rolling;
   rolling.separator = kMiniPage;
   rolling.next_page = [this, &pages, &threads, on_encoded, first, count, next = initial]() mutable -> std::optional<ReferencePart> {
     if (next >= count) return std::nullopt;

@@ -273,7 +273,7 @@ OcrPass MiniOcr2Model::prepare_rolling(const OcrPages& pages, size_t first, size
   auto ahead = std::make_shared<PageAhead>(*this, pages, first, first + count);
   for (size_t k = 0; k < initial; ++k) pass.reference.push_back(page_part(ahead->take(), first, k, count, threads, on_encoded, *state));
   finish_pass(pass, state);
-  GenerationOptions::Rolling rolling;
+  DecodingOptions::Rolling rolling;
   rolling.separator = page_token_;
   rolling.next_page = [this, ahead, &threads, on_encoded, first, count, state, next = initial]() mutable -> std::optional<ReferencePart> {
     if (next >= count) return std::nullopt;

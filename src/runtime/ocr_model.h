@@ -30,7 +30,7 @@ struct OcrPass {
   std::vector<ReferencePart> reference;
   // The model's decoding recipe (no_repeat_ngram / window, embed_token, constrain, stop_at_eos); the
   // pipeline fills in policy, max_tokens and prefill_chunk.
-  GenerationOptions generation;
+  DecodingOptions generation;
   // When set, the text each generated token adds (instead of the tokenizer's bytes; <eos> included)
   // and what the pass still owes once generation ends: for models whose tokens are not text
   // (folio-mini-ocr 2 writes one action per line; its recognizer's readings become the text).
@@ -75,7 +75,7 @@ class OcrModel {
 
   // A rolling pass over pages [first, first + count) (KV policy `rolling`): the reference starts with
   // the first `resident` pages, and each page the decoder finishes leaves it while the next enters
-  // (GenerationOptions::rolling), so any number of pages takes the KV of a few. Unsupported (an
+  // (DecodingOptions::rolling), so any number of pages takes the KV of a few. Unsupported (an
   // Error naming the model) by models that do not read their pages separately.
   virtual bool can_roll() const { return false; }
   virtual OcrPass prepare_rolling(const OcrPages& pages, size_t first, size_t count, size_t resident, VisionMode mode,

@@ -180,7 +180,7 @@ OcrPass OcrRun::prepare(size_t first, size_t count) {
 }
 
 GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) const {
-  GenerationOptions g = pass.generation;  // copies the hooks: they share the pass's state
+  GenerationOptions g{pass.generation};  // copies the hooks: they share the pass's state
   g.policy = opt_.policy;
   g.prefill_chunk = opt_.prefill_chunk;
   g.reference_store = store_.get();
@@ -194,7 +194,8 @@ GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) 
                                                                 " passes, this one " + std::to_string(out_.stats.passes));
     size_t at = 0;
     for (size_t k = 0; k < pi; ++k) at += static_cast<size_t>(per_pass[k]);
-    g.teacher = std::span<const int32_t>(opt_.teacher->tokens).subspan(at, static_cast<size_t>(per_pass[pi]));
+    const auto from = opt_.teacher->tokens.begin() + static_cast<std::ptrdiff_t>(at);
+    g.teacher.assign(from, from + static_cast<std::ptrdiff_t>(per_pass[pi]));
     g.max_tokens = std::max<int64_t>(g.max_tokens, static_cast<int64_t>(g.teacher.size()));
   }
   return g;

@@ -45,7 +45,7 @@ struct OcrOptions {
   std::optional<int> no_repeat_ngram;   // overrides of the model's recipe (0 turns the guard off)
   std::optional<int> no_repeat_window;
   // Teacher forcing: feed these tokens (another run's OcrResult) instead of the model's own, pass by
-  // pass, recording its choices in OcrResult::predicted (see GenerationOptions::teacher).
+  // pass, recording its choices in OcrResult::predicted (see DecodingOptions::teacher).
   const OcrResult* teacher = nullptr;
 };
 

@@ -65,13 +65,11 @@
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
 #include "model/decoder.h"
-#include "runtime/generator.h"
+#include "runtime/sequence_request.h"
 #include "runtime/prefix_kv_cache.h"
 #include "text/sampler.h"
 
 namespace folio {
-
-using RequestId = int64_t;
 
 struct SchedulerOptions {
   KVPolicy policy;
@@ -86,63 +84,6 @@ struct SchedulerOptions {
   // false: admitted whatever the capacity, a sequence that outgrows the pool ends with "error" and
   // the pool's OutOfMemory error (Generator's behaviour: a budget is a limit, not a promise).
   bool reserve_worst_case = true;
-};
-
-struct SequenceResult {
-  RequestId id = -1;
-  std::string stop_reason;       // eos | length | context | cancelled | timeout | error
-  std::string error;             // what went wrong, for "error"
-  std::exception_ptr exception;  // ... and the exception that said so, when one did
-  std::vector<int32_t> tokens;   // generated ids (a stopping EOS included)
-  std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
-  int64_t prompt_tokens = 0;
-  int64_t reference_tokens = 0;  // reference tokens in the KV at the end (rolling: every page that entered)
-  int64_t cached_prompt_tokens = 0;  // prompt tokens whose KV was reused from the prefix cache
-  double queue_ms = 0;           // submit -> admission
-  double ttft_ms = 0;            // submit -> first token (0 if none)
-  double decode_ms = 0;          // first token -> last token, less the pages that entered meanwhile (rolling)
-  // Time producing embedding parts and entering pages (e.g. encoding pages), and of the forward
-  // passes that prefilled this sequence's reference (shared with the batch's other sequences).
-  double produce_ms = 0, prefill_ms = 0;
-  size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
-  size_t kv_active_bytes_max = 0;      // most KV bytes one generated token read (SequenceKV::active_bytes)
-  size_t kv_offloaded_bytes_peak = 0;  // most of its bytes in the reference store at once
-};
-
-struct SequenceRequest {
-  // The reference, either by token id in `prompt` or as parts in `reference` (then `prompt` must be
-  // empty; submit() fills it with the parts' ids, which are what the n-gram guard sees, as in
-  // Generator). Parts are prefilled in order; a chunk never spans two parts.
-  std::vector<int32_t> prompt;
-  std::vector<ReferencePart> reference;
-  // When set, each generated token is fed back as the row this hook writes (`hidden` floats) instead
-  // of by id (GenerationOptions::embed_token). Called on the scheduler thread, once per fed token,
-  // in order, and never after the sequence ends.
-  std::function<void(int32_t token, float* row)> embed_token;
-  // As GenerationOptions::constrain: rules tokens out before each choice (scheduler thread).
-  std::function<void(std::span<float>)> constrain;
-  int64_t max_tokens = 256;      // generated tokens at most (a stopping EOS included)
-  // Rolling reference (policy `rolling`), as GenerationOptions::rolling: the parts marked `page` are
-  // the resident pages; when the model writes the separator the oldest leaves the KV and the page
-  // next_page() gives enters it (prefilled in the following steps) before the separator is fed
-  // back. next_page runs on the scheduler thread: hand in pages whose rows are already produced.
-  std::optional<GenerationOptions::Rolling> rolling;
-  int64_t rolling_page_tokens = 0;  // most tokens of a page that may enter (reserved at admission); 0 = the largest initial page
-  int32_t page_separator = -1;   // as GenerationOptions::page_separator (sparse: the page being read is read whole)
-  SamplingParams sampling;
-  int no_repeat_ngram = 0;       // 0 = off
-  int no_repeat_window = 128;
-  bool stop_at_eos = true;
-  std::optional<std::chrono::steady_clock::time_point> deadline;  // then finished with "timeout"
-  // As GenerationOptions: the logits each token is chosen from (before constrain), teacher forcing
-  // (these tokens are fed back, the model's choices go to SequenceResult::predicted; the sequence
-  // ends with "length" when they run out), and a store complete reference segments leave the pool
-  // for (not with a prefix cache; it must outlive the request).
-  std::function<void(std::span<const float>)> on_logits;
-  std::vector<int32_t> teacher;
-  TieredStore* reference_store = nullptr;
-  std::function<void(int32_t token)> on_token;                 // each generated token, in order
-  std::function<void(const SequenceResult&)> on_done;           // exactly once, after KV is freed
 };
 
 enum class Rejection { None, QueueFull, ExceedsKVBudget, Stopped };

@@ -9,7 +9,7 @@
 // Promises: find() counts a hit when it finds the key; insert() counts a miss (a pass that had to be
 // prepared) and keeps the entry only if it fits the budget alone, evicting least recently used entries until the total fits; bytes() is the sum of entries'
 // sizes as given. Entries are shared: an evicted entry stays alive while a request still uses it.
-// Values are immutable: a user copies the pass (its GenerationOptions::embed_token hook holds its
+// Values are immutable: a user copies the pass (its DecodingOptions::embed_token hook holds its
 // state by value, so a copy of a never-called hook starts fresh). Thread-safe.
 #pragma once
 

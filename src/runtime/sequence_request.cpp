@@ -1,0 +1,46 @@
+#include "runtime/sequence_request.h"
+
+#include <memory>
+
+#include "kv/sequence_kv.h"
+
+namespace folio {
+
+ReferencePart ReferencePart::tokens(std::vector<int32_t> ids) {
+  ReferencePart p;
+  p.ids = std::move(ids);
+  return p;
+}
+
+ReferencePart ReferencePart::rows(std::vector<int32_t> ids, std::vector<float> rows) {
+  // std::function needs a copyable target; share the rows instead of copying them per call.
+  auto shared = std::make_shared<std::vector<float>>(std::move(rows));
+  return lazy(std::move(ids), [shared] { return *shared; });
+}
+
+ReferencePart ReferencePart::lazy(std::vector<int32_t> ids, std::function<std::vector<float>()> produce) {
+  ReferencePart p;
+  p.ids = std::move(ids);
+  p.embeddings = std::move(produce);
+  return p;
+}
+
+void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {
+  kv.begin_segment();
+  const auto n = static_cast<int64_t>(part.ids.size());
+  for (int64_t off : part.unit_starts)
+    if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
+}
+
+std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
+  std::vector<size_t> out;
+  size_t page = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (!reference[i].page) continue;
+    if (page >= page_now && page < page_now + static_cast<size_t>(policy.focus_pages)) out.push_back(i);
+    ++page;
+  }
+  return out;
+}
+
+}  // namespace folio
