@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -30,6 +31,8 @@ namespace folio {
 
 // What Generator takes per call: the request's decoding options, the KV policy and the prefill chunk.
 struct GenerationOptions : DecodingOptions {
+  GenerationOptions() = default;
+  explicit GenerationOptions(DecodingOptions d) : DecodingOptions(std::move(d)) {}
   KVPolicy policy;
   int64_t prefill_chunk = 2048;  // reference rows per forward pass (a MoE layer converts its experts once per pass)
 };
