@@ -462,7 +462,7 @@ bool end_sse(httplib::DataSink& sink, bool ok) {
 struct JobStream {
   std::unique_ptr<OcrJob> job;
   bool finished = false;
-  bool role_sent = false;
+  bool opened = false;  // the pump's opening event was sent
 };
 
 // The release hook of a streamed job's response: a client that left before the end cancels the
@@ -474,6 +474,32 @@ std::function<void(bool)> job_released(std::shared_ptr<JobStream> st, ServerMetr
       metrics.count_cancelled_by_client();
     }
     --in_flight;
+  };
+}
+
+// The SSE pump of a streamed job, for /v1/ocr and for documents sent to /v1/chat/completions:
+// `opening` once (when given), one event per page as it becomes final, then the job's error or
+// its `closing` event, then [DONE]. It wakes every 100 ms so httplib notices a client that left.
+using PageEvent = std::function<json(OcrJob&, size_t page)>;
+using ClosingEvent = std::function<json(OcrJob&)>;
+auto job_pump(std::shared_ptr<JobStream> st, std::optional<json> opening, PageEvent page, ClosingEvent closing) {
+  return [st = std::move(st), opening = std::move(opening), page = std::move(page), closing = std::move(closing)](
+             size_t, httplib::DataSink& sink) {
+    OcrJob& job = *st->job;
+    bool ok = true;
+    if (opening && !st->opened) {
+      st->opened = true;
+      send_sse(sink, ok, *opening);
+    }
+    const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
+    for (size_t i : p.pages) send_sse(sink, ok, page(job, i));
+    if (!ok) return client_closed();
+    if (!p.done) return true;
+    st->finished = true;
+    note_job(job);
+    if (auto e = job.failure()) send_sse(sink, ok, e->body());
+    else send_sse(sink, ok, closing(job));
+    return end_sse(sink, ok);
   };
 }
 
@@ -518,25 +544,15 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st, id, created](size_t, httplib::DataSink& sink) {
-        OcrJob& job = *st->job;
-        const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
-        bool ok = true;
-        for (size_t i : p.pages) send_sse(sink, ok, json{{"id", id}, {"object", "ocr.page"}, {"index", i}, {"page", job.page_json(i)}});
-        if (!ok) return client_closed();
-        if (!p.done) return true;
-        st->finished = true;
-        note_job(job);
-        if (auto e = job.failure()) {
-          send_sse(sink, ok, e->body());
-        } else {
-          json body = job.result();
-          body["id"] = id;
-          body["created"] = created;
-          send_sse(sink, ok, body);
-        }
-        return end_sse(sink, ok);
-      },
+      job_pump(
+          st, std::nullopt,
+          [id](OcrJob& job, size_t i) { return json{{"id", id}, {"object", "ocr.page"}, {"index", i}, {"page", job.page_json(i)}}; },
+          [id, created](OcrJob& job) {
+            json body = job.result();
+            body["id"] = id;
+            body["created"] = created;
+            return body;
+          }),
       job_released(st, metrics_, in_flight_));
   counted.release();
 }
@@ -597,28 +613,14 @@ bool Service::chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Respo
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st, chunk](size_t, httplib::DataSink& sink) {
-        OcrJob& job = *st->job;
-        bool ok = true;
-        if (!st->role_sent) {
-          st->role_sent = true;
-          send_sse(sink, ok, chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
-        }
-        const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
-        for (size_t i : p.pages) send_sse(sink, ok, chunk({{"content", job.markdown_piece(i)}}, nullptr));
-        if (!ok) return client_closed();
-        if (!p.done) return true;
-        st->finished = true;
-        note_job(job);
-        if (auto e = job.failure()) {
-          send_sse(sink, ok, e->body());
-        } else {
-          json last = chunk(json::object(), "stop");
-          last["usage"] = job.usage();
-          send_sse(sink, ok, last);
-        }
-        return end_sse(sink, ok);
-      },
+      job_pump(
+          st, chunk({{"role", "assistant"}, {"content", ""}}, nullptr),
+          [chunk](OcrJob& job, size_t i) { return chunk({{"content", job.markdown_piece(i)}}, nullptr); },
+          [chunk](OcrJob& job) {
+            json last = chunk(json::object(), "stop");
+            last["usage"] = job.usage();
+            return last;
+          }),
       job_released(st, metrics_, in_flight_));
   return true;
 }
