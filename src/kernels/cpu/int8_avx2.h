@@ -54,6 +54,22 @@ struct IAvx2 {
     return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)), _mm_set1_epi16(static_cast<short>(a)));
   }
   static i32 dot_scaled(bytes u, bytes s, i16 scale) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale); }
+  static i32 dot_scaled_add(i32 acc, bytes u, bytes s, i16 scale) { return _mm256_add_epi32(acc, dot_scaled(u, s, scale)); }
+  // A block's 8 scales widened to i16 once, in both 128-bit halves; scale_pair(t, a, b) is then
+  // scale16(scale a, scale b) in one shuffle (a, b: constants after unrolling).
+  using scales = __m256i;
+  static scales scales_u8(const uint8_t* s8) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))));
+  }
+  static scales scales_i8(const int8_t* s8) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))));
+  }
+  static i16 scale_pair(scales t, int a, int b) {
+    // Bytes 2e and 2e + 1 of a half: its i16 element e, in every lane of that half.
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(0x0100 + 0x0202 * b)),
+                                          _mm_set1_epi16(static_cast<short>(0x0100 + 0x0202 * a)));
+    return _mm256_shuffle_epi8(t, pick);
+  }
   static i32 add(i32 a, i32 b) { return _mm256_add_epi32(a, b); }
   static i32 sub(i32 a, i32 b) { return _mm256_sub_epi32(a, b); }
   static i32 set1(int v) { return _mm256_set1_epi32(v); }

@@ -29,6 +29,10 @@ namespace folio::kernels::detail {
 namespace {
 struct IVnni : IAvx2 {
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  // vpdpwssd adds the scaled pair sums straight into the accumulator (madd + add in one).
+  static i32 dot_scaled_add(i32 acc, bytes u, bytes s, i16 scale) {
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scale);
+  }
 };
 // The integer GEMM's tile with vpdpbusd: no temporaries, so 6 rows x 4 panels (24 accumulators).
 struct GAvx512Vnni : GAvx512 {

@@ -166,6 +166,21 @@ struct IScalar {
     for (int k = 0; k < 8; ++k) r.v[k] *= scale.v[k];
     return r;
   }
+  static i32 dot_scaled_add(i32 acc, bytes u, bytes s, i16 scale) { return add(acc, dot_scaled(u, s, scale)); }
+  struct scales {
+    int v[8];
+  };
+  static scales scales_u8(const uint8_t* s8) {
+    scales t;
+    for (int i = 0; i < 8; ++i) t.v[i] = s8[i];
+    return t;
+  }
+  static scales scales_i8(const int8_t* s8) {
+    scales t;
+    for (int i = 0; i < 8; ++i) t.v[i] = s8[i];
+    return t;
+  }
+  static i16 scale_pair(const scales& t, int a, int b) { return scale16(t.v[a], t.v[b]); }
   static int32_t dot8_u8(const uint8_t* m, const int16_t* v) {
     int32_t s = 0;
     for (int i = 0; i < 8; ++i) s += m[i] * v[i];

@@ -10,6 +10,8 @@
 //   abs8(w), sign8(x, w) (x negated where w < 0, 0 where w = 0),
 //   dot_u8s8(u, s) -> i32 whose lane k is the exact sum of u[i] s[i] for i = 4k .. 4k + 3,
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
+//   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(p) / scales_i8(p)
+//   (8 scale bytes unpacked once) and scale_pair(scales, a, b) = scale16(scale a, scale b),
 //   add(i32, i32), sub(i32, i32), set1(int), dot8_u8(m[8], v[8]) and dot16_i8(s[16], v[16]) (exact
 //   int32 sums of u8 / int8 times int16),
 //   fzero(), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
@@ -163,6 +165,7 @@ inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x
       prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), rb, sizeof(Block));
       uint8_t sc[8], m[8];
       scales_mins_k4(blk.scales, sc, m);
+      const typename I::scales sv = I::scales_u8(sc);
       typename I::i32 acc[G];
       for (int g = 0; g < G; ++g) acc[g] = I::set1(0);
       typename I::bytes qh{};
@@ -174,11 +177,11 @@ inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x
           lo = I::or_(lo, I::bit_set(qh, static_cast<uint8_t>(1u << (2 * i))));
           hi = I::or_(hi, I::bit_set(qh, static_cast<uint8_t>(2u << (2 * i))));
         }
-        const typename I::i16 s_lo = I::scale16(sc[2 * i], sc[2 * i]), s_hi = I::scale16(sc[2 * i + 1], sc[2 * i + 1]);
+        const typename I::i16 s_lo = I::scale_pair(sv, 2 * i, 2 * i), s_hi = I::scale_pair(sv, 2 * i + 1, 2 * i + 1);
         for (int g = 0; g < G; ++g) {
           const int8_t* xq = x[g * xs + b].q + 64 * i;
-          acc[g] = I::add(acc[g], I::dot_scaled(lo, I::load(xq), s_lo));
-          acc[g] = I::add(acc[g], I::dot_scaled(hi, I::load(xq + 32), s_hi));
+          acc[g] = I::dot_scaled_add(acc[g], lo, I::load(xq), s_lo);
+          acc[g] = I::dot_scaled_add(acc[g], hi, I::load(xq + 32), s_hi);
         }
       }
       const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
@@ -203,15 +206,15 @@ inline void dot_rows_q6k(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* 
       typename I::i32 acc[G];
       for (int g = 0; g < G; ++g) acc[g] = I::set1(0);
       for (int h = 0; h < 2; ++h) {
+        const typename I::scales st = I::scales_i8(blk.scales + 8 * h);
         const typename I::bytes l0 = I::load(blk.ql + 64 * h), l1 = I::load(blk.ql + 64 * h + 32);
         const typename I::bytes qh = I::load(blk.qh + 32 * h);
         const typename I::bytes q[4] = {I::q6(I::nibbles_lo(l0), qh, 0), I::q6(I::nibbles_lo(l1), qh, 1),
                                         I::q6(I::nibbles_hi(l0), qh, 2), I::q6(I::nibbles_hi(l1), qh, 3)};
         for (int k = 0; k < 4; ++k) {
-          const int8_t* s = blk.scales + 8 * h + 2 * k;
-          const typename I::i16 sv = I::scale16(s[0], s[1]);
+          const typename I::i16 sv = I::scale_pair(st, 2 * k, 2 * k + 1);
           for (int g = 0; g < G; ++g)
-            acc[g] = I::add(acc[g], I::dot_scaled(q[k], I::load(x[g * xs + b].q + 128 * h + 32 * k), sv));
+            acc[g] = I::dot_scaled_add(acc[g], q[k], I::load(x[g * xs + b].q + 128 * h + 32 * k), sv);
         }
       }
       const float d = I::f16(blk.d);
