@@ -28,6 +28,7 @@ struct OcrArgs {
   int64_t max_tokens = 0, kv_budget = 0;
   bool policy_given = false;
   size_t pages_per_pass = 0;
+  size_t passes_in_flight = 1;
   int threads = 0;
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
   bool stream = false, quiet = false;
@@ -60,6 +61,7 @@ int run_ocr_command(const OcrArgs& a) {
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;
+  opt.passes_in_flight = a.passes_in_flight;
   if (a.kv_budget < 0) throw_invalid("--kv-budget must not be negative, got " + std::to_string(a.kv_budget));
   opt.kv_budget = static_cast<size_t>(a.kv_budget);
   // No --model: the shipped model ($FOLIO_MODEL, or found next to the executable / source tree).
@@ -139,6 +141,10 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--max-tokens", a->max_tokens, "Generated tokens per pass at most (0 = until EOS or the context is full)")
       ->capture_default_str();
   app.add_option("--pages-per-pass", a->pages_per_pass, "Pages per decoder pass (0 = automatic: up to 20, half the context)")
+      ->capture_default_str();
+  app.add_option("--passes-in-flight", a->passes_in_flight,
+                 "Passes decoded side by side, each step reading the weights once for all (the same text; the KV holds that many "
+                 "passes at once)")
       ->capture_default_str();
   add_kv_options(app, a->kv, true);
   app.add_option("--kv-budget", a->kv_budget,

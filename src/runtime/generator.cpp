@@ -49,27 +49,53 @@ GenerationResult generation_result(SequenceResult s) {
 
 GenerationResult Generator::generate(std::span<const ReferencePart> reference, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
+  BatchItem item{reference, opt, on_token, {}};
+  return std::move(generate_batch(std::span<BatchItem>(&item, 1), 1).front());
+}
+
+std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> items, int64_t max_batch) {
+  if (items.empty()) return {};
   SchedulerOptions so;
-  so.policy = opt.policy;
-  so.max_batch = 1;
-  so.prefill_chunk = opt.prefill_chunk;
+  so.policy = items.front().options.policy;
+  so.max_batch = max_batch;
+  so.prefill_chunk = items.front().options.prefill_chunk;
+  so.max_queue = items.size();
   so.synchronous = true;
   so.reserve_worst_case = false;  // the pool's capacity is a limit: OutOfMemory when it is reached
+  so.prefill_before_decode = true;
+  // Declared before the scheduler: a scheduler destroyed early (a request refused at submit) ends
+  // the submitted ones, whose callbacks write here.
+  std::vector<std::optional<SequenceResult>> out(items.size());
+  std::vector<RequestId> ids(items.size(), -1);
+  std::exception_ptr first_error;
   Scheduler scheduler(dec_, pool_, threads_, so);
-  SequenceRequest r = sequence_request(reference, opt);
-  RequestId id = -1;
-  std::optional<SequenceResult> out;
-  if (on_token)
-    r.on_token = [&](int32_t t) {
-      if (!on_token(t)) scheduler.cancel(id);  // takes effect at once
+  for (size_t i = 0; i < items.size(); ++i) {
+    SequenceRequest r = sequence_request(items[i].reference, items[i].options);
+    if (items[i].on_token)
+      r.on_token = [&, i](int32_t t) {
+        if (!items[i].on_token(t)) scheduler.cancel(ids[i]);  // takes effect at once
+      };
+    r.on_done = [&, i](const SequenceResult& s) {
+      out[i] = s;
+      if (s.stop_reason == "error") {
+        if (!first_error) first_error = s.exception ? s.exception : std::make_exception_ptr(Error(Error::Kind::Internal, s.error));
+        for (RequestId id : ids) scheduler.cancel(id);  // the others end too
+      } else if (items[i].on_done) {
+        items[i].on_done(generation_result(s));
+      }
     };
-  r.on_done = [&](const SequenceResult& s) { out = s; };
-  const Submission sub = scheduler.submit(std::move(r));
-  if (!sub.accepted()) throw Error(Error::Kind::Internal, "generate: the scheduler refused the request: " + sub.message);
-  id = sub.id;
+    const Submission sub = scheduler.submit(std::move(r));
+    if (!sub.accepted()) throw Error(Error::Kind::Internal, "generate: the scheduler refused the request: " + sub.message);
+    ids[i] = sub.id;
+  }
   scheduler.run_until_idle();
-  if (!out) throw Error(Error::Kind::Internal, "generate: the request did not finish");
-  return generation_result(std::move(*out));
+  if (first_error) std::rethrow_exception(first_error);
+  std::vector<GenerationResult> results;
+  for (auto& o : out) {
+    if (!o) throw Error(Error::Kind::Internal, "generate: a request did not finish");
+    results.push_back(generation_result(std::move(*o)));
+  }
+  return results;
 }
 
 }  // namespace folio

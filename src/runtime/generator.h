@@ -64,6 +64,20 @@ class Generator {
   GenerationResult generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                             const std::function<bool(int32_t)>& on_token = {});
 
+  // Several references decoded side by side, at most `max_batch` at once (in order), under the
+  // first item's policy and prefill chunk. Every sequence prefills before any decodes, so on the
+  // GEMV path (fewer than matmul_gemm_min_rows sequences) each gets exactly the tokens generate()
+  // gives it alone, while the weights are read once per step for all of them. on_done runs as each
+  // one ends, on this thread; results come back in the items' order. The first error ends the
+  // call (rethrown once every sequence has ended).
+  struct BatchItem {
+    std::span<const ReferencePart> reference;
+    GenerationOptions options;
+    std::function<bool(int32_t)> on_token;
+    std::function<void(const GenerationResult&)> on_done;
+  };
+  std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch);
+
  private:
   Decoder& dec_;
   KVBlockPool& pool_;

@@ -136,6 +136,7 @@ class OcrRun {
   }
 
   void read_pass(size_t pi, size_t first, size_t count);
+  void read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes);
   OcrResult finish();
 
  private:
@@ -149,6 +150,7 @@ class OcrRun {
   OcrPass prepare(size_t first, size_t count);
   GenerationOptions options(const OcrPass& pass, size_t pi, size_t count) const;
   void absorb(GenerationResult r);
+  void count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before);
 
   OcrModel& model_;
   const OcrPages& pages_;
@@ -212,22 +214,89 @@ void OcrRun::read_pass(size_t pi, size_t first, size_t count) {
   const double decode_ms_before = out_.stats.decode_ms;
   const int32_t eos = model_.decoder().config().eos_id;
   auto on_token = [&](int32_t tok) {
-    const auto now = Clock::now();
-    if (!first_token) first_token = now;
-    ++prog_.tokens;
     if (pass.write_token) emit(pass.write_token(tok));
     else if (!(g.stop_at_eos && tok == eos)) emit(detok.push(tok));
-    const double ms = decode_ms_before + ms_between(*first_token, now);
-    prog_.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog_.tokens) / ms : 0.0;
-    prog_.kv_bytes = pool_.bytes_in_use();
-    out_.stats.kv_bytes_last = prog_.kv_bytes;
-    report();
+    count_token(first_token, decode_ms_before);
     return true;
   };
   absorb(gen_.generate(pass.reference, g, on_token));
   emit(pass.write_end ? pass.write_end() : detok.flush());
   for (OcrPage& p : fit_ocr_pages(model_.parse(std::string_view(out_.text).substr(text_start)), count, first, out_.warnings))
     out_.pages.push_back(std::move(p));
+}
+
+// A token generated: the progress figures (decode rate since the first token of this decoding).
+void OcrRun::count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before) {
+  const auto now = Clock::now();
+  if (!first_token) first_token = now;
+  ++prog_.tokens;
+  const double ms = decode_ms_before + ms_between(*first_token, now);
+  prog_.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog_.tokens) / ms : 0.0;
+  prog_.kv_bytes = pool_.bytes_in_use();
+  out_.stats.kv_bytes_last = prog_.kv_bytes;
+  report();
+}
+
+// Every pass prepared, then decoded side by side; each pass's text is kept apart and emitted in
+// pass order, a pass's as it comes once the passes before it have ended.
+void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes) {
+  struct Run {
+    OcrPass pass;
+    std::optional<StreamingDetokenizer> detok;
+    std::string text;
+    size_t sent = 0;      // of text, emitted
+    bool opened = false;  // its separator emitted: it is the pass streaming now, or was
+    bool done = false;
+  };
+  std::vector<Run> runs(passes.size());
+  std::vector<Generator::BatchItem> items;
+  for (size_t k = 0; k < passes.size(); ++k) {
+    runs[k].pass = prepare(passes[k].first, passes[k].second);
+    runs[k].detok.emplace(model_.tokenizer());
+  }
+  size_t shown = 0;  // the pass whose text streams now
+  auto flush = [&] {
+    for (; shown < runs.size(); ++shown) {
+      Run& r = runs[shown];
+      prog_.pass = shown + 1;
+      if (!r.opened && shown > 0) emit("\n\n");  // as one pass after another: at the pass's start
+      r.opened = true;
+      emit(std::string_view(r.text).substr(r.sent));
+      r.sent = r.text.size();
+      if (!r.done) return;
+    }
+  };
+  std::optional<Clock::time_point> first_token;
+  const double decode_ms_before = out_.stats.decode_ms;
+  const int32_t eos = model_.decoder().config().eos_id;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    GenerationOptions g = options(runs[k].pass, k, passes[k].second);
+    const bool skip_eos = g.stop_at_eos;
+    auto on_token = [&, k, skip_eos](int32_t tok) {
+      Run& r = runs[k];
+      if (r.pass.write_token) r.text += r.pass.write_token(tok);
+      else if (!(skip_eos && tok == eos)) r.text += r.detok->push(tok);
+      flush();
+      count_token(first_token, decode_ms_before);
+      return true;
+    };
+    auto on_done = [&, k](const GenerationResult&) {
+      Run& r = runs[k];
+      r.text += r.pass.write_end ? r.pass.write_end() : r.detok->flush();
+      r.done = true;
+      flush();
+    };
+    items.push_back({runs[k].pass.reference, std::move(g), on_token, on_done});
+  }
+  std::vector<GenerationResult> results = gen_.generate_batch(items, static_cast<int64_t>(opt_.passes_in_flight));
+  const auto last_token = Clock::now();
+  for (size_t k = 0; k < runs.size(); ++k) {
+    absorb(std::move(results[k]));
+    for (OcrPage& p : fit_ocr_pages(model_.parse(runs[k].text), passes[k].second, passes[k].first, out_.warnings))
+      out_.pages.push_back(std::move(p));
+  }
+  // The passes decoded at once: decode time is the wall time from the first token to the last.
+  out_.stats.decode_ms = decode_ms_before + (first_token ? ms_between(*first_token, last_token) : 0.0);
 }
 
 void OcrRun::absorb(GenerationResult r) {
@@ -299,8 +368,13 @@ OcrResult OcrRun::finish() {
 OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
   if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
   const auto passes = plan_ocr_passes(model, pages, opt);
+  if (opt.passes_in_flight < 1) throw_invalid("--passes-in-flight must be at least 1");
   OcrRun run(model, pages, opt, threads, cb, passes.size());
-  for (size_t pi = 0; pi < passes.size(); ++pi) run.read_pass(pi, passes[pi].first, passes[pi].second);
+  if (opt.passes_in_flight > 1 && passes.size() > 1) {
+    run.read_side_by_side(passes);
+  } else {
+    for (size_t pi = 0; pi < passes.size(); ++pi) run.read_pass(pi, passes[pi].first, passes[pi].second);
+  }
   return run.finish();
 }
 

@@ -41,6 +41,11 @@ struct OcrOptions {
   size_t kv_hot_bytes = size_t{64} << 20, kv_cold_bytes = size_t{64} << 30;
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
+  // Passes decoded side by side (Generator::generate_batch): every pass is prepared first, all
+  // prefill, then decode together, each step reading the weights once for all of them; the text is
+  // the same as one pass at a time (fewer than 20 in flight: the GEMV path) and streams in pass
+  // order. The KV holds that many passes at once. 1 = one pass after another.
+  size_t passes_in_flight = 1;
   int64_t prefill_chunk = 2048;  // a MoE layer converts every expert it meets once per pass: fewer, longer passes
   std::optional<int> no_repeat_ngram;   // overrides of the model's recipe (0 turns the guard off)
   std::optional<int> no_repeat_window;

@@ -427,11 +427,14 @@ Decoder::Input Scheduler::decode_input(Active& a) {
 Scheduler::Batch Scheduler::gather_batch(std::vector<Done>& done) {
   Batch b;
   int64_t budget = opt_.prefill_chunk;  // prompt rows in this step, over every prefilling sequence
+  auto prefilling_now = [](const Active& a) { return a.entering || a.prefilled < static_cast<int64_t>(a.req.prompt.size()); };
+  const bool hold_decode = opt_.prefill_before_decode &&
+                           std::any_of(running_.begin(), running_.end(), [&](const auto& a) { return !a->finished && prefilling_now(*a); });
   for (auto& ap : running_) {
     Active& a = *ap;
     if (a.finished) continue;
-    const bool prefilling = a.entering || a.prefilled < static_cast<int64_t>(a.req.prompt.size());
-    if (prefilling && budget == 0) continue;
+    const bool prefilling = prefilling_now(a);
+    if ((prefilling && budget == 0) || (!prefilling && hold_decode)) continue;
     try {
       const Decoder::Input in = prefilling ? prefill_input(a, budget) : decode_input(a);
       const int64_t n = prefilling ? (in.tokens.empty() ? in.n_embeddings : static_cast<int64_t>(in.tokens.size())) : 0;

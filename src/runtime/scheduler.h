@@ -84,6 +84,10 @@ struct SchedulerOptions {
   // false: admitted whatever the capacity, a sequence that outgrows the pool ends with "error" and
   // the pool's OutOfMemory error (Generator's behaviour: a budget is a limit, not a promise).
   bool reserve_worst_case = true;
+  // No sequence decodes in a step where another still prefills: decode rows then never share a
+  // forward pass with prefill rows, so on the GEMV path (batches under matmul_gemm_min_rows rows)
+  // every sequence gets exactly the tokens it gets alone (the CLI's passes side by side).
+  bool prefill_before_decode = false;
 };
 
 enum class Rejection { None, QueueFull, ExceedsKVBudget, Stopped };

@@ -258,5 +258,34 @@ TEST(OcrPipeline, PassesSplitPagesAndRefuseWhatCannotFit) {
   EXPECT_EQ(r.stats.decode_tokens, 9);
 }
 
+// Passes side by side (passes_in_flight > 1): the same tokens, text, pages and stream as one pass
+// after another (three sequences per step: the GEMV path), with fewer forward passes' worth of time
+// not asserted here (docs/benchmarks.md). Lazy pages are encoded during prefill, one pass at a time.
+TEST(OcrPipeline, PassesSideBySideGiveTheSequentialResult) {
+  auto& model = *fx().model;
+  OcrPages pages = OcrPages::open({kPdf, fx().png_wide, kPdf}, "", kDpi);
+  ThreadPool threads(2);
+  OcrOptions o = options(VisionMode::Base, "rswa", 16, 12);
+  o.pages_per_pass = 2;
+  auto run = [&](size_t in_flight, std::string& streamed) {
+    o.passes_in_flight = in_flight;
+    OcrCallbacks cb;
+    cb.on_text = [&](std::string_view s) { streamed.append(s); };
+    return run_ocr(model, pages, o, threads, cb);
+  };
+  std::string s1, s3;
+  const OcrResult one = run(1, s1), three = run(3, s3);
+  EXPECT_EQ(three.stats.passes, 3u);
+  EXPECT_EQ(three.tokens, one.tokens);
+  EXPECT_EQ(three.stats.pass_tokens, one.stats.pass_tokens);
+  EXPECT_EQ(three.text, one.text);
+  EXPECT_EQ(s3, s1);
+  EXPECT_EQ(s3, three.text);
+  EXPECT_EQ(three.markdown, one.markdown);
+  EXPECT_EQ(three.stats.stop_reasons, one.stats.stop_reasons);
+  o.passes_in_flight = 0;
+  EXPECT_THROW(run_ocr(model, pages, o, threads), Error);
+}
+
 }  // namespace
 }  // namespace folio
