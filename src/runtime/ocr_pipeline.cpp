@@ -288,15 +288,22 @@ void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& pas
     };
     items.push_back({runs[k].pass.reference, std::move(g), on_token, on_done});
   }
+  OcrStats& st = out_.stats;
+  const double prefill_before = st.prefill_ms, produce_before = st.encode_ms;
+  const auto start = Clock::now();
   std::vector<GenerationResult> results = gen_.generate_batch(items, static_cast<int64_t>(opt_.passes_in_flight));
-  const auto last_token = Clock::now();
+  const auto end = Clock::now();
   for (size_t k = 0; k < runs.size(); ++k) {
     absorb(std::move(results[k]));
     for (OcrPage& p : fit_ocr_pages(model_.parse(runs[k].text), passes[k].second, passes[k].first, out_.warnings))
       out_.pages.push_back(std::move(p));
   }
-  // The passes decoded at once: decode time is the wall time from the first token to the last.
-  out_.stats.decode_ms = decode_ms_before + (first_token ? ms_between(*first_token, last_token) : 0.0);
+  // The passes shared their forward passes, so their own times overlap: decode is the wall time
+  // from the first token to the last, prefill the rest of the batch's time besides producing rows
+  // (encoding pages, counted by each pass: it happens one part at a time).
+  const double decode = first_token ? ms_between(*first_token, end) : 0.0;
+  st.decode_ms = decode_ms_before + decode;
+  st.prefill_ms = prefill_before + std::max(0.0, ms_between(start, end) - (st.encode_ms - produce_before) - decode);
 }
 
 void OcrRun::absorb(GenerationResult r) {
