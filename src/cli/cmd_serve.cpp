@@ -60,7 +60,8 @@ Runner add_serve(CLI::App& app) {
       svc.wait();
       throw;
     }
-    std::fprintf(stderr, "folio: serving %s on http://%s:%d\n", svc.model_id().c_str(), cfg.server.host.c_str(), port);
+    std::fprintf(stderr, "folio: serving %s on %s://%s:%d\n", svc.model_id().c_str(), cfg.server.tls_cert_file.empty() ? "http" : "https",
+                 cfg.server.host.c_str(), port);
     std::fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);

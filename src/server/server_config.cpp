@@ -231,6 +231,10 @@ const std::vector<Key>& keys() {
     k.push_back({"server.cors_origins", Type::String,
                  "origins browsers may call from: '*', or comma-separated origins ('' = no CORS headers, preflights get 405)",
                  [](ServerConfig& c, const Value& v) { c.server.cors_origins = v.s; return std::string(); }});
+    k.push_back({"server.tls_cert_file", Type::String, "HTTPS: the PEM certificate (chain) to serve ('' = plain HTTP; needs server.tls_key_file)",
+                 [](ServerConfig& c, const Value& v) { c.server.tls_cert_file = v.s; return std::string(); }});
+    k.push_back({"server.tls_key_file", Type::String, "HTTPS: the PEM private key of server.tls_cert_file",
+                 [](ServerConfig& c, const Value& v) { c.server.tls_key_file = v.s; return std::string(); }});
     k.push_back({"server.access_log", Type::String, "where each request's access line goes: '-' (stderr), 'off', or a file (appended)",
                  [](ServerConfig& c, const Value& v) {
                    c.server.access_log = v.s;

@@ -61,6 +61,8 @@ struct ServerConfig {
     std::string access_log = "-";      // one line per request: "-" = stderr, "off", or a file (appended)
     std::string log_format = "json";   // json | text
     std::string log_level = "info";    // info (every request) | warn (4xx and 5xx) | error (5xx) | off
+    // TLS (HTTPS, OpenSSL): a PEM certificate (chain) and its private key, both or neither.
+    std::string tls_cert_file, tls_key_file;
   } server;
 };
 

@@ -3,6 +3,8 @@
 #include "kv/kv_dtype.h"
 
 #include <httplib.h>
+
+#include <fstream>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -88,6 +90,21 @@ struct InFlight {
   void release() { n = nullptr; }
 };
 
+// Plain HTTP, or HTTPS when a certificate and key are given (both or neither; each must load).
+std::unique_ptr<httplib::Server> make_http_server(const std::string& cert, const std::string& key) {
+  if (cert.empty() && key.empty()) return std::make_unique<httplib::Server>();
+  if (cert.empty() || key.empty())
+    throw_invalid("server.tls_cert_file and server.tls_key_file: TLS needs both, got only " +
+                  std::string(cert.empty() ? "server.tls_key_file" : "server.tls_cert_file"));
+  for (const auto& [name, path] : {std::pair{"server.tls_cert_file", cert}, std::pair{"server.tls_key_file", key}})
+    if (!std::ifstream(path)) throw_invalid(std::string(name) + ": cannot read " + path);
+  auto s = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+  if (!s->is_valid())
+    throw_invalid("server.tls_cert_file / server.tls_key_file: OpenSSL cannot use " + cert + " with " + key +
+                  " (not PEM, or the key does not match the certificate)");
+  return s;
+}
+
 }  // namespace
 
 // A text generation's tokens and result, from the scheduler thread to the HTTP thread answering it.
@@ -123,7 +140,7 @@ Service::Service(ServerConfig cfg)
   served_names_ = comma_list(cfg_.model.served_names);
   if (served_names_.empty()) served_names_ = {model_id_};
   model_id_ = served_names_.front();
-  http_ = std::make_unique<httplib::Server>();
+  http_ = make_http_server(cfg_.server.tls_cert_file, cfg_.server.tls_key_file);
   // An answer goes out in several writes (headers, body, SSE chunks): with Nagle's algorithm the
   // later ones wait for the client's delayed ACK, about 40 ms per response (measured: TTFT p50 46 ms
   // on a cached OCR request whose server-side work takes a few).
