@@ -1,5 +1,6 @@
 #include "server/service.h"
 #include "server/stop_strings.h"
+#include "server/tokenize_request.h"
 #include "kv/kv_dtype.h"
 
 #include <httplib.h>
@@ -278,7 +279,7 @@ void Service::install_routes() {
   http_->set_keep_alive_max_count(1000);
   http_->set_write_timeout(30, 0);
 
-  // The gate in front of every /v1/ route: key, draining, rate limit. Runs before the body is read.
+  // The gate in front of every API route: key, draining, rate limit. Runs before the body is read.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_access = AccessRecord{};
     t_access.start = std::chrono::steady_clock::now();
@@ -287,8 +288,10 @@ void Service::install_routes() {
       res.status = 204;
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    // Every answer under /v1/, errors included, carries the request's id (the client's, or ours).
+    // The API: /v1/ and llama-server's /tokenize and /detokenize (probes and /metrics stay open).
+    const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" || req.path == "/detokenize";
+    if (!api) return httplib::Server::HandlerResponse::Unhandled;
+    // Every answer of the API, errors included, carries the request's id (the client's, or ours).
     t_access.request_id = ids_.for_request(req.get_header_value("X-Request-Id"));
     t_access.model = model_id_;
     res.set_header("X-Request-Id", t_access.request_id);
@@ -410,6 +413,33 @@ void Service::install_routes() {
   }));
   mount("POST", "/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
   mount("POST", "/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
+  mount("POST", "/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); }));
+  mount("POST", "/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); }));
+}
+
+void Service::tokenize(const httplib::Request& req, httplib::Response& res) {
+  check_loaded(res);
+  const TokenizeRequest tr = parse_tokenize_request(req.body);
+  std::vector<int32_t> ids;
+  if (tr.add_special && decoder_->config().bos_id >= 0) ids.push_back(decoder_->config().bos_id);
+  const std::vector<int32_t> text = tokenizer_->encode(tr.content);
+  ids.insert(ids.end(), text.begin(), text.end());
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    if (tr.with_pieces) tokens.push_back({{"id", id}, {"piece", tokenizer_->token_bytes(id)}});
+    else tokens.push_back(id);
+  }
+  res.set_content(dump(json{{"tokens", tokens}}), "application/json");
+}
+
+void Service::detokenize(const httplib::Request& req, httplib::Response& res) {
+  check_loaded(res);
+  const DetokenizeRequest dr = parse_detokenize_request(req.body);
+  const int32_t vocab = tokenizer_->vocab_size();
+  for (int32_t id : dr.tokens)
+    if (id < 0 || id >= vocab)
+      throw bad_request("invalid_value", "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  res.set_content(dump(json{{"content", tokenizer_->decode(dr.tokens)}}), "application/json");
 }
 
 bool Service::cors_headers(const httplib::Request& req, httplib::Response& res) const {

@@ -118,6 +118,9 @@ class Service {
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
   void ocr(const httplib::Request& req, httplib::Response& res);
+  // POST /tokenize and /detokenize (server/tokenize_request.h).
+  void tokenize(const httplib::Request& req, httplib::Response& res);
+  void detokenize(const httplib::Request& req, httplib::Response& res);
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
   std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
   void check_loaded(httplib::Response& res) const;

@@ -2,6 +2,8 @@
 // with httplib's client (and a raw socket where a client must vanish mid-stream).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -276,6 +278,10 @@ TEST_F(Http, ApiKeysAreRequiredAndChecked) {
   r = cli.Get("/v1/models", {{"Authorization", "Bearer sk-twO"}});
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "invalid_api_key");
+  // llama-server's token routes are behind the same gate.
+  r = cli.Post("/tokenize", R"({"content":"x"})", "application/json");
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(cli.Post("/tokenize", {{"Authorization", "Bearer sk-one"}}, R"({"content":"x"})", "application/json")->status, 200);
   r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer sk-on"}}, chat_body("x", 2).dump(), "application/json");
   EXPECT_EQ(r->status, 401);
   r = cli.Get("/v1/models", {{"Authorization", "Bearer sk-two"}});
@@ -292,7 +298,7 @@ TEST_F(Http, ApiKeysAreRequiredAndChecked) {
   EXPECT_EQ(cli.Get("/healthz")->status, 200);
   EXPECT_EQ(cli.Get("/readyz")->status, 200);
   std::string text = cli.Get("/metrics")->body;
-  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"missing_api_key\"}"), 2);
+  EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"missing_api_key\"}"), 3);  // the /tokenize one included
   EXPECT_EQ(metric(text, "folio_rejected_requests_total{reason=\"invalid_api_key\"}"), 2);
 }
 
@@ -781,6 +787,46 @@ TEST_F(Http, ShutdownDrainsInFlightRequests) {
   EXPECT_EQ(status, 200) << out;
   EXPECT_EQ(json::parse(out)["usage"]["completion_tokens"], 150);
   EXPECT_EQ(json::parse(out)["choices"][0]["finish_reason"], "length");
+}
+
+// llama-server's /tokenize and /detokenize: the served tokenizer's ids and back; bad bodies get a
+// 400 naming the field, and the server goes on.
+TEST_F(Http, TokenizeAndDetokenize) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  const Tokenizer& tok = *reference_->tokenizer;
+  const std::vector<int32_t> ids = tok.encode("hello world");
+  auto r = cli.Post("/tokenize", R"({"content":"hello world"})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["tokens"].get<std::vector<int32_t>>(), ids);
+  r = cli.Post("/tokenize", R"({"content":"hello world","add_special":true,"with_pieces":true})", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json pieces = json::parse(r->body)["tokens"];
+  ASSERT_EQ(pieces.size(), ids.size() + 1);
+  EXPECT_EQ(pieces[0]["id"], reference_->config.bos_id);
+  EXPECT_EQ(pieces[1]["id"], ids[0]);
+  EXPECT_EQ(pieces[1]["piece"], tok.token_bytes(ids[0]));
+  r = cli.Post("/detokenize", json{{"tokens", ids}}.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["content"], tok.decode(ids));
+
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {"/tokenize", "{}", "missing_field"},
+      {"/tokenize", R"({"content":5})", "invalid_type"},
+      {"/tokenize", R"({"content":"x","add_special":"yes"})", "invalid_type"},
+      {"/detokenize", R"({"tokens":"1 2"})", "invalid_type"},
+      {"/detokenize", R"({"tokens":[1,"a"]})", "invalid_type"},
+      {"/detokenize", R"({"tokens":[1,99999999]})", "invalid_value"},
+      {"/detokenize", "not json", "invalid_json"},
+  };
+  for (const auto& [path, body, code] : bad) {
+    r = cli.Post(path, body, "application/json");
+    ASSERT_TRUE(r) << path << " " << body;
+    EXPECT_EQ(r->status, 400) << body;
+    EXPECT_EQ(json::parse(r->body)["error"]["code"], code) << body << " -> " << r->body;
+  }
+  EXPECT_EQ(cli.Get("/healthz")->status, 200);
 }
 
 }  // namespace
