@@ -53,7 +53,7 @@ GenerationResult Generator::generate(std::span<const ReferencePart> reference, c
   return std::move(generate_batch(std::span<BatchItem>(&item, 1), 1).front());
 }
 
-std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> items, int64_t max_batch) {
+std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats) {
   if (items.empty()) return {};
   SchedulerOptions so;
   so.policy = items.front().options.policy;
@@ -89,6 +89,7 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
     ids[i] = sub.id;
   }
   scheduler.run_until_idle();
+  if (stats) *stats = scheduler.stats();
   if (first_error) std::rethrow_exception(first_error);
   std::vector<GenerationResult> results;
   for (auto& o : out) {

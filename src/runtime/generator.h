@@ -29,6 +29,8 @@
 
 namespace folio {
 
+struct SchedulerStats;  // runtime/scheduler.h
+
 // What Generator takes per call: the request's decoding options, the KV policy and the prefill chunk.
 struct GenerationOptions : DecodingOptions {
   GenerationOptions() = default;
@@ -76,7 +78,8 @@ class Generator {
     std::function<bool(int32_t)> on_token;
     std::function<void(const GenerationResult&)> on_done;
   };
-  std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch);
+  // `stats`, when given, receives the scheduler's counters at the end (forward passes, their time).
+  std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats = nullptr);
 
  private:
   Decoder& dec_;

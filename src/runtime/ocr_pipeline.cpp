@@ -12,6 +12,7 @@
 #include "doc/ocr_markdown.h"
 #include "kv/block_pool.h"
 #include "runtime/generator.h"
+#include "runtime/scheduler.h"
 #include "text/tokenizer.h"
 
 namespace folio {
@@ -291,19 +292,20 @@ void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& pas
   OcrStats& st = out_.stats;
   const double prefill_before = st.prefill_ms, produce_before = st.encode_ms;
   const auto start = Clock::now();
-  std::vector<GenerationResult> results = gen_.generate_batch(items, static_cast<int64_t>(opt_.passes_in_flight));
+  SchedulerStats steps;
+  std::vector<GenerationResult> results = gen_.generate_batch(items, static_cast<int64_t>(opt_.passes_in_flight), &steps);
   const auto end = Clock::now();
   for (size_t k = 0; k < runs.size(); ++k) {
     absorb(std::move(results[k]));
     for (OcrPage& p : fit_ocr_pages(model_.parse(runs[k].text), passes[k].second, passes[k].first, out_.warnings))
       out_.pages.push_back(std::move(p));
   }
-  // The passes shared their forward passes, so their own times overlap: decode is the wall time
-  // from the first token to the last, prefill the rest of the batch's time besides producing rows
-  // (encoding pages, counted by each pass: it happens one part at a time).
-  const double decode = first_token ? ms_between(*first_token, end) : 0.0;
-  st.decode_ms = decode_ms_before + decode;
-  st.prefill_ms = prefill_before + std::max(0.0, ms_between(start, end) - (st.encode_ms - produce_before) - decode);
+  // The passes shared their forward passes, so their own times overlap: prefill is the time of the
+  // forward passes that prefilled (no pass decodes in those), decode the rest of the batch's time
+  // besides producing rows (encoding pages, counted by each pass: it happens one part at a time).
+  const double total = ms_between(start, end), produce = st.encode_ms - produce_before;
+  st.prefill_ms = prefill_before + steps.prefill_forward_ms;
+  st.decode_ms = decode_ms_before + std::max(0.0, total - produce - steps.prefill_forward_ms);
 }
 
 void OcrRun::absorb(GenerationResult r) {

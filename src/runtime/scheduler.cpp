@@ -506,6 +506,8 @@ void Scheduler::step(std::vector<Done>& done) {
   counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(b.inputs.size()));
   const auto after = Clock::now();
   const double forward_ms = ms_between(before, after);
+  const bool any_prefill = std::any_of(b.prefill.begin(), b.prefill.end(), [](int64_t n) { return n > 0; });
+  (any_prefill ? counters_.prefill_forward_ms : counters_.decode_forward_ms) += forward_ms;
   for (size_t i = 0; i < b.owners.size(); ++i) {
     Active& a = *b.owners[i];
     a.peak = std::max(a.peak, a.kv->bytes());

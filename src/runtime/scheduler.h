@@ -110,6 +110,9 @@ struct SchedulerStats {
   int64_t reference_tokens = 0;  // cached reference tokens of running sequences
   int64_t window_tokens = 0;     // cached generated tokens of running sequences
   uint64_t steps = 0;            // forward passes
+  // Their time: passes with prefill rows (with prefill_before_decode: nothing else), and passes of
+  // decode rows only. Producing embedding parts (encoding pages) is in neither.
+  double prefill_forward_ms = 0, decode_forward_ms = 0;
   uint64_t sequence_steps = 0;   // sum over steps of the sequences in the batch
   int64_t max_batch_seen = 0;    // most sequences in one forward pass
   uint64_t prompt_tokens = 0;    // prefilled, in total
