@@ -26,11 +26,8 @@ SequenceRequest sequence_request(std::span<const ReferencePart> reference, const
   return r;
 }
 
+// A finished request's result as Generator reports it (an "error" result is thrown instead).
 GenerationResult generation_result(SequenceResult s) {
-  if (s.stop_reason == "error") {
-    if (s.exception) std::rethrow_exception(s.exception);
-    throw Error(Error::Kind::Internal, s.error);
-  }
   GenerationResult r;
   r.tokens = std::move(s.tokens);
   r.predicted = std::move(s.predicted);
@@ -65,7 +62,7 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
   so.prefill_before_decode = true;
   // Declared before the scheduler: a scheduler destroyed early (a request refused at submit) ends
   // the submitted ones, whose callbacks write here.
-  std::vector<std::optional<SequenceResult>> out(items.size());
+  std::vector<std::optional<GenerationResult>> out(items.size());
   std::vector<RequestId> ids(items.size(), -1);
   std::exception_ptr first_error;
   Scheduler scheduler(dec_, pool_, threads_, so);
@@ -76,13 +73,13 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
         if (!items[i].on_token(t)) scheduler.cancel(ids[i]);  // takes effect at once
       };
     r.on_done = [&, i](const SequenceResult& s) {
-      out[i] = s;
       if (s.stop_reason == "error") {
         if (!first_error) first_error = s.exception ? s.exception : std::make_exception_ptr(Error(Error::Kind::Internal, s.error));
         for (RequestId id : ids) scheduler.cancel(id);  // the others end too
-      } else if (items[i].on_done) {
-        items[i].on_done(generation_result(s));
+        return;
       }
+      out[i] = generation_result(s);
+      if (items[i].on_done) items[i].on_done(*out[i]);
     };
     const Submission sub = scheduler.submit(std::move(r));
     if (!sub.accepted()) throw Error(Error::Kind::Internal, "generate: the scheduler refused the request: " + sub.message);
@@ -94,7 +91,7 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
   std::vector<GenerationResult> results;
   for (auto& o : out) {
     if (!o) throw Error(Error::Kind::Internal, "generate: a request did not finish");
-    results.push_back(generation_result(std::move(*o)));
+    results.push_back(std::move(*o));
   }
   return results;
 }

@@ -200,17 +200,22 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   done.push_back({std::move(a.req.on_done), std::move(r)});
 }
 
+Scheduler::Done& Scheduler::end_waiting(Waiting& w, const std::string& reason, const std::string& error, std::vector<Done>& done) {
+  SequenceResult r;
+  r.id = w.id;
+  r.stop_reason = reason;
+  r.error = error;
+  r.prompt_tokens = static_cast<int64_t>(w.req.prompt.size());
+  done.push_back({std::move(w.req.on_done), std::move(r)});
+  return done.back();
+}
+
 void Scheduler::admit(std::vector<Done>& done) {
   std::lock_guard lk(mu_);
   const auto now = Clock::now();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->req.deadline && now >= *it->req.deadline) {
-      SequenceResult r;
-      r.id = it->id;
-      r.stop_reason = "timeout";
-      r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
-      r.queue_ms = ms_between(it->submitted, now);
-      done.push_back({std::move(it->req.on_done), std::move(r)});
+      end_waiting(*it, "timeout", "", done).result.queue_ms = ms_between(it->submitted, now);
       it = waiting_.erase(it);
     } else {
       ++it;
@@ -572,12 +577,7 @@ void Scheduler::run_until_idle() {
       std::lock_guard lk(mu_);
       if (!idle || admissions_ != admitted || !running_.empty() || waiting_.empty()) continue;
       Waiting& w = waiting_.front();
-      SequenceResult r;
-      r.id = w.id;
-      r.stop_reason = "error";
-      r.error = "the KV pool cannot hold the request's worst case (" + std::to_string(w.need) + " bytes)";
-      r.prompt_tokens = static_cast<int64_t>(w.req.prompt.size());
-      done.push_back({std::move(w.req.on_done), std::move(r)});
+      end_waiting(w, "error", "the KV pool cannot hold the request's worst case (" + std::to_string(w.need) + " bytes)", done);
       waiting_.pop_front();
     }
     for (Done& d : done)
@@ -598,11 +598,7 @@ void Scheduler::iterate() {
     cancels.swap(cancels_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if (cancels.count(it->id)) {
-        SequenceResult r;
-        r.id = it->id;
-        r.stop_reason = "cancelled";
-        r.prompt_tokens = static_cast<int64_t>(it->req.prompt.size());
-        done.push_back({std::move(it->req.on_done), std::move(r)});
+        end_waiting(*it, "cancelled", "", done);
         it = waiting_.erase(it);
       } else {
         ++it;
@@ -633,11 +629,7 @@ void Scheduler::shut_down() {
   {
     std::lock_guard lk(mu_);
     for (Waiting& w : waiting_) {
-      SequenceResult r;
-      r.id = w.id;
-      r.stop_reason = "cancelled";
-      r.prompt_tokens = static_cast<int64_t>(w.req.prompt.size());
-      done.push_back({std::move(w.req.on_done), std::move(r)});
+      end_waiting(w, "cancelled", "", done);
     }
     waiting_.clear();
   }
