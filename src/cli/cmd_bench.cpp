@@ -26,6 +26,7 @@
 #include "cli/kv_options.h"
 #include "kv/sequence_kv.h"
 #include "doc/preprocess.h"
+#include "model/vision/encoder_flops.h"
 #include "model/vision/image_assembly.h"
 #include "runtime/loaded_model.h"
 #include "doc/image_write.h"
@@ -382,9 +383,12 @@ int run_encode(const EncodeArgs& a) {
   ThreadPool threads(a.threads);
   const RgbImage page = synthetic_page(a.page_width, a.page_height);
 
-  std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms;
+  std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms, peak_gflops, view_gflops, efficiency;
   int64_t tokens = 0, n_tiles = 0;
   for (int r = 0; r < a.runs; ++r) {
+    // The machine's sgemm peak just before each run: shared machines swing by 2x between minutes,
+    // so an efficiency is only meaningful against a peak measured beside it.
+    peak_gflops.push_back(kernels::measure_sgemm_gflops(threads));
     double t0 = now_ms();
     const PagePixels px = preprocess_page(page, mode);
     double t1 = now_ms();
@@ -405,9 +409,15 @@ int run_encode(const EncodeArgs& a) {
     global_ms.push_back(t2 - t1);
     assemble_ms.push_back(t4 - t3);
     page_ms.push_back(t4 - t0);
-    std::fprintf(stderr, "  run %d: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f)\n", r + 1, t4 - t0, t1 - t0,
-                 t2 - t1, static_cast<long long>(n_tiles), t3 - t2);
+    const double flops = encoder_view_flops(enc.config(), kGlobalViewSide).total() +
+                         static_cast<double>(n_tiles) * encoder_view_flops(enc.config(), kTileSide).total();
+    view_gflops.push_back(flops / ((t3 - t1) * 1e6));
+    efficiency.push_back(view_gflops.back() / peak_gflops.back());
+    std::fprintf(stderr, "  run %d: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f), %.1f GFLOP/s, %.0f%% of the sgemm peak %.1f\n",
+                 r + 1, t4 - t0, t1 - t0, t2 - t1, static_cast<long long>(n_tiles), t3 - t2, view_gflops.back(),
+                 100 * efficiency.back(), peak_gflops.back());
   }
+  const EncoderFlops page_flops = encoder_view_flops(enc.config(), kGlobalViewSide);
   nlohmann::json j = {{"suite", "encode"},
                       {"model", a.model},
                       {"mode", a.mode},
@@ -424,13 +434,23 @@ int run_encode(const EncodeArgs& a) {
                       {"global_view_ms_median", median(global_ms)},
                       {"tile_ms_median", median(tile_ms)},
                       {"assemble_ms_median", median(assemble_ms)},
+                      {"global_view_flops", {{"sam", page_flops.sam}, {"clip", page_flops.clip}, {"projector", page_flops.projector}}},
+                      {"tile_flops", encoder_view_flops(enc.config(), kTileSide).total()},
+                      {"encode_gflops", view_gflops},
+                      {"encode_gflops_median", median(view_gflops)},
+                      {"sgemm_peak_gflops", peak_gflops},
+                      {"sgemm_peak_gflops_median", median(peak_gflops)},
+                      {"encode_efficiency", efficiency},
+                      {"encode_efficiency_median", median(efficiency)},
                       {"rss_peak_bytes", peak_rss_bytes()}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
-  std::printf("encode %s %dx%d: %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), %lld image tokens, RSS peak %zu\n",
+  std::printf("encode %s %dx%d: %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), %lld image tokens, "
+              "%.1f GFLOP/s = %.0f%% of the in-run sgemm peak (median), RSS peak %zu\n",
               a.mode.c_str(), a.page_width, a.page_height, median(page_ms), a.runs, median(global_ms),
-              static_cast<long long>(n_tiles), median(tile_ms), static_cast<long long>(tokens), peak_rss_bytes());
+              static_cast<long long>(n_tiles), median(tile_ms), static_cast<long long>(tokens), median(view_gflops),
+              100 * median(efficiency), peak_rss_bytes());
   return 0;
 }
 

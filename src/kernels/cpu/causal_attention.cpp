@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/row_max.h"
 #include "kernels/cpu/kv_quant.h"
 
 namespace folio::kernels {
@@ -54,19 +55,6 @@ void head_to_f32(std::span<const KVSpan> spans, int64_t kvh, int64_t hd, bool va
   }
 }
 
-// max(x[0..n)), n >= 1, in eight independent lanes the compiler keeps in one vector register.
-float row_max(const float* x, int64_t n) {
-  float lane[8];
-  for (int k = 0; k < 8; ++k) lane[k] = x[0];
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) lane[k] = lane[k] > x[j + k] ? lane[k] : x[j + k];
-  float m = lane[0];
-  for (int k = 1; k < 8; ++k) m = std::max(m, lane[k]);
-  for (; j < n; ++j) m = std::max(m, x[j]);
-  return m;
-}
-
 // One (head, query block): nq queries at positions p0.. p0 + nq - 1 (rows of Q `ldq` apart) over
 // key rows 0..p0 + nq - 1 of K / V (f32, [rows, hd]). Writes the normalised output rows `ldo` apart.
 struct BlockScratch {
@@ -93,7 +81,7 @@ void causal_block(const float* Q, int64_t ldq, int64_t nq, int64_t p0, const flo
         std::fill(row, row + nk, 0.f);
         continue;
       }
-      const float mx = std::max(w.m[i], row_max(row, valid));
+      const float mx = std::max(w.m[i], detail::row_max(row, valid));
       const float alpha = std::exp(w.m[i] - mx);
       const double sum = table.exp_sum(row, valid, mx);
       std::fill(row + valid, row + nk, 0.f);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/row_max.h"
 
 namespace folio::kernels {
 
@@ -24,10 +25,26 @@ void make_blas_single_threaded() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+// Relative-position terms of nq queries (rows of Q `ld` apart): dst [nq, 2 * side - 1] =
+// Q . table^T, one sgemm; entry (i, j) is <q_i, table row j>.
+void project_on_table(const float* Q, int64_t ld, int64_t nq, int64_t d, const float* table, int64_t side, float* dst) {
+  const int64_t L = 2 * side - 1;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(nq), static_cast<blasint>(L),
+              static_cast<blasint>(d), 1.0f, Q, static_cast<blasint>(ld), table, static_cast<blasint>(d), 0.0f, dst,
+              static_cast<blasint>(L));
+}
+
+// row[ky * sw + kx] += <q, table_h[qy - ky + sh - 1]> + <q, table_w[qx - kx + sw - 1]> for query
+// token t = (qy, qx) (SAM's decomposed relative positions), from the query's rows of
+// project_on_table.
+void add_relative_positions(const RelPos2D& rel, int64_t t, const float* ph, const float* pw, float* row) {
+  const int64_t sh = rel.side_h, sw = rel.side_w, qy = t / sw, qx = t % sw;
+  for (int64_t ky = 0; ky < sh; ++ky) {
+    float* r = row + ky * sw;
+    const float h = ph[qy - ky + sh - 1];
+    const float* w = pw + qx + sw - 1;  // w[-kx] is the term of key column kx
+    for (int64_t kx = 0; kx < sw; ++kx) r[kx] += h + w[-kx];
+  }
 }
 
 }  // namespace
@@ -48,8 +65,8 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
     thread_local std::vector<float> scores, relh, relw;
     scores.resize(static_cast<size_t>(kQueryBlock * T));
     if (rel) {
-      relh.resize(static_cast<size_t>(rel->side_h));
-      relw.resize(static_cast<size_t>(rel->side_w));
+      relh.resize(static_cast<size_t>(kQueryBlock * (2 * rel->side_h - 1)));
+      relw.resize(static_cast<size_t>(kQueryBlock * (2 * rel->side_w - 1)));
     }
     for (int64_t task = begin; task < end; ++task) {
       const int64_t s = task / (n_heads * q_blocks);
@@ -64,22 +81,18 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(nq), static_cast<blasint>(T),
                   static_cast<blasint>(d), scale, Q, static_cast<blasint>(ld), K, static_cast<blasint>(ld), 0.0f, S,
                   static_cast<blasint>(T));
+      if (rel) {
+        project_on_table(Q, ld, nq, d, rel->table_h, rel->side_h, relh.data());
+        project_on_table(Q, ld, nq, d, rel->table_w, rel->side_w, relw.data());
+      }
       for (int64_t i = 0; i < nq; ++i) {
         float* row = S + i * T;
-        if (rel) {
-          const int64_t sh = rel->side_h, sw = rel->side_w;
-          const int64_t t = q0 + i, qy = t / sw, qx = t % sw;
-          const float* q = Q + i * ld;
-          for (int64_t ky = 0; ky < sh; ++ky) relh[ky] = dot(q, rel->table_h + (qy - ky + sh - 1) * d, d);
-          for (int64_t kx = 0; kx < sw; ++kx) relw[kx] = dot(q, rel->table_w + (qx - kx + sw - 1) * d, d);
-          for (int64_t ky = 0; ky < sh; ++ky)
-            for (int64_t kx = 0; kx < sw; ++kx) row[ky * sw + kx] += relh[ky] + relw[kx];
-        }
+        if (rel)
+          add_relative_positions(*rel, q0 + i, relh.data() + i * (2 * rel->side_h - 1),
+                                 relw.data() + i * (2 * rel->side_w - 1), row);
         // Softmax with the vectorised exp of the ISA table (T^2 exps per head: the SAM global blocks
         // of a 1024 view take 16.8 M per head).
-        float m = row[0];
-        for (int64_t j = 1; j < T; ++j) m = std::max(m, row[j]);
-        const float inv = static_cast<float>(1.0 / table.exp_sum(row, T, m));
+        const float inv = static_cast<float>(1.0 / table.exp_sum(row, T, detail::row_max(row, T)));
         for (int64_t j = 0; j < T; ++j) row[j] *= inv;
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(nq), static_cast<blasint>(d),

@@ -33,6 +33,8 @@ using DotRowsFn = void (*)(const float* q, const uint8_t* rows, size_t stride, i
                            float* out);
 // x[i] = exp(x[i] - m) for i < n; returns the sum (softmax numerators and denominator).
 using ExpSumFn = double (*)(float* x, int64_t n, float m);
+// x[i] = gelu(x[i]) = 0.5 x (1 + erf(x / sqrt 2)) for i < n (erf to ~1.5e-7 absolute on SIMD tables).
+using GeluFn = void (*)(float* x, int64_t n);
 using AxpyRowsFn = void (*)(const float* p, const uint8_t* rows, size_t stride, int64_t count, int64_t n, float* y);
 // The same over quantised KV rows (kv_quant.h; q4 codes two per byte):
 //   dot_code_rows:  out[t] = <qs, codes of row t> + bias (qs, bias: the query with the key group's
@@ -67,6 +69,7 @@ struct KernelTable {
   DotCodeRowsFn dot_code_rows[2];    // Q8, Q4
   AxpyCodeRowsFn axpy_code_rows[2];  // Q8, Q4
   ExpSumFn exp_sum;
+  GeluFn gelu_erf;
   GemmInt8SumsFn gemm_int8_sums;
   MaxBitsFn max_bits;
   QuantizeU7Fn quantize_u7;

@@ -57,6 +57,13 @@ struct VAvx2 {
     return _mm_cvtss_f32(s);
   }
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
+  static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
+  static reg abs(reg a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  // |mag| with the sign of `sign`.
+  static reg copysign(reg mag, reg sign) {
+    const reg s = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sign));
+  }
   // exp(x) for softmax numerators (x <= 0 here; clamped to exp's float range): x = k ln2 + r,
   // exp(r) by a degree-6 polynomial (Cephes coefficients), times 2^k built in the exponent bits.
   // Relative error ~2 ulp.

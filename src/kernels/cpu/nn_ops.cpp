@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
+
 namespace folio::kernels {
 
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps) {
@@ -29,10 +32,7 @@ void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
   }
 }
 
-void gelu_erf_inplace(float* x, int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
-}
+void gelu_erf_inplace(float* x, int64_t n) { detail::table_for(active_isa()).gelu_erf(x, n); }
 
 void quick_gelu_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));

@@ -42,6 +42,13 @@ struct VAvx512 {
     return _mm_cvtss_f32(s);
   }
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
+  static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+  static reg abs(reg a) { return _mm512_abs_ps(a); }
+  // |mag| with the sign of `sign`: bitwise m ? mag : sign (ternary-logic table 0xca).
+  static reg copysign(reg mag, reg sign) {
+    const __m512i m = _mm512_set1_epi32(0x7fffffff);
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(mag), _mm512_castps_si512(sign), 0xca));
+  }
   // exp(x) for softmax numerators (x <= 0 here; clamped to exp's float range): x = k ln2 + r,
   // exp(r) by a degree-6 polynomial (Cephes coefficients), times 2^k built in the exponent bits.
   // Relative error ~2 ulp.
