@@ -135,19 +135,26 @@ void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool&
 
 void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const int64_t H = cfg_.hidden, E = cfg_.n_routed, K = cfg_.top_k;
+  // Activations of the experts, kept between calls on the calling thread: fresh buffers per layer
+  // cost page faults and zeroing (5% of a long prefill). Each expert takes a slice.
+  struct Scratch {
+    std::vector<float> probs, xs, g, u, ys;
+  };
+  thread_local Scratch s;
   // Router: softmax over all experts, then the top-k by probability (greedy; ties to the lower index).
-  std::vector<float> probs(static_cast<size_t>(n * E));
-  kernels::matmul(*L.router, x, n, probs.data(), pool);
+  if (s.probs.size() < static_cast<size_t>(n * E)) s.probs.resize(static_cast<size_t>(n * E));
+  kernels::matmul(*L.router, x, n, s.probs.data(), pool);
   struct Work {
-    const Mlp* mlp;
+    const Mlp* mlp = nullptr;
     std::vector<int64_t> tokens;
     std::vector<float> weights;
-    std::vector<float> xs, g, u, ys;
+    int64_t rows = 0, width = 0;
+    float *xs = nullptr, *g = nullptr, *u = nullptr, *ys = nullptr;
   };
   std::vector<Work> work(static_cast<size_t>(E));
   std::vector<int64_t> order(static_cast<size_t>(E));
   for (int64_t t = 0; t < n; ++t) {
-    float* p = probs.data() + t * E;
+    float* p = s.probs.data() + t * E;
     kernels::softmax(p, E);
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + K, order.end(),
@@ -163,43 +170,56 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
       work[static_cast<size_t>(e)].weights.push_back(w);
     }
   }
-  // Shared experts see every token; routed experts see the tokens that chose them. All gate/up
-  // products go in one pass over the weights, then all down products in another.
+  // Shared experts see every token; routed experts see the tokens that chose them.
   std::vector<Work*> active;
   for (int64_t e = 0; e < E; ++e) {
     Work& w = work[static_cast<size_t>(e)];
     if (w.tokens.empty()) continue;
     w.mlp = &L.experts[static_cast<size_t>(e)];
-    const int64_t m = static_cast<int64_t>(w.tokens.size());
-    w.xs.resize(static_cast<size_t>(m * H));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(x + w.tokens[static_cast<size_t>(i)] * H, H, w.xs.data() + i * H);
+    w.rows = static_cast<int64_t>(w.tokens.size());
     active.push_back(&w);
   }
   Work shared;
   if (L.shared.gate) {
     shared.mlp = &L.shared;
-    shared.xs.assign(x, x + n * H);
+    shared.rows = n;
     active.push_back(&shared);
   }
+  int64_t rows = 0, hidden = 0;
+  for (Work* w : active) {
+    w->width = w->mlp->gate->shape[0];
+    rows += w->rows;
+    hidden += w->rows * w->width;
+  }
+  for (auto [v, size] : {std::pair{&s.xs, rows * H}, {&s.ys, rows * H}, {&s.g, hidden}, {&s.u, hidden}})
+    if (v->size() < static_cast<size_t>(size)) v->resize(static_cast<size_t>(size));
+  int64_t row = 0, h = 0;
+  for (Work* w : active) {
+    w->xs = s.xs.data() + row * H;
+    w->ys = s.ys.data() + row * H;
+    w->g = s.g.data() + h;
+    w->u = s.u.data() + h;
+    row += w->rows;
+    h += w->rows * w->width;
+    if (w == &shared) std::copy_n(x, n * H, w->xs);
+    else
+      for (int64_t i = 0; i < w->rows; ++i) std::copy_n(x + w->tokens[static_cast<size_t>(i)] * H, H, w->xs + i * H);
+  }
+  // All gate/up products go in one pass over the weights, then all down products in another.
   std::vector<kernels::MatmulJob> jobs;
   for (Work* w : active) {
-    const int64_t m = static_cast<int64_t>(w->xs.size()) / H, width = w->mlp->gate->shape[0];
-    w->g.resize(static_cast<size_t>(m * width));
-    w->u.resize(static_cast<size_t>(m * width));
-    jobs.push_back({w->mlp->gate, w->xs.data(), m, w->g.data()});
-    jobs.push_back({w->mlp->up, w->xs.data(), m, w->u.data()});
+    jobs.push_back({w->mlp->gate, w->xs, w->rows, w->g});
+    jobs.push_back({w->mlp->up, w->xs, w->rows, w->u});
   }
   kernels::matmul_many(jobs, pool);
   jobs.clear();
   for (Work* w : active) {
-    const int64_t m = static_cast<int64_t>(w->xs.size()) / H;
-    kernels::silu_mul(w->g.data(), w->u.data(), w->g.data(), static_cast<int64_t>(w->g.size()));
-    w->ys.resize(static_cast<size_t>(m * H));
-    jobs.push_back({w->mlp->down, w->g.data(), m, w->ys.data()});
+    kernels::silu_mul(w->g, w->u, w->g, w->rows * w->width);
+    jobs.push_back({w->mlp->down, w->g, w->rows, w->ys});
   }
   kernels::matmul_many(jobs, pool);
   if (L.shared.gate) {
-    std::copy(shared.ys.begin(), shared.ys.end(), y);
+    std::copy_n(shared.ys, n * H, y);
   } else {
     std::fill(y, y + n * H, 0.f);
   }
@@ -207,7 +227,7 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
     if (w == &shared) continue;
     for (size_t i = 0; i < w->tokens.size(); ++i) {
       float* dst = y + w->tokens[i] * H;
-      const float* src = w->ys.data() + static_cast<int64_t>(i) * H;
+      const float* src = w->ys + static_cast<int64_t>(i) * H;
       for (int64_t j = 0; j < H; ++j) dst[j] += w->weights[i] * src[j];
     }
   }

@@ -100,49 +100,48 @@ const std::vector<float>& SamEncoder::rel_table(int64_t block, bool height, int6
   return rel_cache_.emplace(key, std::move(t)).first->second;
 }
 
-void SamEncoder::run_block(int64_t index, float* x, int64_t G, ThreadPool& pool) const {
+void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf, ThreadPool& pool) const {
   const Block& B = blocks_[static_cast<size_t>(index)];
   const int64_t D = cfg_.sam_width, T = G * G, H = cfg_.sam_heads, hd = cfg_.sam_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::vector<float> y(static_cast<size_t>(T * D));
-  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y.data(), T, D, cfg_.sam_eps);
+  float *y = buf.y.data(), *qkv = buf.qkv.data(), *att = buf.att.data();
+  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps);
 
   if (B.global) {
-    std::vector<float> qkv(static_cast<size_t>(T * 3 * D)), att(static_cast<size_t>(T * D));
-    linear(*B.qkv, B.qkv_b, y.data(), T, qkv.data(), pool);
+    linear(*B.qkv, B.qkv_b, y, T, qkv, pool);
     kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
-    kernels::dense_attention(qkv.data(), 1, T, H, hd, scale, &rel, att.data(), pool);
-    linear(*B.proj, B.proj_b, att.data(), T, y.data(), pool);
-    kernels::add_inplace(x, y.data(), T * D);
+    kernels::dense_attention(qkv, 1, T, H, hd, scale, &rel, att, pool);
+    linear(*B.proj, B.proj_b, att, T, y, pool);
+    kernels::add_inplace(x, y, T * D);
   } else {
     // Pad the normalised map with zero tokens at the bottom/right to whole windows; the padding
     // tokens go through qkv (so their keys/values are the bias) and are attended to, unmasked.
+    // The windows are laid out in `att`, free until the attention writes it.
     const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, Tw = ws * ws, rows = nw * nw * Tw;
-    std::vector<float> win(static_cast<size_t>(rows * D), 0.0f);
+    float* win = att;
+    std::fill(win, win + rows * D, 0.0f);
     auto slot = [&](int64_t gy, int64_t gx) { return ((gy / ws) * nw + gx / ws) * Tw + (gy % ws) * ws + gx % ws; };
     for (int64_t gy = 0; gy < G; ++gy)
-      for (int64_t gx = 0; gx < G; ++gx)
-        std::copy_n(y.data() + (gy * G + gx) * D, D, win.data() + slot(gy, gx) * D);
-    std::vector<float> qkv(static_cast<size_t>(rows * 3 * D)), att(static_cast<size_t>(rows * D));
-    linear(*B.qkv, B.qkv_b, win.data(), rows, qkv.data(), pool);
+      for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
+    linear(*B.qkv, B.qkv_b, win, rows, qkv, pool);
     kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
-    kernels::dense_attention(qkv.data(), nw * nw, Tw, H, hd, scale, &rel, att.data(), pool);
-    linear(*B.proj, B.proj_b, att.data(), rows, win.data(), pool);
+    kernels::dense_attention(qkv, nw * nw, Tw, H, hd, scale, &rel, att, pool);
+    // The projection of the windows goes to qkv, whose contents are spent.
+    linear(*B.proj, B.proj_b, att, rows, qkv, pool);
     for (int64_t gy = 0; gy < G; ++gy)
-      for (int64_t gx = 0; gx < G; ++gx)
-        kernels::add_inplace(x + (gy * G + gx) * D, win.data() + slot(gy, gx) * D, D);
+      for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
   }
 
   const int64_t M = cfg_.sam_mlp;
-  std::vector<float> h(static_cast<size_t>(std::min(T, kMlpRows) * M));
+  float* h = buf.h.data();
   for (int64_t r0 = 0; r0 < T; r0 += kMlpRows) {
     const int64_t n = std::min(kMlpRows, T - r0);
     float* xr = x + r0 * D;
-    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y.data(), n, D, cfg_.sam_eps);
-    linear(*B.lin1, B.lin1_b, y.data(), n, h.data(), pool);
-    kernels::gelu_erf_inplace(h.data(), n * M);
-    linear(*B.lin2, B.lin2_b, h.data(), n, y.data(), pool);
-    kernels::add_inplace(xr, y.data(), n * D);
+    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps);
+    linear(*B.lin1, B.lin1_b, y, n, h, pool);
+    kernels::gelu_erf_inplace(h, n * M);
+    linear(*B.lin2, B.lin2_b, h, n, y, pool);
+    kernels::add_inplace(xr, y, n * D);
   }
 }
 
@@ -160,7 +159,15 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   hwc = {};
   kernels::add_inplace(x.data(), pos_table(G).data(), T * D);
 
-  for (int64_t i = 0; i < cfg_.sam_layers; ++i) run_block(i, x.data(), G, pool);
+  {
+    const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, rows = std::max(T, nw * nw * ws * ws);
+    BlockBuffers buf;
+    buf.y.resize(static_cast<size_t>(T * D));
+    buf.qkv.resize(static_cast<size_t>(rows * 3 * D));
+    buf.att.resize(static_cast<size_t>(rows * D));
+    buf.h.resize(static_cast<size_t>(std::min(T, kMlpRows) * cfg_.sam_mlp));
+    for (int64_t i = 0; i < cfg_.sam_layers; ++i) run_block(i, x.data(), G, buf, pool);
+  }
 
   const int64_t N = cfg_.sam_neck;
   std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
