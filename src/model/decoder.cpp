@@ -21,6 +21,84 @@ namespace {
 // a shorter one, one query at a time (it reads little, and short prompts keep their exact numbers).
 constexpr int64_t kCausalRunMinTokens = 64;
 
+// The tokens one routed expert (or the shared experts) computes, with their routing weights, and
+// its slices of MoeScratch.
+struct ExpertWork {
+  const TensorView *gate = nullptr, *up = nullptr, *down = nullptr;
+  std::vector<int64_t> tokens;
+  std::vector<float> weights;
+  int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t width() const { return gate->shape[0]; }
+  float *xs = nullptr, *g = nullptr, *u = nullptr, *ys = nullptr;
+};
+
+struct MoeScratch {
+  std::vector<float> probs, xs, g, u, ys;
+};
+
+// Router: softmax over all experts of each token's logits (`probs`, [n, n_routed], overwritten),
+// then the top-k by probability (greedy; ties to the lower index). One ExpertWork per routed expert.
+std::vector<ExpertWork> route_tokens(const ModelConfig& cfg, float* probs, int64_t n) {
+  const int64_t E = cfg.n_routed, K = cfg.top_k;
+  std::vector<ExpertWork> work(static_cast<size_t>(E));
+  std::vector<int64_t> order(static_cast<size_t>(E));
+  for (int64_t t = 0; t < n; ++t) {
+    float* p = probs + t * E;
+    kernels::softmax(p, E);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float denom = 0.f;
+    for (int64_t i = 0; i < K; ++i) denom += p[order[static_cast<size_t>(i)]];
+    for (int64_t i = 0; i < K; ++i) {
+      int64_t e = order[static_cast<size_t>(i)];
+      // Renormalised over the chosen experts only when configured (the published model does not);
+      // routed scaling applies either way, as in the official MoEGate.
+      float w = (cfg.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e]) * cfg.routed_scaling;
+      work[static_cast<size_t>(e)].tokens.push_back(t);
+      work[static_cast<size_t>(e)].weights.push_back(w);
+    }
+  }
+  return work;
+}
+
+// Gives each expert its slices of the scratch buffers and gathers its input rows from x [n, H].
+void place_experts(std::span<ExpertWork* const> active, const float* x, int64_t H, MoeScratch& s) {
+  int64_t rows = 0, hidden = 0;
+  for (const ExpertWork* w : active) {
+    rows += w->rows();
+    hidden += w->rows() * w->width();
+  }
+  for (auto [v, size] : {std::pair{&s.xs, rows * H}, {&s.ys, rows * H}, {&s.g, hidden}, {&s.u, hidden}})
+    if (v->size() < static_cast<size_t>(size)) v->resize(static_cast<size_t>(size));
+  int64_t row = 0, h = 0;
+  for (ExpertWork* w : active) {
+    w->xs = s.xs.data() + row * H;
+    w->ys = s.ys.data() + row * H;
+    w->g = s.g.data() + h;
+    w->u = s.u.data() + h;
+    row += w->rows();
+    h += w->rows() * w->width();
+    for (int64_t i = 0; i < w->rows(); ++i) std::copy_n(x + w->tokens[static_cast<size_t>(i)] * H, H, w->xs + i * H);
+  }
+}
+
+// All gate/up products in one pass over the weights, then all down products in another.
+void run_experts(std::span<ExpertWork* const> active, ThreadPool& pool) {
+  std::vector<kernels::MatmulJob> jobs;
+  for (ExpertWork* w : active) {
+    jobs.push_back({w->gate, w->xs, w->rows(), w->g});
+    jobs.push_back({w->up, w->xs, w->rows(), w->u});
+  }
+  kernels::matmul_many(jobs, pool);
+  jobs.clear();
+  for (ExpertWork* w : active) {
+    kernels::silu_mul(w->g, w->u, w->g, w->rows() * w->width());
+    jobs.push_back({w->down, w->g, w->rows(), w->ys});
+  }
+  kernels::matmul_many(jobs, pool);
+}
+
 }  // namespace
 
 const TensorView* Decoder::need(const std::string& name, std::vector<int64_t> shape) {
@@ -134,101 +212,38 @@ void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool&
 }
 
 void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  const int64_t H = cfg_.hidden, E = cfg_.n_routed, K = cfg_.top_k;
   // Activations of the experts, kept between calls on the calling thread: fresh buffers per layer
-  // cost page faults and zeroing (5% of a long prefill). Each expert takes a slice.
-  struct Scratch {
-    std::vector<float> probs, xs, g, u, ys;
-  };
-  thread_local Scratch s;
-  // Router: softmax over all experts, then the top-k by probability (greedy; ties to the lower index).
-  if (s.probs.size() < static_cast<size_t>(n * E)) s.probs.resize(static_cast<size_t>(n * E));
+  // cost page faults and zeroing (5% of a long prefill).
+  thread_local MoeScratch s;
+  if (s.probs.size() < static_cast<size_t>(n * cfg_.n_routed)) s.probs.resize(static_cast<size_t>(n * cfg_.n_routed));
   kernels::matmul(*L.router, x, n, s.probs.data(), pool);
-  struct Work {
-    const Mlp* mlp = nullptr;
-    std::vector<int64_t> tokens;
-    std::vector<float> weights;
-    int64_t rows = 0, width = 0;
-    float *xs = nullptr, *g = nullptr, *u = nullptr, *ys = nullptr;
-  };
-  std::vector<Work> work(static_cast<size_t>(E));
-  std::vector<int64_t> order(static_cast<size_t>(E));
-  for (int64_t t = 0; t < n; ++t) {
-    float* p = s.probs.data() + t * E;
-    kernels::softmax(p, E);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                      [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-    float denom = 0.f;
-    for (int64_t i = 0; i < K; ++i) denom += p[order[static_cast<size_t>(i)]];
-    for (int64_t i = 0; i < K; ++i) {
-      int64_t e = order[static_cast<size_t>(i)];
-      // Renormalised over the chosen experts only when configured (the published model does not);
-      // routed scaling applies either way, as in the official MoEGate.
-      float w = (cfg_.norm_topk_prob && K > 1 ? p[e] / (denom + 1e-20f) : p[e]) * cfg_.routed_scaling;
-      work[static_cast<size_t>(e)].tokens.push_back(t);
-      work[static_cast<size_t>(e)].weights.push_back(w);
-    }
-  }
+  std::vector<ExpertWork> work = route_tokens(cfg_, s.probs.data(), n);
   // Shared experts see every token; routed experts see the tokens that chose them.
-  std::vector<Work*> active;
-  for (int64_t e = 0; e < E; ++e) {
-    Work& w = work[static_cast<size_t>(e)];
+  std::vector<ExpertWork*> active;
+  for (int64_t e = 0; e < cfg_.n_routed; ++e) {
+    ExpertWork& w = work[static_cast<size_t>(e)];
     if (w.tokens.empty()) continue;
-    w.mlp = &L.experts[static_cast<size_t>(e)];
-    w.rows = static_cast<int64_t>(w.tokens.size());
+    const Mlp& m = L.experts[static_cast<size_t>(e)];
+    w.gate = m.gate, w.up = m.up, w.down = m.down;
     active.push_back(&w);
   }
-  Work shared;
+  ExpertWork shared;
   if (L.shared.gate) {
-    shared.mlp = &L.shared;
-    shared.rows = n;
+    shared.gate = L.shared.gate, shared.up = L.shared.up, shared.down = L.shared.down;
+    shared.tokens.resize(static_cast<size_t>(n));
+    std::iota(shared.tokens.begin(), shared.tokens.end(), 0);
     active.push_back(&shared);
   }
-  int64_t rows = 0, hidden = 0;
-  for (Work* w : active) {
-    w->width = w->mlp->gate->shape[0];
-    rows += w->rows;
-    hidden += w->rows * w->width;
-  }
-  for (auto [v, size] : {std::pair{&s.xs, rows * H}, {&s.ys, rows * H}, {&s.g, hidden}, {&s.u, hidden}})
-    if (v->size() < static_cast<size_t>(size)) v->resize(static_cast<size_t>(size));
-  int64_t row = 0, h = 0;
-  for (Work* w : active) {
-    w->xs = s.xs.data() + row * H;
-    w->ys = s.ys.data() + row * H;
-    w->g = s.g.data() + h;
-    w->u = s.u.data() + h;
-    row += w->rows;
-    h += w->rows * w->width;
-    if (w == &shared) std::copy_n(x, n * H, w->xs);
-    else
-      for (int64_t i = 0; i < w->rows; ++i) std::copy_n(x + w->tokens[static_cast<size_t>(i)] * H, H, w->xs + i * H);
-  }
-  // All gate/up products go in one pass over the weights, then all down products in another.
-  std::vector<kernels::MatmulJob> jobs;
-  for (Work* w : active) {
-    jobs.push_back({w->mlp->gate, w->xs, w->rows, w->g});
-    jobs.push_back({w->mlp->up, w->xs, w->rows, w->u});
-  }
-  kernels::matmul_many(jobs, pool);
-  jobs.clear();
-  for (Work* w : active) {
-    kernels::silu_mul(w->g, w->u, w->g, w->rows * w->width);
-    jobs.push_back({w->mlp->down, w->g, w->rows, w->ys});
-  }
-  kernels::matmul_many(jobs, pool);
-  if (L.shared.gate) {
-    std::copy_n(shared.ys, n * H, y);
-  } else {
-    std::fill(y, y + n * H, 0.f);
-  }
-  for (Work* w : active) {
+  place_experts(active, x, cfg_.hidden, s);
+  run_experts(active, pool);
+  if (L.shared.gate) std::copy_n(shared.ys, n * cfg_.hidden, y);
+  else std::fill(y, y + n * cfg_.hidden, 0.f);
+  for (ExpertWork* w : active) {
     if (w == &shared) continue;
     for (size_t i = 0; i < w->tokens.size(); ++i) {
-      float* dst = y + w->tokens[i] * H;
-      const float* src = w->ys + static_cast<int64_t>(i) * H;
-      for (int64_t j = 0; j < H; ++j) dst[j] += w->weights[i] * src[j];
+      float* dst = y + w->tokens[i] * cfg_.hidden;
+      const float* src = w->ys + static_cast<int64_t>(i) * cfg_.hidden;
+      for (int64_t j = 0; j < cfg_.hidden; ++j) dst[j] += w->weights[i] * src[j];
     }
   }
 }
