@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/thread_pool.h"
+
 namespace folio {
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {
@@ -17,14 +19,18 @@ std::vector<float> to_f32_vector(const TensorView& t) {
   return v;
 }
 
-void convert_tensor(const TensorView& t, DType target, void* dst) {
+void convert_tensor(const TensorView& t, DType target, void* dst, ThreadPool* pool) {
   const int64_t cols = t.cols(), rows = cols > 0 ? t.numel() / cols : 0;
   const size_t out_rb = dtype_row_bytes(target, cols);
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    convert_to_f32(t.dtype, t.row_ptr(r), row.data(), cols);
-    convert_from_f32(target, row.data(), static_cast<uint8_t*>(dst) + static_cast<size_t>(r) * out_rb, cols);
-  }
+  auto convert_rows = [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      convert_to_f32(t.dtype, t.row_ptr(r), row.data(), cols);
+      convert_from_f32(target, row.data(), static_cast<uint8_t*>(dst) + static_cast<size_t>(r) * out_rb, cols);
+    }
+  };
+  if (pool) pool->parallel_for(rows, convert_rows);
+  else convert_rows(0, rows);
 }
 
 }  // namespace folio

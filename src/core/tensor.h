@@ -13,6 +13,8 @@
 
 namespace folio {
 
+class ThreadPool;
+
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;
@@ -39,6 +41,9 @@ std::vector<float> to_f32_vector(const TensorView& t);
 
 // t's elements converted to `target` into dst (dtype_row_bytes(target, cols) per row of the innermost
 // dimension), one row at a time through f32. Precondition: a block target's blocks divide the rows.
-void convert_tensor(const TensorView& t, DType target, void* dst);
+// With a pool, rows are split across its threads (the bytes do not depend on the split: each row is
+// converted on its own); quantising to a K format is slow enough to need it (the full-size
+// Unlimited-OCR decoder to q4_k_m: minutes on one core).
+void convert_tensor(const TensorView& t, DType target, void* dst, ThreadPool* pool = nullptr);
 
 }  // namespace folio

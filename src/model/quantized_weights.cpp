@@ -1,6 +1,7 @@
 #include "model/quantized_weights.h"
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace folio {
 
@@ -43,8 +44,9 @@ DType scheme_type_for(const WeightScheme& scheme, const std::string& role, int64
 QuantizedWeights::QuantizedWeights(const TensorSource& inner, const ModelConfig& c, WeightNaming naming,
                                    WeightScheme scheme)
     : inner_(inner), scheme_(std::move(scheme)) {
+  ThreadPool pool;  // one thread per core: quantising to K formats takes minutes on one
   auto layer_linear = [&](int64_t l, const std::string& what) {
-    quantize(layer_tensor_name(naming, l, what), scheme_type_for(scheme_, what, l, c.n_layers));
+    quantize(layer_tensor_name(naming, l, what), scheme_type_for(scheme_, what, l, c.n_layers), pool);
   };
   auto mlp = [&](int64_t l, const std::string& prefix) {
     for (const char* p : {"gate_proj", "up_proj", "down_proj"}) layer_linear(l, prefix + p);
@@ -59,16 +61,16 @@ QuantizedWeights::QuantizedWeights(const TensorSource& inner, const ModelConfig&
     for (int64_t e = 0; e < c.n_routed; ++e) mlp(l, "mlp.experts." + std::to_string(e) + ".");
     if (c.n_shared > 0) mlp(l, "mlp.shared_experts.");
   }
-  if (!c.tie_embeddings) quantize(global_tensor_name(naming, "lm_head"), scheme_type_for(scheme_, "lm_head", -1, c.n_layers));
+  if (!c.tie_embeddings) quantize(global_tensor_name(naming, "lm_head"), scheme_type_for(scheme_, "lm_head", -1, c.n_layers), pool);
 }
 
-void QuantizedWeights::quantize(const std::string& name, DType target) {
+void QuantizedWeights::quantize(const std::string& name, DType target, ThreadPool& pool) {
   const TensorView* t = inner_.find(name);
   if (t == nullptr || t->shape.size() != 2 || dtype_is_block_quantized(t->dtype)) return;  // the decoder reports a missing one
   target = row_fallback(target, t->cols());
   if (target == t->dtype || !dtype_is_block_quantized(target)) return;
   std::vector<uint8_t> bytes(static_cast<size_t>(t->shape[0]) * dtype_row_bytes(target, t->cols()));
-  convert_tensor(*t, target, bytes.data());
+  convert_tensor(*t, target, bytes.data(), &pool);
   TensorView v = *t;
   v.dtype = target;
   v.data = bytes.data();

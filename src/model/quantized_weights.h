@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 #include "model/io/tensor_source.h"
 #include "model/model_config.h"
 #include "model/weight_names.h"
@@ -55,7 +56,7 @@ class QuantizedWeights : public TensorSource {
   const WeightScheme& scheme() const { return scheme_; }
 
  private:
-  void quantize(const std::string& name, DType target);
+  void quantize(const std::string& name, DType target, ThreadPool& pool);
 
   const TensorSource& inner_;
   WeightScheme scheme_;

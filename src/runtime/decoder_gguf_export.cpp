@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/io/gguf.h"
+#include "core/thread_pool.h"
 #include "model/quantized_weights.h"
 #include "model/weight_names.h"
 #include "text/gguf_vocab.h"
@@ -109,6 +110,7 @@ GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& h
   std::map<std::string, size_t> stacked;  // stacked-experts tensor -> index into `views`
   std::vector<TensorView> views;
   GgufExportSummary summary;
+  ThreadPool pool;  // one thread per core: quantising to K formats is the slow part of a conversion
   for (size_t i = 0; i < hf_specs.size(); ++i) {
     const TensorView& src = hf.get(hf_specs[i].name, hf_specs[i].shape);
     const auto [role, layer] = role_of(hf_specs[i].name);
@@ -119,7 +121,7 @@ GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& h
       TensorView v{gg_specs[i].name, target, src.shape, src.data};
       if (target != src.dtype) {
         storage.emplace_back(bytes);
-        convert_tensor(src, target, storage.back().data());
+        convert_tensor(src, target, storage.back().data(), &pool);
         v.data = storage.back().data();
       }
       views.push_back(v);
@@ -132,7 +134,7 @@ GgufExportSummary write_decoder_gguf(const ModelConfig& c, const TensorSource& h
       views.push_back({slice->first, target, {c.n_routed, src.shape[0], src.shape[1]}, storage.back().data()});
     }
     auto* base = static_cast<uint8_t*>(const_cast<void*>(views[it->second].data));
-    convert_tensor(src, target, base + bytes * static_cast<size_t>(slice->second));
+    convert_tensor(src, target, base + bytes * static_cast<size_t>(slice->second), &pool);
   }
   for (const TensorView& v : views) {
     w.add_tensor(v);
