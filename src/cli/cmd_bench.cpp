@@ -370,6 +370,46 @@ struct EncodeArgs {
 };
 
 
+// What each timed encoder run measured (one entry per run; tile_ms one per tile).
+struct EncodeRuns {
+  std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms, peak_gflops, view_gflops, efficiency;
+  int64_t tokens = 0, n_tiles = 0;
+};
+
+// One page through preprocessing, the views and assembly, timed, with the sgemm peak just before:
+// shared machines swing by 2x between minutes, so an efficiency is only meaningful against a peak
+// measured beside it.
+void time_encode_run(const DeepEncoder& enc, const RgbImage& page, VisionMode mode, ThreadPool& threads, EncodeRuns& r) {
+  r.peak_gflops.push_back(kernels::measure_sgemm_gflops(threads));
+  const double t0 = now_ms();
+  const PagePixels px = preprocess_page(page, mode);
+  const double t1 = now_ms();
+  const ViewFeatures g = enc.encode_view(px.global.data(), kGlobalViewSide, threads);
+  const double t2 = now_ms();
+  std::vector<ViewFeatures> tiles;
+  r.n_tiles = px.grid.has_tiles() ? px.grid.cols * px.grid.rows : 0;
+  for (int64_t t = 0; t < r.n_tiles; ++t) {
+    const double s = now_ms();
+    tiles.push_back(enc.encode_view(px.tiles.data() + t * 3 * kTileSide * kTileSide, kTileSide, threads));
+    r.tile_ms.push_back(now_ms() - s);
+  }
+  const double t3 = now_ms();
+  const std::vector<float> rows = enc.assemble(g, tiles, TileLayout{px.grid.cols, px.grid.rows});
+  const double t4 = now_ms();
+  r.tokens = static_cast<int64_t>(rows.size()) / enc.config().n_embed;
+  r.pre_ms.push_back(t1 - t0);
+  r.global_ms.push_back(t2 - t1);
+  r.assemble_ms.push_back(t4 - t3);
+  r.page_ms.push_back(t4 - t0);
+  const double flops = encoder_view_flops(enc.config(), kGlobalViewSide).total() +
+                       static_cast<double>(r.n_tiles) * encoder_view_flops(enc.config(), kTileSide).total();
+  r.view_gflops.push_back(flops / ((t3 - t1) * 1e6));
+  r.efficiency.push_back(r.view_gflops.back() / r.peak_gflops.back());
+  std::fprintf(stderr, "  run %zu: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f), %.1f GFLOP/s, %.0f%% of the sgemm peak %.1f\n",
+               r.page_ms.size(), t4 - t0, t1 - t0, t2 - t1, static_cast<long long>(r.n_tiles), t3 - t2, r.view_gflops.back(),
+               100 * r.efficiency.back(), r.peak_gflops.back());
+}
+
 int run_encode(const EncodeArgs& a) {
   VisionMode mode;
   if (a.mode == "base") mode = VisionMode::Base;
@@ -382,41 +422,9 @@ int run_encode(const EncodeArgs& a) {
   const DeepEncoder& enc = model->encoder();
   ThreadPool threads(a.threads);
   const RgbImage page = synthetic_page(a.page_width, a.page_height);
+  EncodeRuns r;
+  for (int i = 0; i < a.runs; ++i) time_encode_run(enc, page, mode, threads, r);
 
-  std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms, peak_gflops, view_gflops, efficiency;
-  int64_t tokens = 0, n_tiles = 0;
-  for (int r = 0; r < a.runs; ++r) {
-    // The machine's sgemm peak just before each run: shared machines swing by 2x between minutes,
-    // so an efficiency is only meaningful against a peak measured beside it.
-    peak_gflops.push_back(kernels::measure_sgemm_gflops(threads));
-    double t0 = now_ms();
-    const PagePixels px = preprocess_page(page, mode);
-    double t1 = now_ms();
-    const ViewFeatures g = enc.encode_view(px.global.data(), kGlobalViewSide, threads);
-    double t2 = now_ms();
-    std::vector<ViewFeatures> tiles;
-    n_tiles = px.grid.has_tiles() ? px.grid.cols * px.grid.rows : 0;
-    for (int64_t t = 0; t < n_tiles; ++t) {
-      double s = now_ms();
-      tiles.push_back(enc.encode_view(px.tiles.data() + t * 3 * kTileSide * kTileSide, kTileSide, threads));
-      tile_ms.push_back(now_ms() - s);
-    }
-    double t3 = now_ms();
-    const std::vector<float> rows = enc.assemble(g, tiles, TileLayout{px.grid.cols, px.grid.rows});
-    double t4 = now_ms();
-    tokens = static_cast<int64_t>(rows.size()) / enc.config().n_embed;
-    pre_ms.push_back(t1 - t0);
-    global_ms.push_back(t2 - t1);
-    assemble_ms.push_back(t4 - t3);
-    page_ms.push_back(t4 - t0);
-    const double flops = encoder_view_flops(enc.config(), kGlobalViewSide).total() +
-                         static_cast<double>(n_tiles) * encoder_view_flops(enc.config(), kTileSide).total();
-    view_gflops.push_back(flops / ((t3 - t1) * 1e6));
-    efficiency.push_back(view_gflops.back() / peak_gflops.back());
-    std::fprintf(stderr, "  run %d: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f), %.1f GFLOP/s, %.0f%% of the sgemm peak %.1f\n",
-                 r + 1, t4 - t0, t1 - t0, t2 - t1, static_cast<long long>(n_tiles), t3 - t2, view_gflops.back(),
-                 100 * efficiency.back(), peak_gflops.back());
-  }
   const EncoderFlops page_flops = encoder_view_flops(enc.config(), kGlobalViewSide);
   nlohmann::json j = {{"suite", "encode"},
                       {"model", a.model},
@@ -426,31 +434,31 @@ int run_encode(const EncodeArgs& a) {
                       {"page_width", a.page_width},
                       {"page_height", a.page_height},
                       {"runs", a.runs},
-                      {"image_tokens", tokens},
-                      {"tiles", n_tiles},
-                      {"ms_per_page_median", median(page_ms)},
-                      {"ms_per_page", page_ms},
-                      {"preprocess_ms_median", median(pre_ms)},
-                      {"global_view_ms_median", median(global_ms)},
-                      {"tile_ms_median", median(tile_ms)},
-                      {"assemble_ms_median", median(assemble_ms)},
+                      {"image_tokens", r.tokens},
+                      {"tiles", r.n_tiles},
+                      {"ms_per_page_median", median(r.page_ms)},
+                      {"ms_per_page", r.page_ms},
+                      {"preprocess_ms_median", median(r.pre_ms)},
+                      {"global_view_ms_median", median(r.global_ms)},
+                      {"tile_ms_median", median(r.tile_ms)},
+                      {"assemble_ms_median", median(r.assemble_ms)},
                       {"global_view_flops", {{"sam", page_flops.sam}, {"clip", page_flops.clip}, {"projector", page_flops.projector}}},
                       {"tile_flops", encoder_view_flops(enc.config(), kTileSide).total()},
-                      {"encode_gflops", view_gflops},
-                      {"encode_gflops_median", median(view_gflops)},
-                      {"sgemm_peak_gflops", peak_gflops},
-                      {"sgemm_peak_gflops_median", median(peak_gflops)},
-                      {"encode_efficiency", efficiency},
-                      {"encode_efficiency_median", median(efficiency)},
+                      {"encode_gflops", r.view_gflops},
+                      {"encode_gflops_median", median(r.view_gflops)},
+                      {"sgemm_peak_gflops", r.peak_gflops},
+                      {"sgemm_peak_gflops_median", median(r.peak_gflops)},
+                      {"encode_efficiency", r.efficiency},
+                      {"encode_efficiency_median", median(r.efficiency)},
                       {"rss_peak_bytes", peak_rss_bytes()}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
   std::printf("encode %s %dx%d: %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), %lld image tokens, "
               "%.1f GFLOP/s = %.0f%% of the in-run sgemm peak (median), RSS peak %zu\n",
-              a.mode.c_str(), a.page_width, a.page_height, median(page_ms), a.runs, median(global_ms),
-              static_cast<long long>(n_tiles), median(tile_ms), static_cast<long long>(tokens), median(view_gflops),
-              100 * median(efficiency), peak_rss_bytes());
+              a.mode.c_str(), a.page_width, a.page_height, median(r.page_ms), a.runs, median(r.global_ms),
+              static_cast<long long>(r.n_tiles), median(r.tile_ms), static_cast<long long>(r.tokens), median(r.view_gflops),
+              100 * median(r.efficiency), peak_rss_bytes());
   return 0;
 }
 

@@ -32,16 +32,29 @@ struct ExpertWork {
   float *xs = nullptr, *g = nullptr, *u = nullptr, *ys = nullptr;
 };
 
+// Everything a MoE layer needs per call, kept by the calling thread and grown, never shrunk: work
+// holds one entry per routed expert and a last one for the shared experts.
 struct MoeScratch {
   std::vector<float> probs, xs, g, u, ys;
+  std::vector<ExpertWork> work;
+  std::vector<ExpertWork*> active;
+  std::vector<int64_t> order;
+  std::vector<kernels::MatmulJob> jobs;
 };
 
-// Router: softmax over all experts of each token's logits (`probs`, [n, n_routed], overwritten),
-// then the top-k by probability (greedy; ties to the lower index). One ExpertWork per routed expert.
-std::vector<ExpertWork> route_tokens(const ModelConfig& cfg, float* probs, int64_t n) {
+// Router: softmax over all experts of each token's logits (s.probs, [n, n_routed], overwritten),
+// then the top-k by probability (greedy; ties to the lower index), into s.work[0, n_routed).
+void route_tokens(const ModelConfig& cfg, int64_t n, MoeScratch& s) {
   const int64_t E = cfg.n_routed, K = cfg.top_k;
-  std::vector<ExpertWork> work(static_cast<size_t>(E));
-  std::vector<int64_t> order(static_cast<size_t>(E));
+  s.work.resize(static_cast<size_t>(E + 1));
+  for (ExpertWork& w : s.work) {
+    w.tokens.clear();
+    w.weights.clear();
+  }
+  std::vector<ExpertWork>& work = s.work;
+  std::vector<int64_t>& order = s.order;
+  order.resize(static_cast<size_t>(E));
+  float* probs = s.probs.data();
   for (int64_t t = 0; t < n; ++t) {
     float* p = probs + t * E;
     kernels::softmax(p, E);
@@ -59,7 +72,6 @@ std::vector<ExpertWork> route_tokens(const ModelConfig& cfg, float* probs, int64
       work[static_cast<size_t>(e)].weights.push_back(w);
     }
   }
-  return work;
 }
 
 // Gives each expert its slices of the scratch buffers and gathers its input rows from x [n, H].
@@ -84,8 +96,8 @@ void place_experts(std::span<ExpertWork* const> active, const float* x, int64_t 
 }
 
 // All gate/up products in one pass over the weights, then all down products in another.
-void run_experts(std::span<ExpertWork* const> active, ThreadPool& pool) {
-  std::vector<kernels::MatmulJob> jobs;
+void run_experts(std::span<ExpertWork* const> active, std::vector<kernels::MatmulJob>& jobs, ThreadPool& pool) {
+  jobs.clear();
   for (ExpertWork* w : active) {
     jobs.push_back({w->gate, w->xs, w->rows(), w->g});
     jobs.push_back({w->up, w->xs, w->rows(), w->u});
@@ -202,9 +214,27 @@ void Decoder::embed(int32_t token, float* out) const {
   convert_to_f32(embed_->dtype, embed_->row_ptr(token), out, cfg_.hidden);
 }
 
+Decoder::RunState& Decoder::run_state(int64_t rows, int64_t inputs) const {
+  // Kept by the calling thread (split_by_sequence runs parts of a batch on pool threads at once).
+  thread_local RunState st;
+  const int64_t H = cfg_.hidden, qd = cfg_.n_heads * cfg_.head_dim, kvd = cfg_.n_kv_heads * cfg_.head_dim;
+  auto fit = [](std::vector<float>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  };
+  for (auto* v : {&st.x, &st.xn, &st.y}) fit(*v, rows * H);
+  for (auto* v : {&st.q, &st.att}) fit(*v, rows * qd);
+  for (auto* v : {&st.k, &st.v}) fit(*v, rows * kvd);
+  fit(st.last, inputs * H);
+  return st;
+}
+
 void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const int64_t w = m.gate->shape[0];
-  std::vector<float> g(static_cast<size_t>(n * w)), u(static_cast<size_t>(n * w));
+  thread_local std::vector<float> g, u;  // kept between calls, as the run state is
+  if (g.size() < static_cast<size_t>(n * w)) {
+    g.resize(static_cast<size_t>(n * w));
+    u.resize(static_cast<size_t>(n * w));
+  }
   const kernels::MatmulJob gate_up[] = {{m.gate, x, n, g.data()}, {m.up, x, n, u.data()}};
   kernels::matmul_many(gate_up, pool);
   kernels::silu_mul(g.data(), u.data(), g.data(), n * w);
@@ -217,28 +247,28 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   thread_local MoeScratch s;
   if (s.probs.size() < static_cast<size_t>(n * cfg_.n_routed)) s.probs.resize(static_cast<size_t>(n * cfg_.n_routed));
   kernels::matmul(*L.router, x, n, s.probs.data(), pool);
-  std::vector<ExpertWork> work = route_tokens(cfg_, s.probs.data(), n);
+  route_tokens(cfg_, n, s);
   // Shared experts see every token; routed experts see the tokens that chose them.
-  std::vector<ExpertWork*> active;
+  s.active.clear();
   for (int64_t e = 0; e < cfg_.n_routed; ++e) {
-    ExpertWork& w = work[static_cast<size_t>(e)];
+    ExpertWork& w = s.work[static_cast<size_t>(e)];
     if (w.tokens.empty()) continue;
     const Mlp& m = L.experts[static_cast<size_t>(e)];
     w.gate = m.gate, w.up = m.up, w.down = m.down;
-    active.push_back(&w);
+    s.active.push_back(&w);
   }
-  ExpertWork shared;
+  ExpertWork& shared = s.work.back();
   if (L.shared.gate) {
     shared.gate = L.shared.gate, shared.up = L.shared.up, shared.down = L.shared.down;
     shared.tokens.resize(static_cast<size_t>(n));
     std::iota(shared.tokens.begin(), shared.tokens.end(), 0);
-    active.push_back(&shared);
+    s.active.push_back(&shared);
   }
-  place_experts(active, x, cfg_.hidden, s);
-  run_experts(active, pool);
+  place_experts(s.active, x, cfg_.hidden, s);
+  run_experts(s.active, s.jobs, pool);
   if (L.shared.gate) std::copy_n(shared.ys, n * cfg_.hidden, y);
   else std::fill(y, y + n * cfg_.hidden, 0.f);
-  for (ExpertWork* w : active) {
+  for (ExpertWork* w : s.active) {
     if (w == &shared) continue;
     for (size_t i = 0; i < w->tokens.size(); ++i) {
       float* dst = y + w->tokens[i] * cfg_.hidden;
@@ -412,54 +442,46 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
   const int64_t H = cfg_.hidden, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, hd = cfg_.head_dim;
   int64_t T = 0;
   for (const Input& in : batch) T += in.count();
-  std::vector<float> x(static_cast<size_t>(T * H)), xn(static_cast<size_t>(T * H));
-  {
-    int64_t r = 0;
-    for (const Input& in : batch) {
-      if (in.embeddings) {
-        std::copy_n(in.embeddings, in.n_embeddings * H, x.data() + r * H);
-      } else {
-        for (int32_t tok : in.tokens) embed(tok, x.data() + (r++) * H);
-        continue;
-      }
-      r += in.n_embeddings;
+  RunState& st = run_state(T, static_cast<int64_t>(batch.size()));
+  float *x = st.x.data(), *xn = st.xn.data(), *q = st.q.data(), *k = st.k.data(), *v = st.v.data();
+  float *att = st.att.data(), *y = st.y.data();
+  int64_t r = 0;
+  for (const Input& in : batch) {
+    if (!in.embeddings) {
+      for (int32_t tok : in.tokens) embed(tok, x + (r++) * H);
+      continue;
     }
+    std::copy_n(in.embeddings, in.n_embeddings * H, x + r * H);
+    r += in.n_embeddings;
   }
-  std::vector<float> q(static_cast<size_t>(T * nh * hd)), k(static_cast<size_t>(T * nkv * hd)),
-      v(static_cast<size_t>(T * nkv * hd)), att(static_cast<size_t>(T * nh * hd)), y(static_cast<size_t>(T * H));
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    kernels::rms_norm(x.data(), L.attn_norm.data(), xn.data(), T, H, cfg_.rms_eps);
-    const kernels::MatmulJob qkv[] = {{L.wq, xn.data(), T, q.data()}, {L.wk, xn.data(), T, k.data()}, {L.wv, xn.data(), T, v.data()}};
+    kernels::rms_norm(x, L.attn_norm.data(), xn, T, H, cfg_.rms_eps);
+    const kernels::MatmulJob qkv[] = {{L.wq, xn, T, q}, {L.wk, xn, T, k}, {L.wv, xn, T, v}};
     kernels::matmul_many(qkv, pool);
-    int64_t r = 0;
+    r = 0;
     for (size_t i = 0; i < batch.size() && cfg_.rope; ++i) {
       for (int64_t j = 0; j < batch[i].count(); ++j, ++r) {
-        kernels::apply_rope(q.data() + r * nh * hd, nh, first_pos[i] + j, rope_, cfg_.rope_style);
-        kernels::apply_rope(k.data() + r * nkv * hd, nkv, first_pos[i] + j, rope_, cfg_.rope_style);
+        kernels::apply_rope(q + r * nh * hd, nh, first_pos[i] + j, rope_, cfg_.rope_style);
+        kernels::apply_rope(k + r * nkv * hd, nkv, first_pos[i] + j, rope_, cfg_.rope_style);
       }
     }
-    attention(l, batch, first_pos, q.data(), k.data(), v.data(), att.data(), pool);
-    kernels::matmul(*L.wo, att.data(), T, y.data(), pool);
-    kernels::add_inplace(x.data(), y.data(), T * H);
+    attention(l, batch, first_pos, q, k, v, att, pool);
+    kernels::matmul(*L.wo, att, T, y, pool);
+    kernels::add_inplace(x, y, T * H);
 
-    kernels::rms_norm(x.data(), L.ffn_norm.data(), xn.data(), T, H, cfg_.rms_eps);
-    if (L.moe) {
-      moe(L, xn.data(), T, y.data(), pool);
-    } else {
-      mlp(L.dense, xn.data(), T, y.data(), pool);
-    }
-    kernels::add_inplace(x.data(), y.data(), T * H);
+    kernels::rms_norm(x, L.ffn_norm.data(), xn, T, H, cfg_.rms_eps);
+    if (L.moe) moe(L, xn, T, y, pool);
+    else mlp(L.dense, xn, T, y, pool);
+    kernels::add_inplace(x, y, T * H);
   }
   // Logits of each input's last token only.
-  const int64_t B = static_cast<int64_t>(batch.size());
-  std::vector<float> last(static_cast<size_t>(B * H));
-  int64_t r = 0;
-  for (int64_t i = 0; i < B; ++i) {
-    r += batch[static_cast<size_t>(i)].count();
-    kernels::rms_norm(x.data() + (r - 1) * H, final_norm_.data(), last.data() + i * H, 1, H, cfg_.rms_eps);
+  r = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    r += batch[i].count();
+    kernels::rms_norm(x + (r - 1) * H, final_norm_.data(), st.last.data() + i * H, 1, H, cfg_.rms_eps);
   }
-  kernels::matmul(*lm_head_, last.data(), B, logits, pool);
+  kernels::matmul(*lm_head_, st.last.data(), static_cast<int64_t>(batch.size()), logits, pool);
 }
 
 }  // namespace folio

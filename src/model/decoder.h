@@ -92,6 +92,16 @@ class Decoder {
     Mlp shared;                // shared experts fused into one MLP (width moe_intermediate x n_shared)
   };
 
+  // The activations of one forward ([rows, width] each; `last`: one row per input). One per calling
+  // thread, kept between calls and grown to the largest batch that thread has run, so a decode step
+  // allocates nothing and a prefill pass reuses the last pass's pages. The experts' activations
+  // are kept the same way (decoder.cpp, MoeScratch). Memory: a 2,048-token pass of the full-size
+  // Unlimited-OCR decoder keeps ~70 MB here and ~250 MB of expert activations per thread that ran it.
+  struct RunState {
+    std::vector<float> x, xn, q, k, v, att, y, last;
+  };
+  RunState& run_state(int64_t rows, int64_t inputs) const;
+
   const TensorView* need(const std::string& name, std::vector<int64_t> shape);
   size_t count_active_weight_bytes() const;
   // The layers and logits of a batch whose KV positions are reserved (first_pos[i]: input i's first).
