@@ -94,7 +94,8 @@ class Decoder {
 
   // The activations of one forward ([rows, width] each; `last`: one row per input). One per calling
   // thread, kept between calls and grown to the largest batch that thread has run, so a decode step
-  // allocates nothing and a prefill pass reuses the last pass's pages. The experts' activations
+  // allocates no activations (attention still builds small per-step span lists) and a prefill pass
+  // reuses the last pass's pages. The experts' activations
   // are kept the same way (decoder.cpp, MoeScratch). Memory: a 2,048-token pass of the full-size
   // Unlimited-OCR decoder keeps ~70 MB here and ~250 MB of expert activations per thread that ran it.
   struct RunState {
