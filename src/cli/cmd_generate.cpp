@@ -96,6 +96,9 @@ Runner add_generate(CLI::App& app) {
       detok = std::make_unique<StreamingDetokenizer>(*m.tokenizer, prompt.empty() ? std::vector<int32_t>{} : std::vector<int32_t>{prompt.back()});
     auto res = gen.generate(prompt, opt, [&](int32_t tok) {
       if (tok == m.config.eos_id) return true;
+      // Control tokens (<s>, </s>, special added tokens) are markup, not text: left out, as
+      // llama.cpp's programs do.
+      if (detok && m.tokenizer->is_control(tok)) return true;
       if (detok) {
         std::string s = detok->push(tok);
         std::fwrite(s.data(), 1, s.size(), stdout);

@@ -10,6 +10,7 @@
 #include <queue>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "text/byte_level.h"
@@ -108,6 +109,11 @@ class BpeTokenizer final : public Tokenizer {
 
   std::optional<int32_t> bos_id() const override { return bos_; }
   std::optional<int32_t> eos_id() const override { return eos_; }
+
+  bool is_control(int32_t id) const override {
+    check_id(id);
+    return special_ids_.count(id) > 0;
+  }
 
  private:
   [[noreturn]] void bad(const std::string& what) const { throw_invalid(source_ + ": " + what); }
@@ -211,7 +217,10 @@ class BpeTokenizer final : public Tokenizer {
       raw_[id] = byte_level_decode(s);
     }
     // Added tokens are never byte-level mapped: their content is their text.
-    for (const AddedToken& a : added_) raw_[a.id] = a.content;
+    for (const AddedToken& a : added_) {
+      raw_[a.id] = a.content;
+      if (a.special) special_ids_.insert(a.id);
+    }
   }
 
   void parse_normalizer(const json& j) {
@@ -418,6 +427,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<SplitPattern> patterns_;
   bool add_prefix_space_ = false;
   std::vector<AddedToken> added_;
+  std::unordered_set<int32_t> special_ids_;  // added tokens marked "special"
   std::unordered_map<std::string, int32_t> added_by_content_;
   std::array<std::vector<size_t>, 256> added_by_first_byte_;  // indices into added_, longest first
   std::vector<std::string> raw_;                               // id -> raw bytes

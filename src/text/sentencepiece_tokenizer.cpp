@@ -162,6 +162,11 @@ class SpmTokenizer final : public Tokenizer {
   std::optional<int32_t> bos_id() const override { return v_.bos >= 0 ? std::optional<int32_t>(v_.bos) : std::nullopt; }
   std::optional<int32_t> eos_id() const override { return v_.eos >= 0 ? std::optional<int32_t>(v_.eos) : std::nullopt; }
 
+  bool is_control(int32_t id) const override {
+    check_id(id);
+    return v_.types[static_cast<size_t>(id)] == kControl;
+  }
+
  private:
   void check_id(int32_t id) const {
     if (id < 0 || id >= vocab_size())

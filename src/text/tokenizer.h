@@ -44,6 +44,11 @@ class Tokenizer {
   virtual std::optional<int32_t> bos_id() const = 0;
   // The token that ends generation, if known.
   virtual std::optional<int32_t> eos_id() const = 0;
+
+  // Whether id is markup for the model rather than text (SentencePiece control tokens such as
+  // <s> and </s>; tokenizer.json added tokens marked "special"): what a program printing generated
+  // text leaves out, as llama.cpp does. Throws InvalidInput for an id outside [0, vocab_size()).
+  virtual bool is_control(int32_t id) const = 0;
 };
 
 // Turns a stream of generated ids into text pieces that are complete UTF-8, for printing tokens

@@ -121,6 +121,12 @@ TEST(BpeTokenizer, AddedTokensAreMatchedFirstLongestFirst) {
   // Known names give BOS / EOS when nothing else says.
   EXPECT_EQ(tok->bos_id(), 303);
   EXPECT_FALSE(tok->eos_id().has_value());
+  // Added tokens marked special are control tokens (left out of printed text); others are text.
+  EXPECT_TRUE(tok->is_control(302));
+  EXPECT_TRUE(tok->is_control(303));
+  EXPECT_FALSE(tok->is_control(300));
+  EXPECT_FALSE(tok->is_control('a'));
+  EXPECT_THROW(tok->is_control(305), Error);
 }
 
 TEST(BpeTokenizer, SingleWordAddedTokenNeedsWordBoundaries) {

@@ -70,6 +70,16 @@ TEST(SentencePiece, DecodeDropsOnlyTheAddedSpace) {
   }
 }
 
+TEST(SentencePiece, ControlTokensAreTheControlType) {
+  auto tok = make_sentencepiece_tokenizer(hand_vocab());
+  EXPECT_TRUE(tok->is_control(1));    // <s>
+  EXPECT_TRUE(tok->is_control(2));    // </s>
+  EXPECT_FALSE(tok->is_control(0));   // <unk>: unknown, not control
+  EXPECT_FALSE(tok->is_control(14));  // <tool>: user-defined text
+  EXPECT_FALSE(tok->is_control(4));
+  EXPECT_THROW(tok->is_control(15), Error);
+}
+
 TEST(SentencePiece, LookupsAndValidation) {
   auto tok = make_sentencepiece_tokenizer(hand_vocab());
   EXPECT_EQ(tok->vocab_size(), 15);
