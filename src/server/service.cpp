@@ -724,11 +724,14 @@ RequestId Service::submit_chat(SequenceRequest sr, httplib::Response& res) {
   return sub.id;
 }
 
+bool Service::is_text(int32_t token) const {
+  return token != decoder_->config().eos_id && !tokenizer_->is_control(token);
+}
+
 // Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
 // sequence cancelled at the first.
 void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
                          httplib::Response& res) {
-  const int32_t eos = decoder_->config().eos_id;
   SequenceResult r;
   StopStrings stops(cr.stop);
   StreamingDetokenizer detok(*tokenizer_);
@@ -740,7 +743,7 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
     while (true) {
       ch->cv.wait(lk, [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
       for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
-        if (ch->tokens[ch->taken] != eos) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
+        if (is_text(ch->tokens[ch->taken])) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
       if (ch->result) break;
       if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
         lk.unlock();
@@ -752,10 +755,10 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
   }
   std::string text;
   if (stops.empty()) {
-    // EOS is a control token, not text (the streaming path skips it the same way).
+    // EOS and other control tokens are not text (the streaming path skips them the same way).
     std::vector<int32_t> text_ids;
     for (int32_t t : r.tokens)
-      if (t != eos) text_ids.push_back(t);
+      if (is_text(t)) text_ids.push_back(t);
     text = tokenizer_->decode(text_ids);
   } else {
     text = stopped_text;
@@ -772,7 +775,6 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
 
 void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
                           httplib::Response& res) {
-  const int32_t eos = decoder_->config().eos_id;
   const double timeout_s = cfg_.server.request_timeout_s;
   // Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
   // the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client
@@ -798,7 +800,7 @@ void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st, chunk, with_ids, with_usage, eos, timeout_s](size_t, httplib::DataSink& sink) {
+      [this, st, chunk, with_ids, with_usage, timeout_s](size_t, httplib::DataSink& sink) {
         std::vector<int32_t> fresh;
         std::optional<SequenceResult> result;
         {
@@ -820,7 +822,7 @@ void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared
         const bool was_stopped = st->stops.stopped();
         for (int32_t t : fresh) {
           if (st->stops.stopped()) break;
-          std::string text = t == eos ? std::string() : st->detok.push(t);
+          std::string text = is_text(t) ? st->detok.push(t) : std::string();
           if (!st->stops.empty()) text = st->stops.push(text);
           if (text.empty() && !with_ids) continue;
           json j = chunk({{"content", text}}, nullptr);

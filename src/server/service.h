@@ -113,6 +113,9 @@ class Service {
   bool chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res);
   SequenceRequest chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
   RequestId submit_chat(SequenceRequest sr, httplib::Response& res);
+  // Whether a generated token is part of the answer's text: not EOS nor another control token
+  // (special tokens are left out, as vLLM's skip_special_tokens and llama-server do).
+  bool is_text(int32_t token) const;
   void chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
   void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
