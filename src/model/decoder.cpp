@@ -21,6 +21,12 @@ namespace {
 // a shorter one, one query at a time (it reads little, and short prompts keep their exact numbers).
 constexpr int64_t kCausalRunMinTokens = 64;
 
+// Grows v to at least n elements, never shrinks it: buffers kept between calls (MoeScratch,
+// RunState) hold the largest batch their thread has run.
+void grow(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+}
+
 // The tokens one routed expert (or the shared experts) computes, with their routing weights, and
 // its slices of MoeScratch.
 struct ExpertWork {
@@ -81,8 +87,8 @@ void place_experts(std::span<ExpertWork* const> active, const float* x, int64_t 
     rows += w->rows();
     hidden += w->rows() * w->width();
   }
-  for (auto [v, size] : {std::pair{&s.xs, rows * H}, {&s.ys, rows * H}, {&s.g, hidden}, {&s.u, hidden}})
-    if (v->size() < static_cast<size_t>(size)) v->resize(static_cast<size_t>(size));
+  for (auto* v : {&s.xs, &s.ys}) grow(*v, rows * H);
+  for (auto* v : {&s.g, &s.u}) grow(*v, hidden);
   int64_t row = 0, h = 0;
   for (ExpertWork* w : active) {
     w->xs = s.xs.data() + row * H;
@@ -218,23 +224,18 @@ Decoder::RunState& Decoder::run_state(int64_t rows, int64_t inputs) const {
   // Kept by the calling thread (split_by_sequence runs parts of a batch on pool threads at once).
   thread_local RunState st;
   const int64_t H = cfg_.hidden, qd = cfg_.n_heads * cfg_.head_dim, kvd = cfg_.n_kv_heads * cfg_.head_dim;
-  auto fit = [](std::vector<float>& v, int64_t n) {
-    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-  };
-  for (auto* v : {&st.x, &st.xn, &st.y}) fit(*v, rows * H);
-  for (auto* v : {&st.q, &st.att}) fit(*v, rows * qd);
-  for (auto* v : {&st.k, &st.v}) fit(*v, rows * kvd);
-  fit(st.last, inputs * H);
+  for (auto* v : {&st.x, &st.xn, &st.y}) grow(*v, rows * H);
+  for (auto* v : {&st.q, &st.att}) grow(*v, rows * qd);
+  for (auto* v : {&st.k, &st.v}) grow(*v, rows * kvd);
+  grow(st.last, inputs * H);
   return st;
 }
 
 void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const int64_t w = m.gate->shape[0];
   thread_local std::vector<float> g, u;  // kept between calls, as the run state is
-  if (g.size() < static_cast<size_t>(n * w)) {
-    g.resize(static_cast<size_t>(n * w));
-    u.resize(static_cast<size_t>(n * w));
-  }
+  grow(g, n * w);
+  grow(u, n * w);
   const kernels::MatmulJob gate_up[] = {{m.gate, x, n, g.data()}, {m.up, x, n, u.data()}};
   kernels::matmul_many(gate_up, pool);
   kernels::silu_mul(g.data(), u.data(), g.data(), n * w);
@@ -245,7 +246,7 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   // Activations of the experts, kept between calls on the calling thread: fresh buffers per layer
   // cost page faults and zeroing (5% of a long prefill).
   thread_local MoeScratch s;
-  if (s.probs.size() < static_cast<size_t>(n * cfg_.n_routed)) s.probs.resize(static_cast<size_t>(n * cfg_.n_routed));
+  grow(s.probs, n * cfg_.n_routed);
   kernels::matmul(*L.router, x, n, s.probs.data(), pool);
   route_tokens(cfg_, n, s);
   // Shared experts see every token; routed experts see the tokens that chose them.

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/io/gguf.h"
 #include "core/thread_pool.h"
+#include "model/io/gguf.h"
 #include "model/quantized_weights.h"
 #include "model/weight_names.h"
 #include "text/gguf_vocab.h"
