@@ -48,28 +48,28 @@ std::string s(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-ReportPlan plan_report(const ReportOptions& o) {
-  check_subset(o.sections, kReportSections, "--sections");
-  check_subset(o.policies, {"full", "rswa", "sparse", "rolling"}, "--policies");
-  check_subset(o.kv_dtypes, {"f32", "bf16", "f16", "q8", "q4"}, "--kv-dtypes");
-  const Sizes z = sizes_for(o.quick);
-  const std::string json_dir = o.out + "/json/";
-  const std::string threads = s(o.threads);
-  ReportPlan plan;
-  auto add = [&](PlannedRun r) {
-    plan.runs.push_back(std::move(r));
-  };
-  auto mini_opt = [&](std::vector<std::string>& argv) {
-    if (!o.mini_model_display.empty()) argv.insert(argv.begin() + 3, {"--model", o.mini_model_display});
-  };
-  const bool big_needed = has(o.sections, "decode") || has(o.sections, "peer");
-  if (big_needed && o.make_decoder_model)
-    add({"make_model", has(o.sections, "decode") ? "decode" : "peer",
-         {"folio", "make-model", "--arch", "unlimited-ocr-decoder", "--preset", "full", "--seed", "1", "--dtype", "bf16", "--out",
-          o.decoder_model},
-         {{"kind", "make-model"}}, false, ""});
+std::vector<std::string> make_decoder_argv(const std::string& out) {
+  return {"folio", "make-model", "--arch", "unlimited-ocr-decoder", "--preset", "full", "--seed", "1", "--dtype", "bf16", "--out", out};
+}
 
-  if (has(o.sections, "decode")) {
+namespace {
+
+// The runs of one plan, section by section.
+struct Planner {
+  const ReportOptions& o;
+  const Sizes z;
+  const std::string json_dir, threads;
+  ReportPlan plan;
+
+  explicit Planner(const ReportOptions& opts) : o(opts), z(sizes_for(opts.quick)), json_dir(opts.out + "/json/"), threads(s(opts.threads)) {}
+  void add(PlannedRun r) { plan.runs.push_back(std::move(r)); }
+  // Names the OCR model in a command (after `folio bench SUITE`) when the report names one.
+  void mini_opt(std::vector<std::string>& argv) const {
+    if (!o.mini_model_display.empty()) argv.insert(argv.begin() + 3, {"--model", o.mini_model_display});
+  }
+
+  // decode: every policy x KV dtype on the mini model, then on the full-size decoder.
+  void decode() {
     struct M { std::string key, dir; int64_t ref, gen, every; std::vector<std::string> dtypes; };
     const std::string mini_dir = o.mini_model_display.empty() ? o.mini_model : o.mini_model_display;
     // The mini model's runs first: minutes each against about an hour for each full-size run, so a
@@ -90,7 +90,9 @@ ReportPlan plan_report(const ReportOptions& o) {
     plan.sizes["decode"] = {{"uocr-full", {{"ref_tokens", z.big_ref}, {"gen_tokens", z.big_gen}, {"sample_every", z.big_every}, {"kv_dtypes", z.big_dtypes}}},
                             {"mini", {{"ref_tokens", z.mini_ref}, {"gen_tokens", z.mini_gen}, {"sample_every", z.mini_every}}}};
   }
-  if (has(o.sections, "pages")) {
+
+  // pages: one document per size, rswa W=128 with bf16 KV, measured once (baseline = the run itself).
+  void pages() {
     // One document per size, rswa W=128 with bf16 KV, measured once (baseline = the run itself).
     for (int p : z.page_counts) {
       std::vector<std::string> argv = {"folio", "bench", "accuracy", "--docs", "1", "--pages", s(p), "--policy", "rswa",
@@ -101,7 +103,9 @@ ReportPlan plan_report(const ReportOptions& o) {
     }
     plan.sizes["pages"] = {{"pages", z.page_counts}, {"docs", 1}};
   }
-  if (has(o.sections, "accuracy")) {
+
+  // accuracy: every policy x KV dtype on the smallest sets, rswa and sparse in bf16 on the others.
+  void accuracy() {
     for (const auto& set : z.acc_sets)
       for (const std::string& policy : o.policies)
         for (const std::string& dt : o.kv_dtypes) {
@@ -118,7 +122,9 @@ ReportPlan plan_report(const ReportOptions& o) {
       sets.push_back({{"pages", set.pages}, {"docs", set.docs}, {"runs", set.all ? "every policy x KV dtype" : "rswa and sparse, bf16 KV"}});
     plan.sizes["accuracy"] = sets;
   }
-  if (has(o.sections, "service")) {
+
+  // service: bench serve at each concurrency.
+  void service() {
     for (auto [c, n] : z.serve) {
       std::vector<std::string> argv = {"folio", "bench", "serve", "--concurrency", s(c), "--requests", s(n), "--threads", threads,
                                        "--json", json_dir + "serve_c" + s(c) + ".json"};
@@ -129,7 +135,9 @@ ReportPlan plan_report(const ReportOptions& o) {
     for (auto [c, n] : z.serve) sv.push_back({{"concurrency", c}, {"requests", n}});
     plan.sizes["service"] = sv;
   }
-  if (has(o.sections, "peer")) {
+
+  // peer: the same decode in PyTorch eager, and tesseract on the accuracy documents.
+  void peer() {
     for (const std::string policy : {"full", "rswa"}) {
       const std::string every = s(std::max<int64_t>(1, z.peer_gen / 8));
       add({"peer_folio_" + policy, "peer",
@@ -168,7 +176,24 @@ ReportPlan plan_report(const ReportOptions& o) {
     plan.sizes["peer"] = {{"ref_tokens", z.peer_ref}, {"gen_tokens", z.peer_gen}, {"tesseract", ts},
                           {"full_size_command_ref_tokens", 4096}, {"full_size_command_gen_tokens", 8192}};
   }
-  return plan;
+};
+
+}  // namespace
+
+ReportPlan plan_report(const ReportOptions& o) {
+  check_subset(o.sections, kReportSections, "--sections");
+  check_subset(o.policies, {"full", "rswa", "sparse", "rolling"}, "--policies");
+  check_subset(o.kv_dtypes, {"f32", "bf16", "f16", "q8", "q4"}, "--kv-dtypes");
+  Planner p(o);
+  const bool big_needed = has(o.sections, "decode") || has(o.sections, "peer");
+  if (big_needed && o.make_decoder_model)
+    p.add({"make_model", has(o.sections, "decode") ? "decode" : "peer", make_decoder_argv(o.decoder_model), {{"kind", "make-model"}}, false, ""});
+  if (has(o.sections, "decode")) p.decode();
+  if (has(o.sections, "pages")) p.pages();
+  if (has(o.sections, "accuracy")) p.accuracy();
+  if (has(o.sections, "service")) p.service();
+  if (has(o.sections, "peer")) p.peer();
+  return std::move(p.plan);
 }
 
 std::vector<PlannedRun> select_runs(const ReportPlan& plan, const std::vector<std::string>& ids, const std::string& decoder_model) {

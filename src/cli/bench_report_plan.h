@@ -41,6 +41,9 @@ struct ReportPlan {
   nlohmann::json sizes;  // the sizes used, per section (stated in the report)
 };
 
+// The command that makes the full-size random-weight decoder the decode and peer sections read.
+std::vector<std::string> make_decoder_argv(const std::string& out);
+
 // InvalidInput for an unknown section, policy or KV dtype.
 ReportPlan plan_report(const ReportOptions& o);
 

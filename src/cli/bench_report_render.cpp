@@ -17,6 +17,32 @@ using nlohmann::json;
 
 namespace {
 
+// ---- paths a reader can reproduce ----------------------------------------------------------------
+
+// A model given by absolute path (this machine's own cache) is shown as models/<name>, where the
+// make-model command this page prints puts it; relative paths (the repository's files) stay.
+std::string reader_path(const std::string& path) {
+  if (path.empty() || path[0] != '/') return path;
+  return "models/" + fs::path(path).filename().string();
+}
+
+// A command line with its model paths (the values of --model, --decoder-model, --mini-model,
+// --mmproj, and make-model's --out) as a reader names them; --cache is the models/ directory itself.
+std::string reader_command(const std::string& command) {
+  static const std::set<std::string> model_flags{"--model", "--decoder-model", "--mini-model", "--mmproj"};
+  const bool makes_model = command.find(" make-model ") != std::string::npos;
+  std::istringstream in(command);
+  std::string out, word, previous;
+  while (in >> word) {
+    if (previous == "--cache" && !word.empty() && word[0] == '/') word = "models";
+    else if (model_flags.count(previous) || (makes_model && previous == "--out")) word = reader_path(word);
+    if (!out.empty()) out += ' ';
+    out += word;
+    previous = word;
+  }
+  return out;
+}
+
 // ---- number formatting --------------------------------------------------------------------------
 
 std::string fixed(double v, int prec) {
@@ -105,7 +131,7 @@ std::vector<const RunData*> of_kind(const std::vector<RunData>& runs, const std:
 std::string commands(const std::vector<const RunData*>& runs) {
   if (runs.empty()) return "";
   std::string out = "Commands (each writes the JSON file named by `--json`):\n\n```\n";
-  for (const RunData* r : runs) out += str(*r->run, "command") + "\n";
+  for (const RunData* r : runs) out += reader_command(str(*r->run, "command")) + "\n";
   return out + "```\n\n";
 }
 
@@ -197,6 +223,41 @@ std::string model_title(const std::string& key) {
   return key;
 }
 
+// A decode model's samples side by side for one KV dtype (bf16 when it ran), every policy.
+std::string samples_table(const std::vector<const RunData*>& mine) {
+  std::string dt;
+  for (const std::string want : {"bf16", "f32", "q8", "q4", "f16"}) {
+    for (const RunData* r : mine)
+      if (!r->data.is_null() && param(*r, "kv_dtype") == want) dt = want;
+    if (!dt.empty()) break;
+  }
+  std::vector<const RunData*> cols;
+  for (const RunData* r : mine)
+    if (!r->data.is_null() && param(*r, "kv_dtype") == dt) cols.push_back(r);
+  if (cols.empty()) return "";
+  std::vector<std::string> h = {"generated tokens"};
+  for (const RunData* r : cols) {
+    h.push_back(param(*r, "policy") + " KV bytes");
+    h.push_back(param(*r, "policy") + " ms/token");
+  }
+  std::string out = "\nSamples, " + dt + " KV:\n\n" + header(h);
+  std::set<double> positions;
+  for (const RunData* r : cols)
+    for (const json& s : samples_of(r->data)) positions.insert(num(s, "pos"));
+  for (double pos : positions) {
+    std::vector<std::string> cells = {grouped(pos)};
+    for (const RunData* r : cols) {
+      const json* hit = nullptr;
+      for (const json& s : samples_of(r->data))
+        if (num(s, "pos") == pos) hit = &s;
+      cells.push_back(hit ? grouped(num(*hit, "kv_bytes")) : "");
+      cells.push_back(hit ? fixed(num(*hit, "ms_per_token"), 2) : "");
+    }
+    out += row(cells);
+  }
+  return out;
+}
+
 std::string decode_section(const std::vector<RunData>& runs, const std::map<std::string, std::string>& plots, const std::string& image_prefix,
                            const std::string& json_prefix) {
   std::string out = R"(## Decode: KV bytes and ms/token as the output grows
@@ -227,7 +288,7 @@ efficiencies and the median bandwidth (it swings by half on a shared machine).
     out += "### " + model_title(key) + "\n\n";
     for (const RunData* r : mine)
       if (!r->data.is_null()) {
-        out += "Model `" + str(r->data, "model") + "` (" + str(r->data, "architecture", "?") + ", " + grouped(num(r->data, "kv_bytes_per_token")) +
+        out += "Model `" + reader_path(str(r->data, "model")) + "` (" + str(r->data, "architecture", "?") + ", " + grouped(num(r->data, "kv_bytes_per_token")) +
                " KV bytes per token in " + str(r->data, "kv_dtype") + "), " + grouped(num(r->data, "threads")) + " threads, ISA " +
                str(r->data, "isa", "?") + ".\n\n";
         break;
@@ -242,38 +303,7 @@ efficiencies and the median bandwidth (it swings by half on a shared machine).
     out += "\nWhat the samples show:\n";
     for (const RunData* r : mine)
       if (!r->data.is_null()) out += decode_finding(param(*r, "policy") + ", " + param(*r, "kv_dtype") + " KV", r->data);
-    // Samples side by side for one KV dtype (bf16 when it ran), every policy.
-    std::string dt;
-    for (const std::string want : {"bf16", "f32", "q8", "q4", "f16"}) {
-      for (const RunData* r : mine)
-        if (!r->data.is_null() && param(*r, "kv_dtype") == want) dt = want;
-      if (!dt.empty()) break;
-    }
-    std::vector<const RunData*> cols;
-    for (const RunData* r : mine)
-      if (!r->data.is_null() && param(*r, "kv_dtype") == dt) cols.push_back(r);
-    if (!cols.empty()) {
-      std::vector<std::string> h = {"generated tokens"};
-      for (const RunData* r : cols) {
-        h.push_back(param(*r, "policy") + " KV bytes");
-        h.push_back(param(*r, "policy") + " ms/token");
-      }
-      out += "\nSamples, " + dt + " KV:\n\n" + header(h);
-      std::set<double> positions;
-      for (const RunData* r : cols)
-        for (const json& s : samples_of(r->data)) positions.insert(num(s, "pos"));
-      for (double pos : positions) {
-        std::vector<std::string> cells = {grouped(pos)};
-        for (const RunData* r : cols) {
-          const json* hit = nullptr;
-          for (const json& s : samples_of(r->data))
-            if (num(s, "pos") == pos) hit = &s;
-          cells.push_back(hit ? grouped(num(*hit, "kv_bytes")) : "");
-          cells.push_back(hit ? fixed(num(*hit, "ms_per_token"), 2) : "");
-        }
-        out += row(cells);
-      }
-    }
+    out += samples_table(mine);
     out += "\n";
     out += commands(mine);
   }
@@ -439,7 +469,8 @@ decoding of the measured run (not the baseline run).
       out += accuracy_row(pol, dt, r->data, baseline_passes_of(r->data, set), file_cell(*r, json_prefix));
       if (num(r->data, "kv_bytes_peak") > num(r->data, "baseline_kv_bytes_peak")) above.push_back(r);
     }
-    out += "\n" + kv_above_baseline_note(above, set);
+    out += '\n';
+    out += kv_above_baseline_note(above, set);
     out += commands(set);
   }
   return out;
@@ -495,14 +526,11 @@ the end. On a shared machine absolute figures are noisy; the ratios between conc
 
 // ---- peer ---------------------------------------------------------------------------------------
 
-std::string peer_section(const nlohmann::json& manifest, const std::vector<RunData>& runs, const std::string& json_prefix) {
-  const auto peers = of_kind(runs, "peer", "peer");
-  const auto tess = of_kind(runs, "peer", "tesseract");
-  if (peers.empty() && tess.empty()) return "";
-  std::string out = "## Peers, same machine, same run\n\n";
-  if (!peers.empty()) {
-    const json& sz = member(member(manifest, "sizes", false), "peer", false);
-    out += R"(### folio vs PyTorch eager decode
+// folio against PyTorch eager on the full-size decoder.
+std::string pytorch_peer(const nlohmann::json& manifest, const std::vector<const RunData*>& peers, const std::string& json_prefix) {
+  std::string out;
+  const json& sz = member(member(manifest, "sizes", false), "peer", false);
+  out += R"(### folio vs PyTorch eager decode
 
 The same checkpoint (the full-size random-weight Unlimited-OCR decoder, bf16 weights) decoded by
 folio and by our independent PyTorch reference (`tools/reference/bench_decode.py`: eager mode, one
@@ -516,50 +544,54 @@ PyTorch holds f32 copies; folio's peak is taken before its bandwidth test, excep
 otherwise). Speeds on a shared machine are noisy; both engines ran back to back.
 
 )";
-    const std::vector<std::string> cols = {"policy", "P + N", "folio tokens/s", "PyTorch tokens/s", "speed ratio", "folio peak RSS",
-                                           "PyTorch peak RSS", "RSS ratio", "JSON"};
-    out += header(cols);
-    for (const std::string pol : {"full", "rswa"}) {
-      const RunData *f = nullptr, *t = nullptr;
-      for (const RunData* r : peers)
-        if (param(*r, "policy") == pol) (param(*r, "engine") == "folio" ? f : t) = r;
-      if (!f && !t) continue;
-      const json fj = f ? f->data : json(), tj = t ? t->data : json();
-      const json& any = !fj.is_null() ? fj : tj;
-      const std::string size = any.is_null() ? "" : grouped(num(any, "ref_tokens")) + " + " + grouped(num(any, "gen_tokens"));
-      auto cell = [](const RunData* r, const json& j, const std::string& v) {
-        return !r ? std::string("-") : j.is_null() ? "not available: " + r->error : v;
-      };
-      out += row({pol, size, cell(f, fj, fixed(num(fj, "decode_tokens_per_s"), 2)), cell(t, tj, fixed(num(tj, "decode_tokens_per_s"), 2)),
-                  fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "decode_tokens_per_s") / num(tj, "decode_tokens_per_s"), 2) + "**",
-                  cell(f, fj, rss_peak_cell(fj)), cell(t, tj, mib(num(tj, "rss_peak_bytes"))),
-                  fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "rss_peak_bytes") / num(tj, "rss_peak_bytes"), 2) + "**",
-                  (f ? file_cell(*f, json_prefix) : "") + (f && t ? ", " : "") + (t ? file_cell(*t, json_prefix) : "")});
-    }
-    out += "\n";
+  const std::vector<std::string> cols = {"policy", "P + N", "folio tokens/s", "PyTorch tokens/s", "speed ratio", "folio peak RSS",
+                                         "PyTorch peak RSS", "RSS ratio", "JSON"};
+  out += header(cols);
+  for (const std::string pol : {"full", "rswa"}) {
+    const RunData *f = nullptr, *t = nullptr;
     for (const RunData* r : peers)
-      if (str(r->data, "measured") == "sampled") {
-        const json& at = member(r->data, "measure_at", true);
-        std::string list;
-        for (const json& x : at) list += (list.empty() ? "" : ", ") + grouped(x.get<double>());
-        out += "PyTorch " + param(*r, "policy") + " was timed in windows of " + grouped(num(r->data, "measure_tokens")) +
-               " decoded tokens from generated positions " + list +
-               " (`--measure-at`), not over every token: at its speed the whole output takes hours. Between windows the "
-               "positions are fast-forwarded (full: the skipped tokens go through the model in chunks, so the cache holds them "
-               "all; rswa: the " + grouped(num(r->data, "window")) + " tokens before a window are decoded into the ring), so each "
-               "window reads exactly the cache rows a decoded run reads there. Its tokens/s is over the whole output, from ms/token "
-               "interpolated linearly between the windows (a step's work grows linearly with the cached tokens; folio's own samples "
-               "show how straight that line is). Time spent fast-forwarding: " + fixed(num(r->data, "fill_ms") / 1000, 1) + " s.\n\n";
-      }
-    out += commands(peers);
-    if (sz.contains("ref_tokens") && (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") ||
-                                      num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens")))
-      out += "The issue's size (4096-token reference + 8192 generated tokens, hours on 2 cores) is what a full "
-             "`folio bench report` runs; this report ran P = " + grouped(num(sz, "ref_tokens")) + ", N = " + grouped(num(sz, "gen_tokens")) +
-             ". The same commands with `--ref-tokens 4096 --gen-tokens 8192 --sample-every 1024` give the full-size figures.\n\n";
+      if (param(*r, "policy") == pol) (param(*r, "engine") == "folio" ? f : t) = r;
+    if (!f && !t) continue;
+    const json fj = f ? f->data : json(), tj = t ? t->data : json();
+    const json& any = !fj.is_null() ? fj : tj;
+    const std::string size = any.is_null() ? "" : grouped(num(any, "ref_tokens")) + " + " + grouped(num(any, "gen_tokens"));
+    auto cell = [](const RunData* r, const json& j, const std::string& v) {
+      return !r ? std::string("-") : j.is_null() ? "not available: " + r->error : v;
+    };
+    out += row({pol, size, cell(f, fj, fixed(num(fj, "decode_tokens_per_s"), 2)), cell(t, tj, fixed(num(tj, "decode_tokens_per_s"), 2)),
+                fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "decode_tokens_per_s") / num(tj, "decode_tokens_per_s"), 2) + "**",
+                cell(f, fj, rss_peak_cell(fj)), cell(t, tj, mib(num(tj, "rss_peak_bytes"))),
+                fj.is_null() || tj.is_null() ? "-" : "**" + fixed(num(fj, "rss_peak_bytes") / num(tj, "rss_peak_bytes"), 2) + "**",
+                (f ? file_cell(*f, json_prefix) : "") + (f && t ? ", " : "") + (t ? file_cell(*t, json_prefix) : "")});
   }
-  if (!tess.empty()) {
-    out += R"(### folio vs tesseract on the held-out pages
+  out += "\n";
+  for (const RunData* r : peers)
+    if (str(r->data, "measured") == "sampled") {
+      const json& at = member(r->data, "measure_at", true);
+      std::string list;
+      for (const json& x : at) list += (list.empty() ? "" : ", ") + grouped(x.get<double>());
+      out += "PyTorch " + param(*r, "policy") + " was timed in windows of " + grouped(num(r->data, "measure_tokens")) +
+             " decoded tokens from generated positions " + list +
+             " (`--measure-at`), not over every token: at its speed the whole output takes hours. Between windows the "
+             "positions are fast-forwarded (full: the skipped tokens go through the model in chunks, so the cache holds them "
+             "all; rswa: the " + grouped(num(r->data, "window")) + " tokens before a window are decoded into the ring), so each "
+             "window reads exactly the cache rows a decoded run reads there. Its tokens/s is over the whole output, from ms/token "
+             "interpolated linearly between the windows (a step's work grows linearly with the cached tokens; folio's own samples "
+             "show how straight that line is). Time spent fast-forwarding: " + fixed(num(r->data, "fill_ms") / 1000, 1) + " s.\n\n";
+    }
+  out += commands(peers);
+  if (sz.contains("ref_tokens") && (num(sz, "ref_tokens") != num(sz, "full_size_command_ref_tokens") ||
+                                    num(sz, "gen_tokens") != num(sz, "full_size_command_gen_tokens")))
+    out += "The issue's size (4096-token reference + 8192 generated tokens, hours on 2 cores) is what a full "
+           "`folio bench report` runs; this report ran P = " + grouped(num(sz, "ref_tokens")) + ", N = " + grouped(num(sz, "gen_tokens")) +
+           ". The same commands with `--ref-tokens 4096 --gen-tokens 8192 --sample-every 1024` give the full-size figures.\n\n";
+  return out;
+}
+
+// folio against tesseract on the held-out documents.
+std::string tesseract_peer(const std::vector<RunData>& runs, const std::vector<const RunData*>& tess, const std::string& json_prefix) {
+  std::string out;
+  out += R"(### folio vs tesseract on the held-out pages
 
 Debian's tesseract-ocr (English, `--psm 6`, pages rendered at 300 dpi, `OMP_THREAD_LIMIT` set to the
 run's threads) reads the same held-out documents, scored by the same code; folio runs its default
@@ -567,30 +599,69 @@ model with rswa W = 128 and bf16 KV, pages rendered at the model's DPI. Pages/s 
 reading (for tesseract also writing each page as a PNG for it).
 
 )";
-    const std::vector<std::string> cols = {"set", "folio CER", "tesseract CER", "folio pages/s", "tesseract pages/s", "speed ratio", "JSON"};
-    out += header(cols);
-    std::vector<const RunData*> shown;
-    for (const RunData* t : tess) {
-      const RunData* f = nullptr;
-      for (const RunData& r : runs)
-        if (param(r, "kind") == "accuracy" && param(r, "policy") == "rswa" && param(r, "kv_dtype") == "bf16" &&
-            param(r, "pages") == param(*t, "pages") && param(r, "docs") == param(*t, "docs"))
-          f = &r;
-      const std::string set = param(*t, "docs") + " x " + param(*t, "pages") + "-page";
-      const json fj = f ? f->data : json(), &tj = t->data;
-      auto cell = [](const RunData* r, const json& j, const std::string& v) {
-        return !r ? std::string("not run") : j.is_null() ? "not available: " + r->error : v;
-      };
-      out += row({set, cell(f, fj, percent(num(fj, "cer"))), cell(t, tj, percent(num(tj, "cer"))), cell(f, fj, fixed(num(fj, "pages_per_s"), 2)),
-                  cell(t, tj, fixed(num(tj, "pages_per_s"), 2)),
-                  fj.is_null() || tj.is_null() ? "-" : fixed(num(fj, "pages_per_s") / num(tj, "pages_per_s"), 1) + "x",
-                  (f ? file_cell(*f, json_prefix) + ", " : "") + file_cell(*t, json_prefix)});
-      shown.push_back(t);
-    }
-    out += "\n";
-    out += commands(shown);
+  const std::vector<std::string> cols = {"set", "folio CER", "tesseract CER", "folio pages/s", "tesseract pages/s", "speed ratio", "JSON"};
+  out += header(cols);
+  std::vector<const RunData*> shown;
+  for (const RunData* t : tess) {
+    const RunData* f = nullptr;
+    for (const RunData& r : runs)
+      if (param(r, "kind") == "accuracy" && param(r, "policy") == "rswa" && param(r, "kv_dtype") == "bf16" &&
+          param(r, "pages") == param(*t, "pages") && param(r, "docs") == param(*t, "docs"))
+        f = &r;
+    const std::string set = param(*t, "docs") + " x " + param(*t, "pages") + "-page";
+    const json fj = f ? f->data : json(), &tj = t->data;
+    auto cell = [](const RunData* r, const json& j, const std::string& v) {
+      return !r ? std::string("not run") : j.is_null() ? "not available: " + r->error : v;
+    };
+    out += row({set, cell(f, fj, percent(num(fj, "cer"))), cell(t, tj, percent(num(tj, "cer"))), cell(f, fj, fixed(num(fj, "pages_per_s"), 2)),
+                cell(t, tj, fixed(num(tj, "pages_per_s"), 2)),
+                fj.is_null() || tj.is_null() ? "-" : fixed(num(fj, "pages_per_s") / num(tj, "pages_per_s"), 1) + "x",
+                (f ? file_cell(*f, json_prefix) + ", " : "") + file_cell(*t, json_prefix)});
+    shown.push_back(t);
   }
+  out += "\n";
+  out += commands(shown);
   return out;
+}
+
+std::string peer_section(const nlohmann::json& manifest, const std::vector<RunData>& runs, const std::string& json_prefix) {
+  const auto peers = of_kind(runs, "peer", "peer");
+  const auto tess = of_kind(runs, "peer", "tesseract");
+  if (peers.empty() && tess.empty()) return "";
+  std::string out = "## Peers, same machine, same run\n\n";
+  if (!peers.empty()) out += pytorch_peer(manifest, peers, json_prefix);
+  if (!tess.empty()) out += tesseract_peer(runs, tess, json_prefix);
+  return out;
+}
+
+// The value of `flag` in a command line ("" without it).
+std::string flag_value(const std::string& command, const std::string& flag) {
+  std::istringstream in(command);
+  for (std::string word; in >> word;)
+    if (word == flag && in >> word) return word;
+  return "";
+}
+
+// Where the page's models/ path of the full-size decoder comes from: the run that made it for this
+// report, or else the command that makes it, when a run reads it.
+std::string made_models_note(const std::vector<RunData>& runs) {
+  for (const RunData& r : runs)
+    if (param(r, "kind") == "make-model")
+      return "The full-size decoder was made for this report: `" + reader_command(str(*r.run, "command")) + "`" +
+             (r.error.empty() ? "" : " (failed: " + r.error + ")") + ".\n\n";
+  for (const RunData& r : runs) {
+    const bool reads_decoder = param(r, "model_key") == "uocr-full" || (param(r, "kind") == "peer" && param(r, "engine") == "folio");
+    const std::string dir = flag_value(reader_command(str(*r.run, "command")), "--model");
+    if (!reads_decoder || dir.empty()) continue;
+    std::string make;
+    for (const std::string& w : make_decoder_argv(dir)) {
+      if (!make.empty()) make += ' ';
+      make += w;
+    }
+    return "`" + dir + "` is the full-size decoder with random weights (speed and bytes do not depend on the weights' values): `" +
+           make + "` makes it.\n\n";
+  }
+  return "";
 }
 
 // ---- earlier runs -------------------------------------------------------------------------------
@@ -669,7 +740,7 @@ figures are read from the files like every other figure here).
                   fixed(num(j, "kl_mean"), 5) + " / " + fixed(num(j, "kl_max"), 5), fixed(num(j, "top1_agreement"), 4),
                   fixed(num(j, "logits_rel_l2_mean"), 4), grouped(num(j, "kv_bytes_peak")) + " (" + grouped(num(j, "baseline_kv_bytes_peak")) + ")",
                   grouped(num(j, "kv_active_bytes_max")) + " (" + grouped(num(j, "baseline_kv_active_bytes_max")) + ")", file});
-    cmds += archived_command(j) + "\n";
+    cmds += reader_command(archived_command(j)) + "\n";
   }
   if (!dec.empty()) out += header(kDecodeColumns) + dec + "\n";
   for (const auto& [name, j] : archive)
@@ -880,7 +951,7 @@ std::string unfinished_section(const json& manifest, const std::vector<RunData>&
     const auto it = missing.find(section);
     if (it == missing.end()) continue;
     out += "- " + section + ": " + std::to_string(it->second.size()) + " runs\n";
-    for (const std::string& c : it->second) out += "  - `" + c + "`\n";
+    for (const std::string& c : it->second) out += "  - `" + reader_command(c) + "`\n";
   }
   return out + "\n";
 }
@@ -927,7 +998,7 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
   const json& m = member(manifest, "machine", false);
   const bool quick = manifest.value("quick", false);
   std::string out = "# folio benchmarks\n\n";
-  out += "Generated by `" + str(manifest, "command") + "` from the JSON files in `" + str(manifest, "json_dir", json_prefix) +
+  out += "Generated by `" + reader_command(str(manifest, "command")) + "` from the JSON files in `" + str(manifest, "json_dir", json_prefix) +
          "` (one per run; each table names its file and the command that wrote it). Do not edit by hand: rerun the command, or add "
          "`--render-only` to rewrite this page and the plots from the JSON files (the side studies are files of their own, "
          "in `" + image_prefix + "sections/`).\n\n";
@@ -966,10 +1037,7 @@ std::string render_report(const json& manifest, const std::vector<RunData>& runs
     failed += !r.error.empty();
   }
   out += "- Runs: " + std::to_string(runs.size()) + " (" + std::to_string(failed) + " not available), " + fixed(wall / 60, 1) + " minutes in all\n\n";
-  for (const RunData& r : runs)
-    if (param(r, "kind") == "make-model")
-      out += "The full-size decoder was made for this report: `" + str(*r.run, "command") + "`" +
-             (r.error.empty() ? "" : " (failed: " + r.error + ")") + ".\n\n";
+  out += made_models_note(runs);
   out += decode_section(runs, plots, image_prefix, json_prefix);
   out += pages_section(runs, plots, image_prefix, json_prefix);
   out += accuracy_section(runs, json_prefix);

@@ -191,6 +191,69 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
 
 int run_decode_pages(const DecodeArgs& a);
 
+// Prefills --ref-tokens seeded random token ids (the decoder-only stand-in for image tokens) in
+// passes of --prefill-chunk; leaves the last token's logits in `logits`. Returns the time in ms.
+double prefill_random_reference(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vector<float>& logits, ThreadPool& threads) {
+  std::mt19937_64 rng(a.seed);
+  std::uniform_int_distribution<int32_t> tok(2, static_cast<int32_t>(dec.config().vocab - 1));
+  std::vector<int32_t> ref(static_cast<size_t>(a.ref_tokens));
+  for (auto& t : ref) t = tok(rng);
+  const double t0 = now_ms();
+  for (int64_t i = 0; i < a.ref_tokens; i += a.prefill_chunk) {
+    Decoder::Input in;
+    in.kv = &kv;
+    in.tokens = std::span<const int32_t>(ref.data() + i, static_cast<size_t>(std::min(a.prefill_chunk, a.ref_tokens - i)));
+    in.reference = true;
+    dec.forward({&in, 1}, logits.data(), threads);
+  }
+  return now_ms() - t0;
+}
+
+// Decodes --gen-tokens greedy tokens (EOS ignored) after the reference, sampling KV bytes and
+// ms/token every --sample-every tokens (and, with --sample-bandwidth, the copy bandwidth, paused
+// out of the clock). Fills r's decode time, samples, KV peak and mean KV bytes read per token.
+void decode_sampled(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vector<float>& logits, ThreadPool& threads, DecodeRun& r) {
+  Sampler greedy(SamplingParams{});
+  nlohmann::json samples = nlohmann::json::array();
+  size_t kv_peak = kv.bytes();
+  double window_start = now_ms(), decode_start = window_start;
+  double kv_read_bytes_sum = 0;
+  double paused_ms = 0;  // spent measuring bandwidth between samples (not decoding)
+  for (int64_t g = 1; g <= a.gen_tokens; ++g) {
+    int32_t next = greedy.sample(logits);
+    Decoder::Input in;
+    in.kv = &kv;
+    in.tokens = std::span<const int32_t>(&next, 1);
+    dec.forward({&in, 1}, logits.data(), threads);
+    kv_peak = std::max(kv_peak, kv.bytes());
+    kv_read_bytes_sum += static_cast<double>(kv.active_bytes(kv.length() - 1));
+    if (g % a.sample_every != 0) continue;
+    double t = now_ms();
+    const double ms = (t - window_start) / static_cast<double>(a.sample_every);
+    nlohmann::json sample = {{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
+                             {"rss_bytes", current_rss_bytes()}};
+    std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token", (long long)g, kv.bytes(), ms);
+    if (a.sample_bandwidth) {
+      // This sample's own roofline: the bytes its last step read over the bandwidth measured now.
+      const double bw = kernels::measure_copy_bandwidth_in_child_gbs(threads.size());
+      const double step_bytes = static_cast<double>(dec.active_weight_bytes_per_token() + kv.active_bytes(kv.length() - 1));
+      sample["copy_bandwidth_gbs"] = bw;
+      if (bw > 0) sample["efficiency"] = step_bytes / (bw * 1e6) / ms;
+      std::fprintf(stderr, "  copy %.1f GB/s", bw);
+      const double resumed = now_ms();
+      paused_ms += resumed - t;
+      t = resumed;
+    }
+    std::fprintf(stderr, "\n");
+    samples.push_back(std::move(sample));
+    window_start = t;
+  }
+  r.decode_ms = now_ms() - decode_start - paused_ms;
+  r.samples = std::move(samples);
+  r.kv_peak = kv_peak;
+  r.kv_read_bytes = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
+}
+
 int run_decode(const DecodeArgs& a) {
   if (a.pages > 0) return run_decode_pages(a);
   KVPolicy policy = a.policy.policy();
@@ -208,69 +271,13 @@ int run_decode(const DecodeArgs& a) {
   KVBlockPool pool(m.decoder->kv_layout(kv_types), 0);
   SequenceKV kv(pool, 1, policy);
 
-  // The reference: seeded random token ids (the decoder-only stand-in for image tokens).
-  std::mt19937_64 rng(a.seed);
-  std::uniform_int_distribution<int32_t> tok(2, static_cast<int32_t>(cfg.vocab - 1));
-  std::vector<int32_t> ref(static_cast<size_t>(a.ref_tokens));
-  for (auto& t : ref) t = tok(rng);
-
   std::vector<float> logits(static_cast<size_t>(cfg.vocab));
-  double t0 = now_ms();
-  for (int64_t i = 0; i < a.ref_tokens; i += a.prefill_chunk) {
-    Decoder::Input in;
-    in.kv = &kv;
-    in.tokens = std::span<const int32_t>(ref.data() + i, static_cast<size_t>(std::min(a.prefill_chunk, a.ref_tokens - i)));
-    in.reference = true;
-    m.decoder->forward({&in, 1}, logits.data(), threads);
-  }
-  double prefill_ms = now_ms() - t0;
-  std::fprintf(stderr, "prefill %lld tokens: %.0f ms\n", (long long)a.ref_tokens, prefill_ms);
-  const double prefill_peak = kernels::measure_sgemm_gflops(threads);  // before decode's clock starts
-
-  Sampler greedy(SamplingParams{});
-  nlohmann::json samples = nlohmann::json::array();
-  size_t kv_peak = kv.bytes();
-  double window_start = now_ms(), decode_start = window_start;
-  double kv_read_bytes_sum = 0;
-  double paused_ms = 0;  // spent measuring bandwidth between samples (not decoding)
-  for (int64_t g = 1; g <= a.gen_tokens; ++g) {
-    int32_t next = greedy.sample(logits);  // EOS ignored: always decode gen_tokens tokens
-    Decoder::Input in;
-    in.kv = &kv;
-    in.tokens = std::span<const int32_t>(&next, 1);
-    m.decoder->forward({&in, 1}, logits.data(), threads);
-    kv_peak = std::max(kv_peak, kv.bytes());
-    kv_read_bytes_sum += static_cast<double>(kv.active_bytes(kv.length() - 1));
-    if (g % a.sample_every == 0) {
-      double t = now_ms();
-      double ms = (t - window_start) / static_cast<double>(a.sample_every);
-      nlohmann::json sample = {{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
-                               {"rss_bytes", current_rss_bytes()}};
-      std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token", (long long)g, kv.bytes(), ms);
-      if (a.sample_bandwidth) {
-        // This sample's own roofline: the bytes its last step read over the bandwidth measured now.
-        const double bw = kernels::measure_copy_bandwidth_in_child_gbs(threads.size());
-        const double step_bytes = static_cast<double>(m.decoder->active_weight_bytes_per_token() + kv.active_bytes(kv.length() - 1));
-        sample["copy_bandwidth_gbs"] = bw;
-        if (bw > 0) sample["efficiency"] = step_bytes / (bw * 1e6) / ms;
-        std::fprintf(stderr, "  copy %.1f GB/s", bw);
-        const double resumed = now_ms();
-        paused_ms += resumed - t;
-        t = resumed;
-      }
-      std::fprintf(stderr, "\n");
-      samples.push_back(std::move(sample));
-      window_start = t;
-    }
-  }
   DecodeRun r;
   r.ref_tokens = a.ref_tokens;
-  r.prefill_ms = prefill_ms;
-  r.prefill_sgemm_peak_gflops = prefill_peak;
-  r.decode_ms = now_ms() - decode_start - paused_ms;
-  r.samples = std::move(samples);
-  r.kv_peak = kv_peak;
-  r.kv_read_bytes = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
+  r.prefill_ms = prefill_random_reference(a, *m.decoder, kv, logits, threads);
+  std::fprintf(stderr, "prefill %lld tokens: %.0f ms\n", (long long)a.ref_tokens, r.prefill_ms);
+  r.prefill_sgemm_peak_gflops = kernels::measure_sgemm_gflops(threads);  // before decode's clock starts
+  decode_sampled(a, *m.decoder, kv, logits, threads, r);
   return report_decode(a, policy, kv_types, *m.decoder, pool.layout().reference_bytes_per_token(), threads, r);
 }
 
@@ -288,6 +295,31 @@ uint64_t checkpoint_bytes(const std::string& dir) {
 // encodes each page when prefill reaches it (Base mode) and its multi-page prompt lays them out, as
 // `folio ocr` would for a document of that many pages. Then `--gen-tokens` tokens are decoded with
 // the model's decoding recipe (n-gram guard included), end token ignored.
+// --pages synthetic pages of --page-width x --page-height: a few distinct ones written once into a
+// temporary directory (removed with this object) and cycled, so that writing them does not
+// dominate the run.
+struct SyntheticPageFiles {
+  std::filesystem::path dir;
+  std::vector<std::string> files;
+
+  explicit SyntheticPageFiles(const DecodeArgs& a)
+      : dir(std::filesystem::temp_directory_path() / ("folio-bench-pages-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir);
+    constexpr int kDistinctPages = 4;
+    for (int i = 0; i < a.pages; ++i) {
+      const std::string f = (dir / ("page" + std::to_string(i % kDistinctPages) + ".png")).string();
+      if (i < kDistinctPages) write_png(synthetic_page(a.page_width, a.page_height, static_cast<unsigned>(7 + i)), f);
+      files.push_back(f);
+    }
+  }
+  ~SyntheticPageFiles() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  SyntheticPageFiles(const SyntheticPageFiles&) = delete;
+  SyntheticPageFiles& operator=(const SyntheticPageFiles&) = delete;
+};
+
 int run_decode_pages(const DecodeArgs& a) {
   const KVPolicy policy = a.policy.policy();
   const KVTypes kv_types = a.kv.types();
@@ -298,21 +330,8 @@ int run_decode_pages(const DecodeArgs& a) {
   const int64_t trained_context = dec.config().max_positions;
   if (a.context > 0) dec.set_context(a.context);
 
-  // A few distinct pages written once and cycled, so that writing them does not dominate the run.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("folio-bench-pages-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
-  } cleanup{dir};
-  constexpr int kDistinctPages = 4;
-  std::vector<std::string> files;
-  for (int i = 0; i < a.pages; ++i) {
-    const std::string f = (dir / ("page" + std::to_string(i % kDistinctPages) + ".png")).string();
-    if (i < kDistinctPages) write_png(synthetic_page(a.page_width, a.page_height, static_cast<unsigned>(7 + i)), f);
-    files.push_back(f);
-  }
-  const OcrPages pages = OcrPages::open(files, "", model->pdf_dpi());
+  const SyntheticPageFiles page_files(a);
+  const OcrPages pages = OcrPages::open(page_files.files, "", model->pdf_dpi());
   ThreadPool threads(a.threads);
   std::vector<double> encode_ms;
   OcrPass pass = model->prepare(pages, 0, pages.size(), VisionMode::Base, threads,

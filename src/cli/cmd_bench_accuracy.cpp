@@ -65,129 +65,156 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The documents read: a held-out set, or for page counts without a set of their own (100, 500)
+// one document composed of the held-out pages.
+std::vector<HeldoutDoc> accuracy_docs(const AccuracyArgs& a, const std::string& sets) {
+  const bool composed = !std::filesystem::is_directory(std::filesystem::path(sets) / ("p" + std::to_string(a.pages)));
+  if (composed && a.docs != 1)
+    throw_invalid("there is no held-out set of " + std::to_string(a.pages) + "-page documents; --docs must be 1 to read one composed of held-out pages");
+  return composed ? std::vector<HeldoutDoc>{composed_heldout_doc(sets, a.pages)} : heldout_docs(sets, a.pages, a.docs);
+}
+
+// Debian's tesseract-ocr over the same rendered pages: adds its fields to j.
+void read_with_tesseract(const AccuracyArgs& a, const std::vector<HeldoutDoc>& docs, ThreadPool& threads, nlohmann::json& j) {
+  const double dpi = a.dpi > 0 ? a.dpi : kDefaultPdfDpi;
+  CerCount cer;
+  double seconds = 0;
+  nlohmann::json per_doc = nlohmann::json::array();
+  for (const HeldoutDoc& d : docs) {
+    const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string text = tesseract_read(pages, kPageMarker, threads.size());
+    seconds += seconds_since(t0);
+    const CerCount c = scored_cer(text, d, false);
+    cer += c;
+    per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"errors", c.errors}, {"chars", c.chars}});
+  }
+  j.update({{"model", "tesseract"}, {"dpi", dpi}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
+            {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"documents", per_doc}});
+}
+
+// A folio run and its baseline over all documents, summed.
+struct AccuracyTally {
+  CerCount cer, base_cer;
+  double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
+  double encode_ms = 0;  // rendering, preprocessing and vision encoding of the run's pages (not the baseline's)
+  size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0, offloaded = 0;
+  size_t passes = 0, base_passes = 0;
+  uint64_t cold_reads = 0, acquires = 0;
+  bool forced_unavailable = false;
+  nlohmann::json per_doc = nlohmann::json::array();
+
+  void add(const HeldoutDoc& d, const OcrResult& r, const OcrResult& b) {
+    const CerCount c = scored_cer(paged_text(r), d, true), bc = scored_cer(paged_text(b), d, true);
+    cer += c;
+    base_cer += bc;
+    const double n = static_cast<double>(std::max(r.tokens.size(), b.tokens.size()));
+    agree_num += token_agreement(r.tokens, b.tokens) * n;
+    agree_den += n;
+    encode_ms += r.stats.encode_ms;
+    kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
+    kv_active = std::max(kv_active, r.stats.kv_active_bytes_max);
+    offloaded = std::max(offloaded, r.stats.kv_offloaded_bytes_peak);
+    cold_reads += r.stats.kv_store_cold_reads;
+    acquires += r.stats.kv_store_acquires;
+    base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
+    base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
+    passes += r.stats.passes;
+    base_passes += b.stats.passes;
+    per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
+                       {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"encode_ms", r.stats.encode_ms},
+                       {"stop_reasons", r.stats.stop_reasons}});
+  }
+};
+
+// Teacher-forced agreement of one document: fed the baseline's tokens, does the run choose the
+// same next token? Counts per-step differences without one early difference shifting everything
+// after it. Not measurable when the baseline's passes end where the run's do not (sparse reads
+// more pages per pass than rswa): its tokens cannot be fed through the run's passes.
+void teacher_force(OcrModel& model, const OcrPages& pages, const OcrOptions& run, const OcrResult& r, const OcrResult& b,
+                   bool same, ThreadPool& threads, AccuracyTally& t) {
+  t.forced_steps += static_cast<double>(b.tokens.size());
+  if (same) {
+    t.forced_same += static_cast<double>(b.tokens.size());
+    return;
+  }
+  if (r.stats.passes != b.stats.passes) {
+    t.forced_unavailable = true;
+    return;
+  }
+  OcrOptions forced = run;
+  forced.teacher = &b;
+  const OcrResult f = run_ocr(model, pages, forced, threads);
+  for (size_t i = 0; i < f.predicted.size() && i < b.tokens.size(); ++i) t.forced_same += f.predicted[i] == b.tokens[i];
+}
+
+// folio against its baseline (policy full, KV f32 unless said): adds their fields to j.
+AccuracyTally read_with_folio(const AccuracyArgs& a, const std::vector<HeldoutDoc>& docs, ThreadPool& threads, nlohmann::json& j) {
+  const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
+  std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
+  const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
+  OcrOptions run, base;
+  run.policy = a.policy.policy();
+  a.kv.apply(run);
+  // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
+  base.policy = run.policy;
+  base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
+  base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
+  const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
+  AccuracyTally t;
+  for (const HeldoutDoc& d : docs) {
+    const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
+    const auto t0 = std::chrono::steady_clock::now();
+    const OcrResult r = run_ocr(*model, pages, run, threads);
+    t.seconds += seconds_since(t0);
+    // The same settings: the run is its own baseline (not a copy: a long document's result is big).
+    std::optional<OcrResult> other;
+    if (!same) other = run_ocr(*model, pages, base, threads);
+    const OcrResult& b = same ? r : *other;
+    t.add(d, r, b);
+    teacher_force(*model, pages, run, r, b, same, threads, t);
+  }
+  j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
+            {"sparse_top_k", run.policy.top_k}, {"sparse_focus_pages", run.policy.focus_pages}, {"resident_pages", run.policy.resident_pages},
+            {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
+            {"threads", threads.size()}, {"cer", t.cer.cer()}, {"errors", t.cer.errors}, {"chars", t.cer.chars},
+            {"baseline_cer", t.base_cer.cer()}, {"token_agreement_with_baseline", t.agree_den > 0 ? t.agree_num / t.agree_den : 1.0},
+            {"kv_bytes_peak", t.kv_peak}, {"baseline_kv_bytes_peak", t.base_kv_peak},
+            {"kv_active_bytes_max", t.kv_active}, {"baseline_kv_active_bytes_max", t.base_kv_active},
+            {"passes", t.passes}, {"baseline_passes", t.base_passes},
+            {"pages_per_s", t.seconds > 0 ? a.docs * a.pages / t.seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
+            {"encode_ms", t.encode_ms},
+            {"documents", t.per_doc}});
+  if (!run.kv_offload_dir.empty())
+    j.update({{"kv_offload", true}, {"kv_hot_bytes", run.kv_hot_bytes}, {"kv_cold_bytes", run.kv_cold_bytes},
+              {"kv_offloaded_bytes_peak", t.offloaded}, {"kv_store_acquires", t.acquires}, {"kv_store_cold_reads", t.cold_reads}});
+  if (t.forced_unavailable)
+    j["teacher_forced_note"] = "not measured: the run and the baseline split the document into different passes";
+  else
+    j["teacher_forced_agreement_with_baseline"] = t.forced_steps > 0 ? t.forced_same / t.forced_steps : 1.0;
+  return t;
+}
+
 int run_accuracy(const AccuracyArgs& a) {
   if (a.json.empty()) throw_invalid("--json FILE is required");
   if (a.engine != "folio" && a.engine != "tesseract") throw_invalid("--engine must be folio or tesseract, not '" + a.engine + "'");
   const std::string sets = a.sets.empty() ? shipped_path("data/heldout") : a.sets;
-  // Page counts without a held-out set of their own (100, 500) read one document composed of the
-  // held-out pages.
-  std::string set_name = "p";
-  set_name += std::to_string(a.pages);
-  const bool composed = !std::filesystem::is_directory(std::filesystem::path(sets) / set_name);
-  if (composed && a.docs != 1)
-    throw_invalid("there is no held-out set of " + std::to_string(a.pages) + "-page documents; --docs must be 1 to read one composed of held-out pages");
-  const std::vector<HeldoutDoc> docs = composed ? std::vector<HeldoutDoc>{composed_heldout_doc(sets, a.pages)}
-                                                : heldout_docs(sets, a.pages, a.docs);
+  const std::vector<HeldoutDoc> docs = accuracy_docs(a, sets);
   ThreadPool threads(a.threads);
   nlohmann::json j = {{"suite", "accuracy"}, {"engine", a.engine}, {"docs", a.docs}, {"pages", a.pages},
                       {"sets", sets}, {"page_marker", kPageMarker},
                       {"compare", docs.front().normalised ? "normalised-text" : "exact"}};
-  CerCount cer, base_cer;
-  double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
-  double encode_ms = 0;  // rendering, preprocessing and vision encoding of the run's pages (not the baseline's)
-  size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0;
-  bool forced_unavailable = false;
-  size_t offloaded = 0;
-  size_t passes = 0, base_passes = 0;  // all documents together
-  uint64_t cold_reads = 0, acquires = 0;
-  nlohmann::json per_doc = nlohmann::json::array();
-
-  if (a.engine == "tesseract") {
-    const double dpi = a.dpi > 0 ? a.dpi : kDefaultPdfDpi;
-    for (const HeldoutDoc& d : docs) {
-      const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::string text = tesseract_read(pages, kPageMarker, threads.size());
-      seconds += seconds_since(t0);
-      const CerCount c = scored_cer(text, d, false);
-      cer += c;
-      per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"errors", c.errors}, {"chars", c.chars}});
-    }
-    j.update({{"model", "tesseract"}, {"dpi", dpi}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
-              {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"documents", per_doc}});
-  } else {
-    const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
-    std::unique_ptr<OcrModel> model = load_ocr_model(model_dir);
-    const double dpi = a.dpi > 0 ? a.dpi : model->pdf_dpi();
-    OcrOptions run, base;
-    run.policy = a.policy.policy();
-    a.kv.apply(run);
-    // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
-    base.policy = run.policy;
-    base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
-    base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
-    const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
-    for (const HeldoutDoc& d : docs) {
-      const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
-      const auto t0 = std::chrono::steady_clock::now();
-      const OcrResult r = run_ocr(*model, pages, run, threads);
-      seconds += seconds_since(t0);
-      encode_ms += r.stats.encode_ms;
-      // The same settings: the run is its own baseline (not a copy: a long document's result is big).
-      std::optional<OcrResult> other;
-      if (!same) other = run_ocr(*model, pages, base, threads);
-      const OcrResult& b = same ? r : *other;
-      const CerCount c = scored_cer(paged_text(r), d, true), bc = scored_cer(paged_text(b), d, true);
-      cer += c;
-      base_cer += bc;
-      const double n = static_cast<double>(std::max(r.tokens.size(), b.tokens.size()));
-      agree_num += token_agreement(r.tokens, b.tokens) * n;
-      agree_den += n;
-      // Teacher-forced: fed the baseline's tokens, does this run choose the same next token? Counts
-      // per-step differences without one early difference shifting everything after it.
-      if (same) {
-        forced_same += static_cast<double>(b.tokens.size());
-      } else if (r.stats.passes != b.stats.passes) {
-        // The baseline's passes end where this run's do not (sparse reads more pages per pass
-        // than rswa): its tokens cannot be fed through this run's passes.
-        forced_unavailable = true;
-      } else {
-        OcrOptions forced = run;
-        forced.teacher = &b;
-        const OcrResult t = run_ocr(*model, pages, forced, threads);
-        for (size_t i = 0; i < t.predicted.size() && i < b.tokens.size(); ++i) forced_same += t.predicted[i] == b.tokens[i];
-      }
-      forced_steps += static_cast<double>(b.tokens.size());
-      kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
-      kv_active = std::max(kv_active, r.stats.kv_active_bytes_max);
-      offloaded = std::max(offloaded, r.stats.kv_offloaded_bytes_peak);
-      cold_reads += r.stats.kv_store_cold_reads;
-      acquires += r.stats.kv_store_acquires;
-      base_kv_active = std::max(base_kv_active, b.stats.kv_active_bytes_max);
-      base_kv_peak = std::max(base_kv_peak, b.stats.kv_bytes_peak);
-      passes += r.stats.passes;
-      base_passes += b.stats.passes;
-      per_doc.push_back({{"pdf", d.pdf}, {"cer", c.cer()}, {"baseline_cer", bc.cer()}, {"tokens", r.tokens.size()},
-                         {"kv_bytes_peak", r.stats.kv_bytes_peak}, {"encode_ms", r.stats.encode_ms},
-                         {"stop_reasons", r.stats.stop_reasons}});
-    }
-    j.update({{"model", model_dir}, {"policy", run.policy.name()}, {"window", a.policy.window}, {"kv_dtype", run.kv_types->name()},
-              {"sparse_top_k", run.policy.top_k}, {"sparse_focus_pages", run.policy.focus_pages}, {"resident_pages", run.policy.resident_pages},
-              {"baseline_policy", base.policy.name()}, {"baseline_kv_dtype", a.baseline_kv_dtype}, {"dpi", dpi},
-              {"threads", threads.size()}, {"cer", cer.cer()}, {"errors", cer.errors}, {"chars", cer.chars},
-              {"baseline_cer", base_cer.cer()}, {"token_agreement_with_baseline", agree_den > 0 ? agree_num / agree_den : 1.0},
-              {"kv_bytes_peak", kv_peak}, {"baseline_kv_bytes_peak", base_kv_peak},
-              {"kv_active_bytes_max", kv_active}, {"baseline_kv_active_bytes_max", base_kv_active},
-              {"passes", passes}, {"baseline_passes", base_passes},
-              {"pages_per_s", seconds > 0 ? a.docs * a.pages / seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},
-              {"encode_ms", encode_ms},
-              {"documents", per_doc}});
-    if (!run.kv_offload_dir.empty())
-      j.update({{"kv_offload", true}, {"kv_hot_bytes", run.kv_hot_bytes}, {"kv_cold_bytes", run.kv_cold_bytes},
-                {"kv_offloaded_bytes_peak", offloaded}, {"kv_store_acquires", acquires}, {"kv_store_cold_reads", cold_reads}});
-    if (forced_unavailable)
-      j["teacher_forced_note"] = "not measured: the run and the baseline split the document into different passes";
-    else
-      j["teacher_forced_agreement_with_baseline"] = forced_steps > 0 ? forced_same / forced_steps : 1.0;
-  }
+  if (a.engine == "tesseract") read_with_tesseract(a, docs, threads, j);
+  else read_with_folio(a, docs, threads, j);
   std::ofstream out(a.json);
   if (!out) throw Error(Error::Kind::Io, "cannot write " + a.json);
   out << j.dump(2) << "\n";
-  std::printf("accuracy %s, %d x %d-page documents: CER %.4f", a.engine.c_str(), a.docs, a.pages, cer.cer());
+  std::printf("accuracy %s, %d x %d-page documents: CER %.4f", a.engine.c_str(), a.docs, a.pages, j["cer"].get<double>());
   if (a.engine == "folio")
     std::printf(" (baseline %s/%s: %.4f), token agreement %.4f (teacher-forced %.4f), KV peak %zu bytes (baseline %zu)",
-                a.baseline_policy.c_str(), a.baseline_kv_dtype.c_str(), base_cer.cer(), j["token_agreement_with_baseline"].get<double>(),
-                j.value("teacher_forced_agreement_with_baseline", -1.0), kv_peak, base_kv_peak);
+                a.baseline_policy.c_str(), a.baseline_kv_dtype.c_str(), j["baseline_cer"].get<double>(),
+                j["token_agreement_with_baseline"].get<double>(), j.value("teacher_forced_agreement_with_baseline", -1.0),
+                j["kv_bytes_peak"].get<size_t>(), j["baseline_kv_bytes_peak"].get<size_t>());
   std::printf(", %.2f pages/s\n", j["pages_per_s"].get<double>());
   return 0;
 }

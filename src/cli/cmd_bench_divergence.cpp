@@ -50,6 +50,36 @@ std::vector<double> log_softmax(std::span<const float> x) {
   return out;
 }
 
+// How far a run's logits stray from the baseline's, step by step (the run teacher-forced on the
+// baseline's tokens).
+struct Divergence {
+  double kl_sum = 0, kl_max = 0, rel_sum = 0, abs_max = 0;
+  int64_t agree = 0;
+  size_t steps = 0;
+
+  Divergence(const std::vector<std::vector<float>>& base_logits, const std::vector<std::vector<float>>& run_logits,
+             const GenerationResult& base, const GenerationResult& run) {
+    steps = std::min(base_logits.size(), run_logits.size());
+    for (size_t s = 0; s < steps; ++s) {
+      const std::vector<float>& b = base_logits[s];
+      const std::vector<float>& r = run_logits[s];
+      const std::vector<double> lb = log_softmax(b), lr = log_softmax(r);
+      double kl = 0, diff2 = 0, norm2 = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        kl += std::exp(lb[i]) * (lb[i] - lr[i]);
+        diff2 += (double(r[i]) - b[i]) * (double(r[i]) - b[i]);
+        norm2 += double(b[i]) * b[i];
+        abs_max = std::max(abs_max, std::fabs(double(r[i]) - b[i]));
+      }
+      kl_sum += kl;
+      kl_max = std::max(kl_max, kl);
+      rel_sum += norm2 > 0 ? std::sqrt(diff2 / norm2) : 0;
+      agree += run.predicted[s] == base.tokens[s];
+    }
+  }
+  double n() const { return static_cast<double>(std::max<size_t>(steps, 1)); }
+};
+
 int run_divergence(const DivergenceArgs& a) {
   if (a.ref_tokens < 1 || a.gen_tokens < 1) throw_invalid("--ref-tokens and --gen-tokens must be at least 1");
   LoadedModel m = load_model(a.model, false);
@@ -83,27 +113,8 @@ int run_divergence(const DivergenceArgs& a) {
   std::vector<std::vector<float>> base_logits, run_logits;
   const GenerationResult base = generate(dec, base_policy, KVTypes::uniform(KVDType::F32), {}, base_logits);
   const GenerationResult run = generate(run_dec, run_policy, a.kv.types(), base.tokens, run_logits);
-
-  double kl_sum = 0, kl_max = 0, rel_sum = 0, abs_max = 0;
-  int64_t agree = 0;
-  const size_t steps = std::min(base_logits.size(), run_logits.size());
-  for (size_t s = 0; s < steps; ++s) {
-    const std::vector<float>& b = base_logits[s];
-    const std::vector<float>& r = run_logits[s];
-    const std::vector<double> lb = log_softmax(b), lr = log_softmax(r);
-    double kl = 0, diff2 = 0, norm2 = 0;
-    for (size_t i = 0; i < b.size(); ++i) {
-      kl += std::exp(lb[i]) * (lb[i] - lr[i]);
-      diff2 += (double(r[i]) - b[i]) * (double(r[i]) - b[i]);
-      norm2 += double(b[i]) * b[i];
-      abs_max = std::max(abs_max, std::fabs(double(r[i]) - b[i]));
-    }
-    kl_sum += kl;
-    kl_max = std::max(kl_max, kl);
-    rel_sum += norm2 > 0 ? std::sqrt(diff2 / norm2) : 0;
-    agree += run.predicted[s] == base.tokens[s];
-  }
-  const double n = static_cast<double>(std::max<size_t>(steps, 1));
+  const Divergence d(base_logits, run_logits, base, run);
+  const double n = d.n();
   nlohmann::json j = {{"suite", "divergence"},
                       {"model", a.model},
                       {"policy", run_policy.name()},
@@ -117,12 +128,12 @@ int run_divergence(const DivergenceArgs& a) {
                       {"ref_tokens", a.ref_tokens},
                       {"gen_tokens", a.gen_tokens},
                       {"threads", threads.size()},
-                      {"steps", steps},
-                      {"kl_mean", kl_sum / n},
-                      {"kl_max", kl_max},
-                      {"top1_agreement", static_cast<double>(agree) / n},
-                      {"logits_rel_l2_mean", rel_sum / n},
-                      {"logits_abs_diff_max", abs_max},
+                      {"steps", d.steps},
+                      {"kl_mean", d.kl_sum / n},
+                      {"kl_max", d.kl_max},
+                      {"top1_agreement", static_cast<double>(d.agree) / n},
+                      {"logits_rel_l2_mean", d.rel_sum / n},
+                      {"logits_abs_diff_max", d.abs_max},
                       {"kv_bytes_peak", run.kv_bytes_peak},
                       {"baseline_kv_bytes_peak", base.kv_bytes_peak},
                       {"kv_active_bytes_max", run.kv_active_bytes_max},
@@ -131,8 +142,8 @@ int run_divergence(const DivergenceArgs& a) {
   if (!out) throw Error(Error::Kind::Io, "cannot write " + a.json);
   out << j.dump(2) << "\n";
   std::printf("divergence %s/%s vs %s/f32 over %zu steps: KL mean %.3g max %.3g nats, top-1 agreement %.4f, logits rel. L2 %.3g, KV %zu vs %zu bytes\n",
-              run_policy.name().c_str(), a.kv.types().name().c_str(), base_policy.name().c_str(), steps, kl_sum / n, kl_max,
-              static_cast<double>(agree) / n, rel_sum / n, run.kv_bytes_peak, base.kv_bytes_peak);
+              run_policy.name().c_str(), a.kv.types().name().c_str(), base_policy.name().c_str(), d.steps, d.kl_sum / n, d.kl_max,
+              static_cast<double>(d.agree) / n, d.rel_sum / n, run.kv_bytes_peak, base.kv_bytes_peak);
   return 0;
 }
 

@@ -98,7 +98,10 @@ std::string report_command(const ReportArgs& a) {
   return shell_join(argv);
 }
 
-json execute(const ReportArgs& a, const fs::path& json_dir) {
+// The report's options from the command line: the full-size decoder (given, or made once into the
+// cache) and the OCR model of the decode, page, accuracy and service sections (the shipped default,
+// folio-mini-ocr 2, whose held-out sets data/heldout holds, named in every command).
+ReportOptions report_options(const ReportArgs& a) {
   ReportOptions o;
   o.out = a.out;
   o.quick = a.quick;
@@ -106,7 +109,6 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
   if (!a.policies.empty()) o.policies = split_csv(a.policies);
   if (!a.kv_dtypes.empty()) o.kv_dtypes = split_csv(a.kv_dtypes);
   o.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // The full-size decoder: given, or made once into the cache.
   if (!a.decoder_model.empty()) {
     o.decoder_model = display_path(a.decoder_model);
   } else {
@@ -116,8 +118,6 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     o.decoder_model = display_path(cache + "/uocr-full-bf16");
     o.make_decoder_model = !fs::exists(o.decoder_model + "/model.safetensors");
   }
-  // The OCR model of the decode, page, accuracy and service sections: the shipped default
-  // (folio-mini-ocr 2, whose held-out sets data/heldout holds), named in every command.
   if (!a.mini_model.empty()) o.mini_model = o.mini_model_display = display_path(a.mini_model);
   else {
     o.mini_model_display = kDefaultOcrModel;
@@ -128,85 +128,134 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
     }
   }
   o.python = a.python;
-  ReportPlan plan = plan_report(o);  // validates --sections, --policies, --kv-dtypes before any work
+  return o;
+}
 
-  const bool peer = std::find(o.sections.begin(), o.sections.end(), "peer") != o.sections.end();
-  if (peer) {
-    try {
-      o.peer_script = display_path(shipped_path("tools/reference/bench_decode.py"));
-      const ProcessResult r = run_process({o.python, "-c", "import torch"}, (json_dir / "python-check.log").string());
-      if (r.exit_code != 0) {
-        o.peer_unavailable = o.python + " with torch not found (" + last_error_line((json_dir / "python-check.log").string()) + ")";
-        o.peer_script.clear();
-      }
-      fs::remove(json_dir / "python-check.log");
-    } catch (const Error& e) {
-      o.peer_unavailable = e.what();
+// The PyTorch peer: its script, and whether o.python imports torch (else why not, in the report).
+void find_peer(ReportOptions& o, const fs::path& json_dir) {
+  try {
+    o.peer_script = display_path(shipped_path("tools/reference/bench_decode.py"));
+    const ProcessResult r = run_process({o.python, "-c", "import torch"}, (json_dir / "python-check.log").string());
+    if (r.exit_code != 0) {
+      o.peer_unavailable = o.python + " with torch not found (" + last_error_line((json_dir / "python-check.log").string()) + ")";
+      o.peer_script.clear();
     }
-    plan = plan_report(o);
+    fs::remove(json_dir / "python-check.log");
+  } catch (const Error& e) {
+    o.peer_unavailable = e.what();
   }
-  if (!a.only.empty()) plan.runs = select_runs(plan, split_csv(a.only), o.decoder_model);
+}
 
-  std::string folio_exe = a.folio;
-  if (folio_exe.empty()) {
-    std::error_code ec;
-    folio_exe = fs::read_symlink("/proc/self/exe", ec).string();
-    if (ec) throw Error(Error::Kind::Io, "cannot find this executable (/proc/self/exe): pass --folio PATH");
+// --resume: the runs an earlier report.json in this directory lists as done, by id.
+std::map<std::string, json> finished_runs(const fs::path& json_dir, bool resume) {
+  std::map<std::string, json> done;
+  if (!resume || !fs::exists(json_dir / "report.json")) return done;
+  std::ifstream in(json_dir / "report.json");
+  const json prev = json::parse(in, nullptr, false);
+  if (prev.is_object() && prev.contains("runs") && prev["runs"].is_array())
+    for (const json& e : prev["runs"])
+      if (e.is_object() && e.value("status", "") == "ok") done[e.value("id", "")] = e;
+  return done;
+}
+
+// The whole standard set, whatever --sections this invocation runs: the page lists the runs of it
+// that have no result yet (a full-size report is filled over several invocations). Sets the
+// manifest's "planned" and "sizes" (kept runs of other sections were made at these sizes too).
+void list_planned(const ReportOptions& o, json& manifest) {
+  ReportOptions all = o;
+  all.sections = kReportSections;
+  json planned = json::array();
+  const ReportPlan whole = plan_report(all);
+  for (const PlannedRun& r : whole.runs)
+    if (r.params.value("kind", "") != "make-model") planned.push_back({{"id", r.id}, {"section", r.section}, {"command", shell_join(r.argv)}});
+  manifest["planned"] = planned;
+  manifest["sizes"] = whole.sizes;
+}
+
+// Runs one planned run (or reports it skipped) and returns its manifest entry. Its JSON and log from
+// an earlier run are removed first: never report a figure from an earlier run.
+json run_planned(const PlannedRun& r, const std::string& folio_exe, const fs::path& json_dir, const std::string& commit) {
+  const std::string command = shell_join(r.argv);
+  json entry = {{"id", r.id}, {"section", r.section}, {"command", command}, {"params", r.params},
+                {"json", r.writes_json ? r.id + ".json" : ""}};
+  const fs::path json_path = json_dir / (r.id + ".json"), log = json_dir / (r.id + ".log");
+  std::error_code ec;
+  fs::remove(json_path, ec);
+  fs::remove(log, ec);
+  if (!r.skip_reason.empty()) {
+    entry.update({{"status", "skipped"}, {"error", r.skip_reason}});
+    std::printf("        not available: %s\n", r.skip_reason.c_str());
+    return entry;
   }
-  // --resume: runs that an earlier report.json in this directory lists as done, with the very same
-  // command and their JSON still there, are kept rather than run again (a full report takes hours).
-  std::map<std::string, json> done_before;
-  if (a.resume && fs::exists(json_dir / "report.json")) {
-    std::ifstream in(json_dir / "report.json");
-    const json prev = json::parse(in, nullptr, false);
-    if (prev.is_object() && prev.contains("runs") && prev["runs"].is_array())
-      for (const json& e : prev["runs"])
-        if (e.is_object() && e.value("status", "") == "ok") done_before[e.value("id", "")] = e;
+  std::vector<std::string> argv = r.argv;
+  if (argv[0] == "folio") argv[0] = folio_exe;
+  const ProcessResult p = run_process(argv, log.string());
+  const bool ok = p.exit_code == 0 && (!r.writes_json || fs::exists(json_path));
+  entry.update({{"status", ok ? "ok" : "failed"}, {"exit_code", p.exit_code}, {"wall_s", p.wall_s}, {"commit", commit},
+                {"finished", utc_now()}});
+  if (ok) {
+    fs::remove(log, ec);
+  } else {
+    const std::string why = p.exit_code == 0 ? "exited 0 without writing " + json_path.string() : last_error_line(log.string());
+    entry.update({{"error", why}, {"log", log.filename().string()}});
   }
-  const json machine = describe_machine(fs::current_path().string());
-  const std::string json_dir_shown = display_path(json_dir.string()) + "/";
-  json manifest = {{"folio_report", 1}, {"command", report_command(a)}, {"quick", a.quick}, {"threads", o.threads},
-                   {"json_dir", json_dir_shown},
-                   {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
-  // The whole standard set, whatever --sections this invocation runs: the page lists the runs of it
-  // that have no result yet (a full-size report is filled over several invocations).
-  {
-    ReportOptions all = o;
-    all.sections = kReportSections;
-    json planned = json::array();
-    const ReportPlan whole = plan_report(all);
-    for (const PlannedRun& r : whole.runs)
-      if (r.params.value("kind", "") != "make-model") planned.push_back({{"id", r.id}, {"section", r.section}, {"command", shell_join(r.argv)}});
-    manifest["planned"] = planned;
-    manifest["sizes"] = whole.sizes;  // kept runs of other sections were made at these sizes too
-  }
-  std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
-  std::fflush(stdout);
-  // Runs --resume keeps are listed in report.json from the start, not only when the loop reaches
-  // them: a resumed report stopped part way must not forget runs it was keeping (the next --resume
-  // would run them again, hours at the full size).
-  // A report directory moved since its runs were made keeps them: their commands differ from the
-  // planned ones only in the directory of --json.
+  std::printf("        %s in %.1f s%s%s\n", ok ? "ok" : "FAILED", p.wall_s, ok ? "" : ": ", ok ? "" : entry["error"].get<std::string>().c_str());
+  return entry;
+}
+
+std::string this_executable(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) throw Error(Error::Kind::Io, "cannot find this executable (/proc/self/exe): pass --folio PATH");
+  return exe;
+}
+
+// Kept runs (--resume) the run loop has not reached yet, listed in report.json from the start so
+// that a resumed report stopped part way does not forget runs it was keeping (the next --resume
+// would run them again, hours at the full size). A planned run is kept when an earlier one had the
+// very same command (a report directory moved since differs only in the directory of --json) and
+// its JSON is still there; runs named by --only run again. Finished runs of sections this
+// invocation does not run are kept too, as long as their JSON is there (they go after the plan's).
+std::map<std::string, json> runs_kept(const ReportArgs& a, const ReportPlan& plan, std::map<std::string, json>& done_before,
+                                      const fs::path& json_dir) {
   const std::string planned_json_dir = a.out + "/json/";  // as the plan's commands name it
-  auto keeps = [&](const PlannedRun& r) {
-    const auto before = done_before.find(r.id);
-    return before != done_before.end() && with_json_dir(before->second.value("command", ""), planned_json_dir) == shell_join(r.argv) &&
-           (!r.writes_json || fs::exists(json_dir / (r.id + ".json")));
-  };
-  // Kept runs not yet reached by the loop below. Finished runs of sections this invocation does not
-  // run are kept too (a --resume with fewer --sections must not drop them), as long as their JSON
-  // is still there; the loop never reaches those, so they go after the planned runs.
-  std::map<std::string, json> kept_ahead;
+  std::map<std::string, json> kept;
   std::set<std::string> in_plan;
   for (const PlannedRun& r : plan.runs) {
     in_plan.insert(r.id);
-    if (a.only.empty() && keeps(r)) kept_ahead[r.id] = done_before[r.id];  // runs named by --only run again
+    const auto before = done_before.find(r.id);
+    const bool same = before != done_before.end() &&
+                      with_json_dir(before->second.value("command", ""), planned_json_dir) == shell_join(r.argv) &&
+                      (!r.writes_json || fs::exists(json_dir / (r.id + ".json")));
+    if (a.only.empty() && same) kept[r.id] = before->second;
   }
   for (const auto& [id, e] : done_before) {
     const std::string file = e.value("json", "");
-    if (!in_plan.count(id) && (file.empty() || fs::exists(json_dir / file))) kept_ahead[id] = e;
+    if (!in_plan.count(id) && (file.empty() || fs::exists(json_dir / file))) kept[id] = e;
   }
-  for (auto& [id, e] : kept_ahead) e["resumed"] = true;
+  for (auto& [id, e] : kept) e["resumed"] = true;
+  return kept;
+}
+
+json execute(const ReportArgs& a, const fs::path& json_dir) {
+  ReportOptions o = report_options(a);
+  ReportPlan plan = plan_report(o);  // validates --sections, --policies, --kv-dtypes before any work
+  if (std::find(o.sections.begin(), o.sections.end(), "peer") != o.sections.end()) {
+    find_peer(o, json_dir);
+    plan = plan_report(o);
+  }
+  if (!a.only.empty()) plan.runs = select_runs(plan, split_csv(a.only), o.decoder_model);
+  const std::string folio_exe = this_executable(a.folio);
+  std::map<std::string, json> done_before = finished_runs(json_dir, a.resume);
+  const json machine = describe_machine(fs::current_path().string());
+  json manifest = {{"folio_report", 1}, {"command", report_command(a)}, {"quick", a.quick}, {"threads", o.threads},
+                   {"json_dir", display_path(json_dir.string()) + "/"},
+                   {"machine", machine}, {"sizes", plan.sizes}, {"runs", json::array()}};
+  list_planned(o, manifest);
+  std::printf("folio bench report: %zu runs (%s sizes: %s)\n", plan.runs.size(), a.quick ? "--quick" : "full", plan.sizes.dump().c_str());
+  std::fflush(stdout);
+  std::map<std::string, json> kept_ahead = runs_kept(a, plan, done_before, json_dir);
   auto save = [&] {
     json m = manifest;
     for (const auto& [id, e] : kept_ahead) m["runs"].push_back(e);
@@ -215,44 +264,16 @@ json execute(const ReportArgs& a, const fs::path& json_dir) {
   if (!kept_ahead.empty()) save();
   size_t i = 0;
   for (const PlannedRun& r : plan.runs) {
-    ++i;
-    const std::string command = shell_join(r.argv);
-    json entry = {{"id", r.id}, {"section", r.section}, {"command", command}, {"params", r.params},
-                  {"json", r.writes_json ? r.id + ".json" : ""}};
-    const fs::path json_path = json_dir / (r.id + ".json"), log = json_dir / (r.id + ".log");
-    std::error_code ec;
+    std::printf("[%zu/%zu] %s\n", ++i, plan.runs.size(), shell_join(r.argv).c_str());
     if (const auto kept = kept_ahead.find(r.id); kept != kept_ahead.end()) {
-      std::printf("[%zu/%zu] %s\n        kept from an earlier run (%s)\n", i, plan.runs.size(), command.c_str(),
-                  kept->second.value("finished", std::string("date unknown")).c_str());
+      std::printf("        kept from an earlier run (%s)\n", kept->second.value("finished", std::string("date unknown")).c_str());
       manifest["runs"].push_back(kept->second);
       kept_ahead.erase(kept);
-      save();
-      continue;
-    }
-    fs::remove(json_path, ec);  // never report a figure from an earlier run
-    fs::remove(log, ec);
-    std::printf("[%zu/%zu] %s\n", i, plan.runs.size(), command.c_str());
-    std::fflush(stdout);
-    if (!r.skip_reason.empty()) {
-      entry.update({{"status", "skipped"}, {"error", r.skip_reason}});
-      std::printf("        not available: %s\n", r.skip_reason.c_str());
     } else {
-      std::vector<std::string> argv = r.argv;
-      if (argv[0] == "folio") argv[0] = folio_exe;
-      const ProcessResult p = run_process(argv, log.string());
-      const bool ok = p.exit_code == 0 && (!r.writes_json || fs::exists(json_path));
-      entry.update({{"status", ok ? "ok" : "failed"}, {"exit_code", p.exit_code}, {"wall_s", p.wall_s}, {"commit", machine.value("commit", "")},
-                    {"finished", utc_now()}});
-      if (ok) {
-        fs::remove(log, ec);
-      } else {
-        const std::string why = p.exit_code == 0 ? "exited 0 without writing " + json_path.string() : last_error_line(log.string());
-        entry.update({{"error", why}, {"log", log.filename().string()}});
-      }
-      std::printf("        %s in %.1f s%s%s\n", ok ? "ok" : "FAILED", p.wall_s, ok ? "" : ": ", ok ? "" : entry["error"].get<std::string>().c_str());
+      std::fflush(stdout);
+      manifest["runs"].push_back(run_planned(r, folio_exe, json_dir, machine.value("commit", "")));
     }
     std::fflush(stdout);
-    manifest["runs"].push_back(entry);
     save();
   }
   for (const auto& [id, e] : kept_ahead) manifest["runs"].push_back(e);  // other sections' runs

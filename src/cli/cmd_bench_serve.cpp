@@ -141,13 +141,15 @@ Sample send_chat(httplib::Client& cli, const std::string& body) {
   return s;
 }
 
-int run_bench_serve(const BenchServeArgs& a) {
+void check_args(const BenchServeArgs& a) {
   if (a.concurrency < 1) throw_invalid("--concurrency must be at least 1, got " + std::to_string(a.concurrency));
   if (a.requests < 1) throw_invalid("--requests must be at least 1, got " + std::to_string(a.requests));
   if (a.kind != "ocr" && a.kind != "chat") throw_invalid("--kind must be ocr or chat, got '" + a.kind + "'");
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
+}
 
-  // The request every client sends.
+// The request every client sends.
+std::string request_payload(const BenchServeArgs& a) {
   json body;
   if (a.kind == "ocr") {
     const std::string file = a.file.empty() ? shipped_path("examples/sample-typeset.pdf") : a.file;
@@ -161,74 +163,94 @@ int run_bench_serve(const BenchServeArgs& a) {
             {"stream", true},
             {"stream_options", {{"include_usage", true}}}};
   }
-  const std::string payload = body.dump();
+  return body.dump();
+}
 
-  // The server: in this process unless --url names one.
-  std::unique_ptr<Service> svc;
+// The server under load: in this process unless --url names one (which must be ready).
+struct Target {
+  std::unique_ptr<Service> service;  // null with --url
   std::string host = "127.0.0.1";
   int port = 0;
-  if (a.url.empty()) {
-    ServerConfig c;
-    c.model.path = a.model;
-    c.server.host = host;
-    c.server.port = 0;
-    c.inference.threads = a.threads;
-    c.inference.batch_size = a.batch_size;
-    c.inference.max_queued_requests = std::max<int64_t>(64, a.concurrency);
-    if (a.no_cache) {
-      // Every request prepares its pages and prefills its reference, as distinct documents would.
-      c.inference.reference_cache_bytes = 0;
-      c.inference.prefix_cache_bytes = 0;
-    }
-    // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)
-    // lets freed memory scatter over many arenas, so RSS creeps up for thousands of requests
-    // (measured: +10 MiB over 2000 OCR requests by default, +2.5 MiB and flat with one or two).
-    mallopt(M_ARENA_MAX, 2);
-    svc = std::make_unique<Service>(c);
-    port = svc->bind();
-    svc->start();
-    svc->load();
-  } else {
-    httplib::Client probe(a.url);
-    auto r = probe.Get("/readyz");
-    if (!r || r->status != 200) throw_invalid("--url " + a.url + ": the server is not ready (GET /readyz failed)");
-  }
-  auto make_client = [&] {
-    auto c = a.url.empty() ? std::make_unique<httplib::Client>(host, port) : std::make_unique<httplib::Client>(a.url);
+
+  std::unique_ptr<httplib::Client> client(const std::string& url) const {
+    auto c = url.empty() ? std::make_unique<httplib::Client>(host, port) : std::make_unique<httplib::Client>(url);
     c->set_read_timeout(3600, 0);
     c->set_keep_alive(true);
     c->set_tcp_nodelay(true);  // as a latency-minded client would: the request is headers + body
     return c;
-  };
+  }
+};
 
-  // Server RSS right after the first 50 answers and after the last one (one /metrics read each, so
-  // the probe does not slow the run down).
-  std::vector<Sample> samples(static_cast<size_t>(a.requests));
+Target start_target(const BenchServeArgs& a) {
+  Target t;
+  if (!a.url.empty()) {
+    httplib::Client probe(a.url);
+    auto r = probe.Get("/readyz");
+    if (!r || r->status != 200) throw_invalid("--url " + a.url + ": the server is not ready (GET /readyz failed)");
+    return t;
+  }
+  ServerConfig c;
+  c.model.path = a.model;
+  c.server.host = t.host;
+  c.server.port = 0;
+  c.inference.threads = a.threads;
+  c.inference.batch_size = a.batch_size;
+  c.inference.max_queued_requests = std::max<int64_t>(64, a.concurrency);
+  if (a.no_cache) {
+    // Every request prepares its pages and prefills its reference, as distinct documents would.
+    c.inference.reference_cache_bytes = 0;
+    c.inference.prefix_cache_bytes = 0;
+  }
+  // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)
+  // lets freed memory scatter over many arenas, so RSS creeps up for thousands of requests
+  // (measured: +10 MiB over 2000 OCR requests by default, +2.5 MiB and flat with one or two).
+  mallopt(M_ARENA_MAX, 2);
+  t.service = std::make_unique<Service>(c);
+  t.port = t.service->bind();
+  t.service->start();
+  t.service->load();
+  return t;
+}
+
+struct LoadRun {
+  std::vector<Sample> samples;
+  double wall_s = 0;
+  double rss_after_first = 0;  // server RSS right after the first 50 answers
+  std::string metrics_at_end;  // /metrics after the last answer
+};
+
+// --concurrency clients send --requests requests between them; /metrics is read once after the
+// first 50 answers and once at the end, so the probe does not slow the run down.
+LoadRun run_load(const BenchServeArgs& a, const Target& target, const std::string& payload) {
+  LoadRun run;
+  run.samples.resize(static_cast<size_t>(a.requests));
   const int window = std::min(50, a.requests);
-  double rss_first = 0;
   std::atomic<int> next{0}, completed{0};
   const auto t0 = Clock::now();
   std::vector<std::thread> workers;
   for (int w = 0; w < a.concurrency; ++w)
     workers.emplace_back([&] {
-      auto cli = make_client();
+      auto cli = target.client(a.url);
       for (int i; (i = next++) < a.requests;) {
-        samples[static_cast<size_t>(i)] = a.kind == "ocr" ? send_ocr(*cli, payload) : send_chat(*cli, payload);
+        run.samples[static_cast<size_t>(i)] = a.kind == "ocr" ? send_ocr(*cli, payload) : send_chat(*cli, payload);
         if (++completed == window)
-          if (auto m = make_client()->Get("/metrics"); m && m->status == 200) rss_first = metric(m->body, "folio_process_rss_bytes");
+          if (auto m = target.client(a.url)->Get("/metrics"); m && m->status == 200)
+            run.rss_after_first = metric(m->body, "folio_process_rss_bytes");
       }
     });
   for (auto& t : workers) t.join();
-  const double wall_s = ms_since(t0) / 1000.0;
+  run.wall_s = ms_since(t0) / 1000.0;
+  if (auto m = target.client(a.url)->Get("/metrics"); m && m->status == 200) run.metrics_at_end = m->body;
+  return run;
+}
 
-  std::string metrics_text;
-  if (auto m = make_client()->Get("/metrics"); m && m->status == 200) metrics_text = m->body;
-  if (svc) svc->shutdown();
-
+// The run's JSON (docs/bench-contract.md, "serve"), printed as one line too; false when any
+// request failed.
+bool report(const BenchServeArgs& a, const LoadRun& run, int port) {
   std::vector<double> ttft, tpot, latency;
   int64_t ok = 0, errors = 0, tokens = 0;
   json error_messages = json::array();
-  for (const Sample& s : samples) {
+  for (const Sample& s : run.samples) {
     if (!s.ok) {
       ++errors;
       if (error_messages.size() < 5) error_messages.push_back(s.error);
@@ -240,35 +262,36 @@ int run_bench_serve(const BenchServeArgs& a) {
     if (s.tokens > 1) tpot.push_back(s.tpot_ms);
     latency.push_back(s.latency_ms);
   }
-  const double rss_last = metric(metrics_text, "folio_process_rss_bytes");
-  json j = {{"suite", "serve"},
-            {"kind", a.kind},
-            {"url", a.url.empty() ? "in-process http://127.0.0.1:" + std::to_string(port) : a.url},
-            {"model", a.model.empty() ? "folio-mini-ocr (shipped)" : a.model},
-            {"concurrency", a.concurrency},
-            {"requests", a.requests},
-            {"ok", ok},
-            {"errors", errors},
-            {"lost", a.requests - ok - errors},
-            {"error_messages", error_messages},
-            {"wall_s", wall_s},
-            {"requests_per_s", static_cast<double>(ok) / wall_s},
-            {"output_tokens", tokens},
-            {"output_tokens_per_s", static_cast<double>(tokens) / wall_s},
-            {"ttft_ms_p50", percentile(ttft, 50)},
-            {"ttft_ms_p99", percentile(ttft, 99)},
-            {"tpot_ms_p50", percentile(tpot, 50)},
-            {"tpot_ms_p99", percentile(tpot, 99)},
-            {"latency_ms_p50", percentile(latency, 50)},
-            {"latency_ms_p99", percentile(latency, 99)},
-            {"server_rss_after_first50_bytes", rss_first},
-            {"server_rss_at_end_bytes", rss_last},
-            {"server_rss_peak_bytes", metric(metrics_text, "folio_process_rss_peak_bytes")},
-            {"server_batch_size_max", metric(metrics_text, "folio_batch_size_max")},
-            {"server_reference_cache_hits", metric(metrics_text, "folio_reference_cache_hits_total")},
-            {"server_prefix_cache_hits", metric(metrics_text, "folio_prefix_cache_hits_total")},
-            {"caches", !a.no_cache},
-            {"server_reference_cache_misses", metric(metrics_text, "folio_reference_cache_misses_total")}};
+  const std::string& m = run.metrics_at_end;
+  const double wall_s = run.wall_s, rss_last = metric(m, "folio_process_rss_bytes");
+  const json j = {{"suite", "serve"},
+                  {"kind", a.kind},
+                  {"url", a.url.empty() ? "in-process http://127.0.0.1:" + std::to_string(port) : a.url},
+                  {"model", a.model.empty() ? "folio-mini-ocr (shipped)" : a.model},
+                  {"concurrency", a.concurrency},
+                  {"requests", a.requests},
+                  {"ok", ok},
+                  {"errors", errors},
+                  {"lost", a.requests - ok - errors},
+                  {"error_messages", error_messages},
+                  {"wall_s", wall_s},
+                  {"requests_per_s", static_cast<double>(ok) / wall_s},
+                  {"output_tokens", tokens},
+                  {"output_tokens_per_s", static_cast<double>(tokens) / wall_s},
+                  {"ttft_ms_p50", percentile(ttft, 50)},
+                  {"ttft_ms_p99", percentile(ttft, 99)},
+                  {"tpot_ms_p50", percentile(tpot, 50)},
+                  {"tpot_ms_p99", percentile(tpot, 99)},
+                  {"latency_ms_p50", percentile(latency, 50)},
+                  {"latency_ms_p99", percentile(latency, 99)},
+                  {"server_rss_after_first50_bytes", run.rss_after_first},
+                  {"server_rss_at_end_bytes", rss_last},
+                  {"server_rss_peak_bytes", metric(m, "folio_process_rss_peak_bytes")},
+                  {"server_batch_size_max", metric(m, "folio_batch_size_max")},
+                  {"server_reference_cache_hits", metric(m, "folio_reference_cache_hits_total")},
+                  {"server_prefix_cache_hits", metric(m, "folio_prefix_cache_hits_total")},
+                  {"caches", !a.no_cache},
+                  {"server_reference_cache_misses", metric(m, "folio_reference_cache_misses_total")}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("--json: cannot write '" + a.json + "'");
   out << j.dump(2) << "\n";
@@ -276,8 +299,17 @@ int run_bench_serve(const BenchServeArgs& a) {
               "TPOT p50 %.2f ms p99 %.2f ms; server RSS after the first 50 %.1f MiB, at the end %.1f MiB\n",
               a.kind.c_str(), static_cast<long long>(ok), a.requests, static_cast<long long>(errors), static_cast<double>(ok) / wall_s,
               static_cast<double>(tokens) / wall_s, percentile(ttft, 50), percentile(ttft, 99), percentile(tpot, 50), percentile(tpot, 99),
-              rss_first / 1048576.0, rss_last / 1048576.0);
-  return errors == 0 ? 0 : 1;
+              run.rss_after_first / 1048576.0, rss_last / 1048576.0);
+  return errors == 0;
+}
+
+int run_bench_serve(const BenchServeArgs& a) {
+  check_args(a);
+  const std::string payload = request_payload(a);
+  Target target = start_target(a);
+  const LoadRun run = run_load(a, target, payload);
+  if (target.service) target.service->shutdown();
+  return report(a, run, target.port) ? 0 : 1;
 }
 
 }  // namespace

@@ -279,57 +279,71 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   }
 }
 
+void Decoder::attend_tasks(const AttentionStep& st, std::span<const AttentionTask> tasks, ThreadPool& pool) const {
+  const int64_t nh = cfg_.n_heads, hd = cfg_.head_dim, group = nh / cfg_.n_kv_heads;
+  int64_t max_rows = 0;
+  for (const AttentionTask& t : tasks) max_rows = std::max(max_rows, t.pos + 1);
+  const int64_t total = static_cast<int64_t>(tasks.size()) * nh;
+  const int64_t nthreads = std::min<int64_t>(pool.size(), total);
+  pool.run_on_all([&](int tid) {
+    if (tid >= nthreads) return;
+    // Kept between calls: a fresh zeroed buffer per layer would cost a memset of every score row,
+    // and the span list would be allocated at every step.
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<kernels::KVSpan> spans;
+    const size_t need = kernels::attend_scratch_floats(max_rows, nh, hd);
+    if (scratch.size() < need) scratch.resize(need);
+    const int64_t begin = total * tid / nthreads, end = total * (tid + 1) / nthreads;
+    for (int64_t idx = begin; idx < end;) {
+      const int64_t ti = idx / nh, h0 = idx % nh, h1 = std::min(nh, h0 + (end - idx));
+      const AttentionTask& t = tasks[static_cast<size_t>(ti)];
+      const float* qt = st.q + t.row * nh * hd;
+      float* ot = st.out + t.row * nh * hd;
+      if (t.kv->per_head_spans(t.pos)) {
+        // Sparse selection: each KV head reads its own units, chosen by the query heads it serves.
+        for (int64_t h = h0; h < h1; ++h) {
+          spans.clear();
+          const int64_t kvh = h / group;
+          t.kv->query_spans(st.layer, t.pos, kvh, qt + kvh * group * hd, group, spans);
+          kernels::attend(qt, spans, st.shape, ot, h, h + 1, scratch.data());
+        }
+      } else {
+        spans.clear();
+        t.kv->visible_spans(st.layer, t.pos, spans);
+        kernels::attend(qt, spans, st.shape, ot, h0, h1, scratch.data());
+      }
+      idx += h1 - h0;
+    }
+  });
+}
+
+void Decoder::attend_reference_run(const AttentionStep& st, SequenceKV& kv, int64_t row, int64_t first, int64_t n,
+                                   ThreadPool& pool) const {
+  const int64_t width = cfg_.n_heads * cfg_.head_dim;
+  thread_local std::vector<kernels::KVSpan> spans;
+  spans.clear();
+  kv.visible_spans(st.layer, first + n - 1, spans);
+  int64_t rows = 0;
+  for (const kernels::KVSpan& sp : spans) rows += sp.tokens;
+  if (rows == first + n) {
+    kernels::attend_causal(st.q + row * width, n, first, spans, st.shape, st.out + row * width, pool);
+    return;
+  }
+  // Rows that are not the positions 0.. in order (a rolling reference that dropped pages): one
+  // query at a time.
+  std::vector<AttentionTask> one_by_one;
+  for (int64_t j = 0; j < n; ++j) one_by_one.push_back({&kv, row + j, first + j});
+  attend_tasks(st, one_by_one, pool);
+}
+
 void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64_t* first_pos, float* q,
                         float* k, float* v, float* out, ThreadPool& pool) {
-  const int64_t nh = cfg_.n_heads, hd = cfg_.head_dim, kv_row = cfg_.n_kv_heads * hd;
-  struct Task {
-    SequenceKV* kv;
-    int64_t row;  // row in the batch's activations
-    int64_t pos;  // absolute position
-  };
-  auto store = [&](const Task& t) { t.kv->store(layer, t.pos, k + t.row * kv_row, v + t.row * kv_row); };
-  const kernels::AttentionShape shape{nh, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  // Attends every (token, head) of `tasks`, spread over the pool: the (token, head) pairs in order
-  // are cut into one contiguous range per thread, and each token's heads in a range go to the kernel
-  // in one call, which reads a KV block's rows of all those heads in one pass (they lie side by side).
-  auto attend_all = [&](const std::vector<Task>& tasks) {
-    int64_t max_rows = 0;
-    for (const Task& t : tasks) max_rows = std::max(max_rows, t.pos + 1);
-    const int64_t total = static_cast<int64_t>(tasks.size()) * nh;
-    const int64_t nthreads = std::min<int64_t>(pool.size(), total);
-    const int64_t group = nh / cfg_.n_kv_heads;
-    pool.run_on_all([&](int tid) {
-      if (tid >= nthreads) return;
-      // Kept between calls: a fresh zeroed buffer per layer would cost a memset of every score row.
-      thread_local std::vector<float> scratch;
-      const size_t need = kernels::attend_scratch_floats(max_rows, nh, hd);
-      if (scratch.size() < need) scratch.resize(need);
-      std::vector<kernels::KVSpan> spans;
-      const int64_t begin = total * tid / nthreads, end = total * (tid + 1) / nthreads;
-      for (int64_t idx = begin; idx < end;) {
-        const int64_t ti = idx / nh, h0 = idx % nh, h1 = std::min(nh, h0 + (end - idx));
-        const Task& t = tasks[static_cast<size_t>(ti)];
-        const float* qt = q + t.row * nh * hd;
-        float* ot = out + t.row * nh * hd;
-        if (t.kv->per_head_spans(t.pos)) {
-          // Sparse selection: each KV head reads its own units, chosen by the query heads it serves.
-          for (int64_t h = h0; h < h1; ++h) {
-            spans.clear();
-            const int64_t kvh = h / group;
-            t.kv->query_spans(layer, t.pos, kvh, qt + kvh * group * hd, group, spans);
-            kernels::attend(qt, spans, shape, ot, h, h + 1, scratch.data());
-          }
-        } else {
-          spans.clear();
-          t.kv->visible_spans(layer, t.pos, spans);
-          kernels::attend(qt, spans, shape, ot, h0, h1, scratch.data());
-        }
-        idx += h1 - h0;
-      }
-    });
-  };
-
-  std::vector<Task> parallel;
+  const int64_t hd = cfg_.head_dim, kv_row = cfg_.n_kv_heads * hd;
+  const AttentionStep st{layer, q, out, {cfg_.n_heads, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))}};
+  auto store = [&](SequenceKV& kv, int64_t row, int64_t pos) { kv.store(layer, pos, k + row * kv_row, v + row * kv_row); };
+  // Kept between calls like the activations (RunState): single tokens of the batch, attended together.
+  thread_local std::vector<AttentionTask> parallel;
+  parallel.clear();
   // Long runs of reference tokens attend as matrix products (causal_attention.h), once their keys
   // and values are stored: {input, first row, count}.
   struct Run {
@@ -341,45 +355,27 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
   for (size_t i = 0; i < batch.size(); ++i) {
     const Input& in = batch[i];
     const int64_t n = in.count();
-    const bool ring = !in.reference && in.kv->policy().windowed();
     if (in.reference && n >= kCausalRunMinTokens) {
-      for (int64_t j = 0; j < n; ++j) store(Task{in.kv, row + j, first_pos[i] + j});
+      for (int64_t j = 0; j < n; ++j) store(*in.kv, row + j, first_pos[i] + j);
       runs.push_back({i, row, n});
-    } else if (ring && n > 1) {
+    } else if (!in.reference && in.kv->policy().windowed() && n > 1) {
       // Several generated tokens at once into a ring: each must be written and attended before the
       // next one may overwrite a slot it still sees.
       for (int64_t j = 0; j < n; ++j) {
-        Task t{in.kv, row + j, first_pos[i] + j};
-        store(t);
-        attend_all({t});
+        const AttentionTask t{in.kv, row + j, first_pos[i] + j};
+        store(*t.kv, t.row, t.pos);
+        attend_tasks(st, {&t, 1}, pool);
       }
     } else {
       for (int64_t j = 0; j < n; ++j) {
-        Task t{in.kv, row + j, first_pos[i] + j};
-        store(t);
-        parallel.push_back(t);
+        store(*in.kv, row + j, first_pos[i] + j);
+        parallel.push_back({in.kv, row + j, first_pos[i] + j});
       }
     }
     row += n;
   }
-  if (!parallel.empty()) attend_all(parallel);
-  for (const Run& r : runs) {
-    const Input& in = batch[r.input];
-    const int64_t first = first_pos[r.input];
-    std::vector<kernels::KVSpan> spans;
-    in.kv->visible_spans(layer, first + r.n - 1, spans);
-    int64_t rows = 0;
-    for (const kernels::KVSpan& sp : spans) rows += sp.tokens;
-    if (rows == first + r.n) {
-      kernels::attend_causal(q + r.row * nh * hd, r.n, first, spans, shape, out + r.row * nh * hd, pool);
-      continue;
-    }
-    // Rows that are not the positions 0.. in order (a rolling reference that dropped pages): one
-    // query at a time.
-    std::vector<Task> one_by_one;
-    for (int64_t j = 0; j < r.n; ++j) one_by_one.push_back(Task{in.kv, r.row + j, first + j});
-    attend_all(one_by_one);
-  }
+  if (!parallel.empty()) attend_tasks(st, parallel, pool);
+  for (const Run& r : runs) attend_reference_run(st, *batch[r.input].kv, r.row, first_pos[r.input], r.n, pool);
   // Blocks of a tiered reference stay pinned only while this layer reads them.
   for (const Input& in : batch) in.kv->end_reads();
 }

@@ -94,7 +94,7 @@ class Decoder {
 
   // The activations of one forward ([rows, width] each; `last`: one row per input). One per calling
   // thread, kept between calls and grown to the largest batch that thread has run, so a decode step
-  // allocates no activations (attention still builds small per-step span lists) and a prefill pass
+  // allocates no activations (attention keeps its span lists per thread too) and a prefill pass
   // reuses the last pass's pages. The experts' activations
   // are kept the same way (decoder.cpp, MoeScratch). Memory: a 2,048-token pass of the full-size
   // Unlimited-OCR decoder keeps ~70 MB here and ~250 MB of expert activations per thread that ran it.
@@ -107,8 +107,29 @@ class Decoder {
   size_t count_active_weight_bytes() const;
   // The layers and logits of a batch whose KV positions are reserved (first_pos[i]: input i's first).
   void run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool);
+  // Stores the batch's keys and values in layer `layer` and attends every query: single tokens
+  // together over the pool, long reference runs as matrix products.
   void attention(int64_t layer, std::span<const Input> batch, const int64_t* first_pos, float* q, float* k,
                  float* v, float* out, ThreadPool& pool);
+  // One layer's attention: queries in q, outputs into out ([rows][n_heads * head_dim] each).
+  struct AttentionStep {
+    int64_t layer;
+    const float* q;
+    float* out;
+    kernels::AttentionShape shape;
+  };
+  // A query: its sequence, its row in the batch's activations and its absolute position.
+  struct AttentionTask {
+    SequenceKV* kv;
+    int64_t row, pos;
+  };
+  // Attends every (token, head) of `tasks`, spread over the pool: the (token, head) pairs in order
+  // are cut into one contiguous range per thread, and each token's heads in a range go to the kernel
+  // in one call, which reads a KV block's rows of all those heads in one pass (they lie side by side).
+  void attend_tasks(const AttentionStep& st, std::span<const AttentionTask> tasks, ThreadPool& pool) const;
+  // n reference tokens from position `first` (rows row..), stored already, as one causal product;
+  // one query at a time when the visible rows are not positions 0.. in order.
+  void attend_reference_run(const AttentionStep& st, SequenceKV& kv, int64_t row, int64_t first, int64_t n, ThreadPool& pool) const;
   void mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool);
   void moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool);
 

@@ -74,203 +74,241 @@ struct OcrJob::Pass {
   bool ended = false;
 };
 
-std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
-                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {
-  std::unique_ptr<OcrJob> job(new OcrJob());
-  job->engine_ = engine;
-  job->limits_ = limits;
-  OcrModel& model = *engine.model;
-  const ModelConfig& mc = model.decoder().config();
-  if (files.empty()) throw bad_request("missing_field", "no file to read");
-  if (max_tokens && *max_tokens > limits.max_output_length)
-    throw bad_request("output_limit_exceeded", "'max_tokens' is " + std::to_string(*max_tokens) + " but this server generates at most " +
-                                                   std::to_string(limits.max_output_length) + " tokens per pass (inference.max_output_length)");
+namespace {
 
-  // 1. The files, under names that errors can be mapped back from.
-  job->tmp_dir_ = unique_dir();
+// The uploads on disk, under names that errors can be mapped back from.
+struct StagedUploads {
   std::vector<std::string> paths;
   std::map<std::string, std::string> client_name;  // temporary path -> the client's name
   std::map<std::string, std::string> digest;       // temporary path -> SHA-256 of its bytes
+
+  // A document error as the client sees it: 400 invalid_document naming its files, not ours.
+  ApiError invalid_document(const Error& e) const {
+    std::string msg = e.what();
+    for (const auto& [path, name] : client_name) replace_all(msg, path, name);
+    return bad_request("invalid_document", msg);
+  }
+};
+
+// Writes every file into dir/<i>/<safe name>, releasing its bytes in memory.
+StagedUploads stage_uploads(const std::string& dir, std::vector<UploadedFile>& files) {
+  StagedUploads u;
   try {
     for (size_t i = 0; i < files.size(); ++i) {
-      const fs::path dir = fs::path(job->tmp_dir_) / std::to_string(i);
-      fs::create_directories(dir);
-      const std::string path = (dir / safe_name(files[i].name)).string();
+      const fs::path sub = fs::path(dir) / std::to_string(i);
+      fs::create_directories(sub);
+      const std::string path = (sub / safe_name(files[i].name)).string();
       std::ofstream f(path, std::ios::binary);
       f.write(files[i].bytes.data(), static_cast<std::streamsize>(files[i].bytes.size()));
       if (!f) throw Error(Error::Kind::Io, "cannot write the upload to " + path);
-      paths.push_back(path);
-      client_name[path] = files[i].name;
-      digest[path] = sha256_hex(files[i].bytes);
+      u.paths.push_back(path);
+      u.client_name[path] = files[i].name;
+      u.digest[path] = sha256_hex(files[i].bytes);
       files[i].bytes = std::string();  // the copy on disk is the one used now
     }
   } catch (const fs::filesystem_error& e) {
     throw ApiError(500, "server_error", "internal_error", std::string("cannot store the upload: ") + e.what());
   }
-  try {
-    job->ocr_pages_ = OcrPages::open(paths, page_range, model.pdf_dpi());
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const auto& [path, name] : client_name) replace_all(msg, path, name);
-    throw bad_request("invalid_document", msg);
-  }
-  const OcrPages& pages = job->ocr_pages_;
-  if (pages.size() > limits.max_pages)
-    throw bad_request("too_many_pages", "the request has " + std::to_string(pages.size()) + " pages; this server reads at most " +
-                                            std::to_string(limits.max_pages) + " per request (server.max_pages)");
-  for (size_t i = 0; i < pages.size(); ++i) job->sources_.push_back(client_name[pages.page(i).file]);
-  job->pages_.resize(pages.size());
-  job->final_.assign(pages.size(), false);
+  return u;
+}
 
-  // 2. Passes, as run_ocr plans them.
+// The reference cache's key of a pass: the model, how pages are read and laid out, and the bytes and
+// page numbers of its pages.
+std::string pass_key(const OcrEngine& engine, const OcrPages& pages, size_t first, size_t count, const StagedUploads& u) {
+  const OcrModel& model = *engine.model;
+  const KVPolicy& policy = engine.scheduler->options().policy;
+  Sha256 h;
+  h.field(engine.model_id).field(model.name()).field("base").field(std::to_string(model.pdf_dpi()));
+  // A rolling pass is laid out differently: the resident pages in the reference, the rest later.
+  h.field(policy.rolls() ? "rolling " + std::to_string(policy.resident_pages) : "whole");
+  for (size_t i = first; i < first + count; ++i) h.field(u.digest.at(pages.page(i).file)).field(std::to_string(pages.page(i).index));
+  return h.hex();
+}
+
+// Produces a lazy embedding part now (on the request's thread rather than the scheduler's), keyed by
+// its rows' content so that a later request with the same rows reuses their KV (the scheduler's
+// prefix cache), whatever document they came from.
+void produce_part(ReferencePart& part, int64_t hidden) {
+  if (!part.is_embedding()) return;
+  std::vector<float> rows = part.embeddings();
+  if (rows.size() != part.ids.size() * static_cast<size_t>(hidden))
+    throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
+  Sha256 key;
+  key.field(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
+  ReferencePart produced = ReferencePart::rows(std::move(part.ids), std::move(rows));
+  produced.key = key.hex();
+  produced.unit_starts = std::move(part.unit_starts);
+  produced.page = part.page;
+  part = std::move(produced);
+}
+
+// Encodes pages first..first+count-1 into a pass whose every part is produced (rolling: every
+// later page too, since the uploads are deleted once the job has started).
+std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages& pages, size_t first, size_t count) {
+  OcrModel& model = *engine.model;
+  const KVPolicy& policy = engine.scheduler->options().policy;
+  const int64_t hidden = model.decoder().config().hidden;
+  auto fresh = std::make_shared<CachedPass>();
+  fresh->pass = policy.rolls() ? model.prepare_rolling(pages, first, count, static_cast<size_t>(policy.resident_pages),
+                                                       VisionMode::Base, *engine.encode_threads, {})
+                               : model.prepare(pages, first, count, VisionMode::Base, *engine.encode_threads, {});
+  for (ReferencePart& part : fresh->pass.reference) {
+    if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
+    produce_part(part, hidden);
+  }
+  if (fresh->pass.generation.rolling) {
+    auto& next = fresh->pass.generation.rolling->next_page;
+    while (next) {
+      std::optional<ReferencePart> page = next();
+      if (!page) break;
+      produce_part(*page, hidden);
+      fresh->later_pages.push_back(std::move(*page));
+    }
+    next = nullptr;
+  }
+  fresh->bytes = reference_bytes(fresh->pass.reference, hidden) + reference_bytes(fresh->later_pages, hidden);
+  return fresh;
+}
+
+// The prepared pass of `key`: from the reference cache (cached_rows: the embedding rows it saved),
+// or encoded now and cached. One request encodes at a time; another may have prepared the same
+// pages while this one waited for the encoder.
+std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
+                                                  size_t count, const StagedUploads& u, int64_t& cached_rows) {
+  std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
+  if (!cached) {
+    std::lock_guard lk(*engine.encode_mu);
+    cached = engine.cache->find(key);
+    if (!cached) {
+      std::shared_ptr<CachedPass> fresh;
+      try {
+        fresh = prepare_pass(engine, pages, first, count);
+      } catch (const Error& e) {
+        if (e.kind() == Error::Kind::Internal) throw;
+        throw u.invalid_document(e);
+      }
+      engine.cache->insert(key, fresh);
+      return fresh;
+    }
+  }
+  cached_rows = cached->embedding_rows;
+  return cached;
+}
+
+// Tokens of a request's reference.
+int64_t reference_length(const SequenceRequest& sr) {
+  int64_t n = 0;
+  for (const ReferencePart& part : sr.reference) n += static_cast<int64_t>(part.ids.size());
+  return n;
+}
+
+}  // namespace
+
+std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
+                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {
+  std::unique_ptr<OcrJob> job(new OcrJob());
+  job->engine_ = engine;
+  job->limits_ = limits;
+  if (files.empty()) throw bad_request("missing_field", "no file to read");
+  if (max_tokens && *max_tokens > limits.max_output_length)
+    throw bad_request("output_limit_exceeded", "'max_tokens' is " + std::to_string(*max_tokens) + " but this server generates at most " +
+                                                   std::to_string(limits.max_output_length) + " tokens per pass (inference.max_output_length)");
+  job->tmp_dir_ = unique_dir();
+  const StagedUploads uploads = stage_uploads(job->tmp_dir_, files);
+  job->open_pages(uploads.paths, page_range, [&](const Error& e) { return uploads.invalid_document(e); });
+  for (size_t i = 0; i < job->ocr_pages_.size(); ++i) job->sources_.push_back(uploads.client_name.at(job->ocr_pages_.page(i).file));
+  // Passes, as run_ocr plans them (sparse: as many pages per pass as the model takes).
   OcrOptions plan_opt;
-  plan_opt.policy = engine.scheduler->options().policy;  // sparse: as many pages per pass as the model takes
+  plan_opt.policy = engine.scheduler->options().policy;
   std::vector<std::pair<size_t, size_t>> plan;
   try {
-    plan = plan_ocr_passes(model, pages, plan_opt);
+    plan = plan_ocr_passes(*engine.model, job->ocr_pages_, plan_opt);
   } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const auto& [path, name] : client_name) replace_all(msg, path, name);
-    throw bad_request("invalid_document", msg);
+    throw uploads.invalid_document(e);
   }
   job->shared_ = std::make_shared<Shared>();
   job->shared_->slots.resize(plan.size());
-  const int64_t max_ref = limits.max_reference_length > 0 ? limits.max_reference_length : mc.max_positions - 1;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits.timeout_s));
-
   for (size_t k = 0; k < plan.size(); ++k) {
     auto p = std::make_unique<Pass>();
     p->first = plan[k].first;
     p->count = plan[k].second;
-    p->detok.emplace(model.tokenizer());
-
-    // 3. The prepared reference: cached, or prepared now (and cached).
-    const KVPolicy& policy = engine.scheduler->options().policy;
-    const bool rolling = policy.rolls();
-    Sha256 h;
-    h.field(engine.model_id).field(model.name()).field("base").field(std::to_string(model.pdf_dpi()));
-    // A rolling pass is laid out differently: the resident pages in the reference, the rest later.
-    h.field(rolling ? "rolling " + std::to_string(policy.resident_pages) : "whole");
-    for (size_t i = p->first; i < p->first + p->count; ++i)
-      h.field(digest[pages.page(i).file]).field(std::to_string(pages.page(i).index));
-    const std::string key = h.hex();
-    std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
-    if (!cached) {
-      std::lock_guard lk(*engine.encode_mu);
-      // Another request may have prepared the same pages while this one waited for the encoder.
-      cached = engine.cache->find(key);
-      if (!cached) {
-        auto fresh = std::make_shared<CachedPass>();
-        try {
-          fresh->pass = rolling ? model.prepare_rolling(pages, p->first, p->count, static_cast<size_t>(policy.resident_pages),
-                                                        VisionMode::Base, *engine.encode_threads, {})
-                                : model.prepare(pages, p->first, p->count, VisionMode::Base, *engine.encode_threads, {});
-          // Produce every lazy part now, here, rather than on the scheduler thread.
-          auto produce = [&](ReferencePart& part) {
-            if (!part.is_embedding()) return;
-            std::vector<float> rows = part.embeddings();
-            if (rows.size() != part.ids.size() * static_cast<size_t>(mc.hidden))
-              throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
-            // Content-keyed, so a later request with the same rows reuses their KV (the scheduler's
-            // prefix cache), whatever document they came from.
-            Sha256 key;
-            key.field(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
-            ReferencePart produced = ReferencePart::rows(std::move(part.ids), std::move(rows));
-            produced.key = key.hex();
-            produced.unit_starts = std::move(part.unit_starts);
-            produced.page = part.page;
-            part = std::move(produced);
-          };
-          for (ReferencePart& part : fresh->pass.reference) {
-            if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
-            produce(part);
-          }
-          // Rolling: every later page too (the uploads are deleted once the job has started).
-          if (fresh->pass.generation.rolling) {
-            auto& next = fresh->pass.generation.rolling->next_page;
-            while (next) {
-              std::optional<ReferencePart> page = next();
-              if (!page) break;
-              produce(*page);
-              fresh->later_pages.push_back(std::move(*page));
-            }
-            next = nullptr;
-          }
-        } catch (const Error& e) {
-          if (e.kind() == Error::Kind::Internal) throw;
-          std::string msg = e.what();
-          for (const auto& [path, name] : client_name) replace_all(msg, path, name);
-          throw bad_request("invalid_document", msg);
-        }
-        fresh->bytes = reference_bytes(fresh->pass.reference, mc.hidden) + reference_bytes(fresh->later_pages, mc.hidden);
-        engine.cache->insert(key, fresh);
-        cached = fresh;
-      } else {
-        p->cached_rows = cached->embedding_rows;
-      }
-    } else {
-      p->cached_rows = cached->embedding_rows;
-    }
-
-    // 4. One sequence per pass, with a fresh copy of the model's recipe.
-    OcrPass pass = model.fresh_decoding(cached->pass);
-    p->write_token = std::move(pass.write_token);
-    p->write_end = std::move(pass.write_end);
-    SequenceRequest sr = ocr_sequence_request(std::move(pass), 0);
-    int64_t P = 0;
-    for (const ReferencePart& part : sr.reference) P += static_cast<int64_t>(part.ids.size());
-    if (P > max_ref)
-      throw bad_request("context_length_exceeded", "pages " + std::to_string(p->first + 1) + "-" + std::to_string(p->first + p->count) +
-                                                       " take " + std::to_string(P) + " reference tokens; this server takes at most " +
-                                                       std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
-    if (sr.rolling) {
-      // Later pages enter from the cached pass, each request reading them from the start.
-      sr.rolling->next_page = [cached, i = size_t{0}]() mutable -> std::optional<ReferencePart> {
-        if (i >= cached->later_pages.size()) return std::nullopt;
-        return cached->later_pages[i++];
-      };
-      for (const ReferencePart& page : cached->later_pages)
-        sr.rolling_page_tokens = std::max(sr.rolling_page_tokens, static_cast<int64_t>(page.ids.size()));
-    }
-    p->stop_at_eos = sr.stop_at_eos;
-    sr.max_tokens = max_tokens.value_or(std::min<int64_t>(model.max_output_tokens(p->count), limits.max_output_length));
-    sr.deadline = deadline;
-    std::shared_ptr<Shared> sh = job->shared_;
-    sr.on_token = [sh, k](int32_t t) {
-      std::lock_guard lk(sh->mu);
-      sh->slots[k].tokens.push_back(t);
-      sh->cv.notify_all();
-    };
-    sr.on_done = [sh, k, done = engine.on_pass_done, cached_rows = p->cached_rows](const SequenceResult& r) {
-      SequenceResult res = r;
-      // Prompt tokens whose work was reused: KV from the prefix cache, or at least image rows from
-      // the encoder-output cache.
-      res.cached_prompt_tokens = std::max(r.cached_prompt_tokens, cached_rows);
-      if (done) done(res);
-      std::lock_guard lk(sh->mu);
-      sh->slots[k].result = std::move(res);
-      sh->cv.notify_all();
-    };
-    Submission sub;
-    try {
-      sub = engine.scheduler->submit(std::move(sr));
-    } catch (const Error& e) {
-      throw bad_request("invalid_request", e.what());
-    }
-    switch (sub.rejected) {
-      case Rejection::None: break;
-      case Rejection::QueueFull: throw ApiError(503, "server_error", "queue_full", "the server is at capacity: " + sub.message + "; retry later");
-      case Rejection::ExceedsKVBudget: throw bad_request("kv_budget_exceeded", sub.message);
-      case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
-    }
-    p->id = sub.id;
+    p->detok.emplace(engine.model->tokenizer());
+    const std::string key = pass_key(engine, job->ocr_pages_, p->first, p->count, uploads);
+    std::shared_ptr<const CachedPass> cached = find_or_prepare(engine, key, job->ocr_pages_, p->first, p->count, uploads, p->cached_rows);
+    job->submit_pass(k, *p, std::move(cached), max_tokens, deadline);
     job->passes_.push_back(std::move(p));
   }
   // Every page is prepared: the uploads are no longer needed on disk.
   std::error_code ec;
   fs::remove_all(job->tmp_dir_, ec);
   return job;
+}
+
+void OcrJob::open_pages(const std::vector<std::string>& paths, const std::string& page_range,
+                        const std::function<ApiError(const Error&)>& invalid_document) {
+  try {
+    ocr_pages_ = OcrPages::open(paths, page_range, engine_.model->pdf_dpi());
+  } catch (const Error& e) {
+    throw invalid_document(e);
+  }
+  if (ocr_pages_.size() > limits_.max_pages)
+    throw bad_request("too_many_pages", "the request has " + std::to_string(ocr_pages_.size()) + " pages; this server reads at most " +
+                                            std::to_string(limits_.max_pages) + " per request (server.max_pages)");
+  pages_.resize(ocr_pages_.size());
+  final_.assign(ocr_pages_.size(), false);
+}
+
+void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> cached, std::optional<int64_t> max_tokens,
+                         std::chrono::steady_clock::time_point deadline) {
+  OcrModel& model = *engine_.model;
+  // One sequence per pass, with a fresh copy of the model's recipe.
+  OcrPass pass = model.fresh_decoding(cached->pass);
+  p.write_token = std::move(pass.write_token);
+  p.write_end = std::move(pass.write_end);
+  SequenceRequest sr = ocr_sequence_request(std::move(pass), 0);
+  const int64_t max_ref = limits_.max_reference_length > 0 ? limits_.max_reference_length : model.decoder().config().max_positions - 1;
+  if (const int64_t P = reference_length(sr); P > max_ref)
+    throw bad_request("context_length_exceeded", "pages " + std::to_string(p.first + 1) + "-" + std::to_string(p.first + p.count) +
+                                                     " take " + std::to_string(P) + " reference tokens; this server takes at most " +
+                                                     std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
+  if (sr.rolling) {
+    // Later pages enter from the cached pass, each request reading them from the start.
+    for (const ReferencePart& page : cached->later_pages)
+      sr.rolling_page_tokens = std::max(sr.rolling_page_tokens, static_cast<int64_t>(page.ids.size()));
+    sr.rolling->next_page = [cached, i = size_t{0}]() mutable -> std::optional<ReferencePart> {
+      if (i >= cached->later_pages.size()) return std::nullopt;
+      return cached->later_pages[i++];
+    };
+  }
+  p.stop_at_eos = sr.stop_at_eos;
+  sr.max_tokens = max_tokens.value_or(std::min<int64_t>(model.max_output_tokens(p.count), limits_.max_output_length));
+  sr.deadline = deadline;
+  std::shared_ptr<Shared> sh = shared_;
+  sr.on_token = [sh, k](int32_t t) {
+    std::lock_guard lk(sh->mu);
+    sh->slots[k].tokens.push_back(t);
+    sh->cv.notify_all();
+  };
+  sr.on_done = [sh, k, done = engine_.on_pass_done, cached_rows = p.cached_rows](const SequenceResult& r) {
+    SequenceResult res = r;
+    // Prompt tokens whose work was reused: KV from the prefix cache, or at least image rows from
+    // the encoder-output cache.
+    res.cached_prompt_tokens = std::max(r.cached_prompt_tokens, cached_rows);
+    if (done) done(res);
+    std::lock_guard lk(sh->mu);
+    sh->slots[k].result = std::move(res);
+    sh->cv.notify_all();
+  };
+  Submission sub;
+  try {
+    sub = engine_.scheduler->submit(std::move(sr));
+  } catch (const Error& e) {
+    throw bad_request("invalid_request", e.what());
+  }
+  if (auto e = rejection_error(sub)) throw *e;
+  p.id = sub.id;
 }
 
 OcrJob::~OcrJob() {

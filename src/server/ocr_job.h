@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pages.h"
@@ -101,6 +102,12 @@ class OcrJob {
   struct Shared;
   struct Pass;
   OcrJob() = default;
+  // Opens the staged uploads at `paths` (errors through invalid_document) and checks the page limit.
+  void open_pages(const std::vector<std::string>& paths, const std::string& page_range,
+                  const std::function<ApiError(const Error&)>& invalid_document);
+  // Submits pass k (pages p.first..) from its prepared reference; ApiError when refused.
+  void submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> cached, std::optional<int64_t> max_tokens,
+                   std::chrono::steady_clock::time_point deadline);
   void absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optional<SequenceResult>& result);
 
   OcrEngine engine_;

@@ -33,6 +33,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
   res.set_content(dump(e.body()), "application/json");
 }
 
@@ -262,6 +263,12 @@ void Service::mount(const std::string& method, const std::string& path, Handler 
 }
 
 void Service::install_routes() {
+  configure_transport();
+  install_handlers();
+  mount_endpoints();
+}
+
+void Service::configure_transport() {
   // Enough HTTP threads for every running and queued request plus probes, so a request that
   // cannot be queued is answered 503 instead of waiting for a thread.
   const size_t n_threads = static_cast<size_t>(cfg_.inference.batch_size + cfg_.inference.max_queued_requests + 8);
@@ -278,79 +285,15 @@ void Service::install_routes() {
   // 16 clients reconnect every few requests, in bursts.
   http_->set_keep_alive_max_count(1000);
   http_->set_write_timeout(30, 0);
+}
 
-  // The gate in front of every API route: key, draining, rate limit. Runs before the body is read.
+void Service::install_handlers() {
+  using Answer = httplib::Server::HandlerResponse;
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    t_access = AccessRecord{};
-    t_access.start = std::chrono::steady_clock::now();
-    if (cors_headers(req, res) && req.method == "OPTIONS") {
-      // A CORS preflight: answered before the key check (browsers send it without credentials).
-      res.status = 204;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // The API: /v1/ and llama-server's /tokenize and /detokenize (probes and /metrics stay open).
-    const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" || req.path == "/detokenize";
-    if (!api) return httplib::Server::HandlerResponse::Unhandled;
-    // Every answer of the API, errors included, carries the request's id (the client's, or ours).
-    t_access.request_id = ids_.for_request(req.get_header_value("X-Request-Id"));
-    t_access.model = model_id_;
-    res.set_header("X-Request-Id", t_access.request_id);
-    try {
-      std::string client = "addr:" + req.remote_addr;
-      if (keys_.enabled()) {
-        const std::string key = bearer_token(req.get_header_value("Authorization"));
-        if (key.empty() || !keys_.accepts(key)) {
-          // Each failure takes a token of the address's bucket: guessing keys gets 429 quickly,
-          // while a client with a valid key is never held back by it.
-          if (int64_t wait = auth_failures_.acquire(client)) {  // still the address
-            res.set_header("Retry-After", std::to_string(wait));
-            throw ApiError(429, "rate_limit_error", "too_many_failed_authentications",
-                           "too many failed authentications from this address (server.auth_failures_per_minute); retry in " +
-                               std::to_string(wait) + " s");
-          }
-          if (key.empty())
-            throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
-          throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
-        }
-        client = "key:" + key;
-        t_access.key_id = AccessLog::key_id(key);
-      }
-      if (draining_) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
-      if (int64_t wait = limiter_.acquire(client)) {
-        res.set_header("Retry-After", std::to_string(wait));
-        throw ApiError(429, "rate_limit_error", "rate_limit_exceeded",
-                       "rate limit of " + shortest_number(cfg_.server.rate_limit) + " requests per minute exceeded; retry in " +
-                           std::to_string(wait) + " s");
-      }
-    } catch (const ApiError& e) {
-      metrics_.count_rejection(e.code);
-      if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-      send_error(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return gate(req, res) ? Answer::Handled : Answer::Unhandled;
   });
-
-  // Errors httplib produces itself (unknown path, body too large, bad request line) in JSON too.
   http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413) {
-      metrics_.count_rejection("body_too_large");
-      send_error(res, ApiError(413, "invalid_request_error", "body_too_large",
-                               "the request body exceeds server.max_body_bytes (" + std::to_string(cfg_.server.max_body_bytes) + " bytes)"));
-    } else if (res.status == 404 && methods_.count(req.path)) {
-      // A real route asked with another method: 405 and the methods it takes (RFC 9110).
-      std::string allow;
-      for (const std::string& m : methods_.at(req.path)) allow += (allow.empty() ? "" : ", ") + m;
-      res.set_header("Allow", allow);
-      send_error(res, ApiError(405, "invalid_request_error", "method_not_allowed",
-                               req.method + " is not allowed on " + req.path + ": use " + allow));
-    } else if (res.status == 404) {
-      send_error(res, ApiError(404, "invalid_request_error", "not_found", "no such endpoint: " + req.method + " " + req.path));
-    } else {
-      send_error(res, ApiError(res.status, "invalid_request_error", "http_error", "HTTP error " + std::to_string(res.status)));
-    }
-    return httplib::Server::HandlerResponse::Handled;
+    return answer_http_error(req, res) ? Answer::Handled : Answer::Unhandled;
   }));
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
@@ -362,22 +305,100 @@ void Service::install_routes() {
     }
     send_error(res, ApiError(500, "server_error", "internal_error", what));
   });
-  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    // Known paths only, so a scan of random URLs cannot grow the label set.
-    static const char* known[] = {"/v1/chat/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
-    std::string label = "other";
-    for (const char* k : known)
-      if (req.path == k) label = k;
-    if (req.path == cfg_.server.health_path) label = req.path;
-    if (req.path.rfind("/v1/models/", 0) == 0) label = "/v1/models/{id}";
-    metrics_.count_request(label, res.status);
-    t_access.method = req.method;
-    t_access.path = req.path;
-    t_access.status = res.status;
-    access_log_->write(t_access);
-    t_access = AccessRecord{};
-  });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_request(req, res); });
+}
 
+// The gate in front of every API route: key, draining, rate limit. Runs before the body is read.
+bool Service::gate(const httplib::Request& req, httplib::Response& res) {
+  t_access = AccessRecord{};
+  t_access.start = std::chrono::steady_clock::now();
+  if (cors_headers(req, res) && req.method == "OPTIONS") {
+    // A CORS preflight: answered before the key check (browsers send it without credentials).
+    res.status = 204;
+    return true;
+  }
+  // The API: /v1/ and llama-server's /tokenize and /detokenize (probes and /metrics stay open).
+  const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" || req.path == "/detokenize";
+  if (!api) return false;
+  // Every answer of the API, errors included, carries the request's id (the client's, or ours).
+  t_access.request_id = ids_.for_request(req.get_header_value("X-Request-Id"));
+  t_access.model = model_id_;
+  res.set_header("X-Request-Id", t_access.request_id);
+  try {
+    std::string client = "addr:" + req.remote_addr;
+    if (keys_.enabled()) {
+      const std::string key = bearer_token(req.get_header_value("Authorization"));
+      if (key.empty() || !keys_.accepts(key)) {
+        // Each failure takes a token of the address's bucket: guessing keys gets 429 quickly,
+        // while a client with a valid key is never held back by it.
+        if (int64_t wait = auth_failures_.acquire(client)) {  // still the address
+          res.set_header("Retry-After", std::to_string(wait));
+          throw ApiError(429, "rate_limit_error", "too_many_failed_authentications",
+                         "too many failed authentications from this address (server.auth_failures_per_minute); retry in " +
+                             std::to_string(wait) + " s");
+        }
+        if (key.empty())
+          throw ApiError(401, "authentication_error", "missing_api_key", "no API key: send the header 'Authorization: Bearer <key>'");
+        throw ApiError(401, "authentication_error", "invalid_api_key", "the API key is not valid");
+      }
+      client = "key:" + key;
+      t_access.key_id = AccessLog::key_id(key);
+    }
+    if (draining_) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+    if (int64_t wait = limiter_.acquire(client)) {
+      res.set_header("Retry-After", std::to_string(wait));
+      throw ApiError(429, "rate_limit_error", "rate_limit_exceeded",
+                     "rate limit of " + shortest_number(cfg_.server.rate_limit) + " requests per minute exceeded; retry in " +
+                         std::to_string(wait) + " s");
+    }
+  } catch (const ApiError& e) {
+    metrics_.count_rejection(e.code);
+    if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, e);
+    return true;
+  }
+  return false;
+}
+
+// Errors httplib produces itself (unknown path, body too large, bad request line) in JSON too.
+bool Service::answer_http_error(const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty()) return false;
+  if (res.status == 413) {
+    metrics_.count_rejection("body_too_large");
+    send_error(res, ApiError(413, "invalid_request_error", "body_too_large",
+                             "the request body exceeds server.max_body_bytes (" + std::to_string(cfg_.server.max_body_bytes) + " bytes)"));
+  } else if (res.status == 404 && methods_.count(req.path)) {
+    // A real route asked with another method: 405 and the methods it takes (RFC 9110).
+    std::string allow;
+    for (const std::string& m : methods_.at(req.path)) allow += (allow.empty() ? "" : ", ") + m;
+    res.set_header("Allow", allow);
+    send_error(res, ApiError(405, "invalid_request_error", "method_not_allowed",
+                             req.method + " is not allowed on " + req.path + ": use " + allow));
+  } else if (res.status == 404) {
+    send_error(res, ApiError(404, "invalid_request_error", "not_found", "no such endpoint: " + req.method + " " + req.path));
+  } else {
+    send_error(res, ApiError(res.status, "invalid_request_error", "http_error", "HTTP error " + std::to_string(res.status)));
+  }
+  return true;
+}
+
+void Service::log_request(const httplib::Request& req, const httplib::Response& res) {
+  // Known paths only, so a scan of random URLs cannot grow the label set.
+  static const char* known[] = {"/v1/chat/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
+  std::string label = "other";
+  for (const char* k : known)
+    if (req.path == k) label = k;
+  if (req.path == cfg_.server.health_path) label = req.path;
+  if (req.path.rfind("/v1/models/", 0) == 0) label = "/v1/models/{id}";
+  metrics_.count_request(label, res.status);
+  t_access.method = req.method;
+  t_access.path = req.path;
+  t_access.status = res.status;
+  access_log_->write(t_access);
+  t_access = AccessRecord{};
+}
+
+void Service::mount_endpoints() {
   mount("GET", cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -633,7 +654,7 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
     if (!chat_documents(cr, ids, res)) return;
   } else {
     auto ch = std::make_shared<ChatChannel>();
-    const RequestId rid = submit_chat(chat_sequence(cr, ch), res);
+    const RequestId rid = submit_chat(chat_sequence(cr, ch));
     if (!cr.stream) return chat_whole(cr, ids, ch, rid, res);
     chat_stream(cr, ids, ch, rid, res);
   }
@@ -711,16 +732,9 @@ SequenceRequest Service::chat_sequence(const ChatRequest& cr, std::shared_ptr<Ch
   return sr;
 }
 
-RequestId Service::submit_chat(SequenceRequest sr, httplib::Response& res) {
-  Submission sub = scheduler_->submit(std::move(sr));
-  switch (sub.rejected) {
-    case Rejection::None: break;
-    case Rejection::QueueFull:
-      res.set_header("Retry-After", "1");
-      throw ApiError(503, "server_error", "queue_full", "the server is at capacity: " + sub.message + "; retry later");
-    case Rejection::ExceedsKVBudget: throw bad_request("kv_budget_exceeded", sub.message);
-    case Rejection::Stopped: throw ApiError(503, "server_error", "shutting_down", sub.message);
-  }
+RequestId Service::submit_chat(SequenceRequest sr) {
+  const Submission sub = scheduler_->submit(std::move(sr));
+  if (auto e = rejection_error(sub)) throw *e;
   return sub.id;
 }
 
@@ -773,89 +787,37 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
                   "application/json");
 }
 
+// One streamed chat answer, between the provider's calls (shared by them and the releaser).
+// With `stop`, text goes through StopStrings: at the first stop string nothing more is sent, the
+// sequence is cancelled, and the stream ends (finish "stop") once the cancelled result arrives.
+struct Service::ChatStreamState {
+  std::shared_ptr<ChatChannel> ch;
+  RequestId rid;
+  ChatIds ids;
+  std::string model_id;
+  bool with_ids, with_usage;
+  StreamingDetokenizer detok;
+  StopStrings stops;
+  bool role_sent = false;
+  bool finished = false;
+
+  ChatStreamState(const ChatRequest& cr, const ChatIds& i, std::shared_ptr<ChatChannel> c, RequestId r, std::string model,
+                  const Tokenizer& t)
+      : ch(std::move(c)), rid(r), ids(i), model_id(std::move(model)), with_ids(cr.return_token_ids),
+        with_usage(cr.include_usage), detok(t), stops(cr.stop) {}
+  json chunk(json delta, json finish) const { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); }
+};
+
+// Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
+// the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client that
+// went away (is_writable fails) and release the response: the releaser then cancels the sequence,
+// which frees its KV before the next step.
 void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
                           httplib::Response& res) {
-  const double timeout_s = cfg_.server.request_timeout_s;
-  // Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
-  // the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client
-  // that went away (is_writable fails) and release the response: the releaser then cancels the
-  // sequence, which frees its KV before the next step.
-  // With `stop`, text goes through StopStrings: at the first stop string nothing more is sent, the
-  // sequence is cancelled, and the stream ends (finish "stop") once the cancelled result arrives.
-  struct StreamState {
-    std::shared_ptr<ChatChannel> ch;
-    StreamingDetokenizer detok;
-    StopStrings stops;
-    bool role_sent = false;
-    bool finished = false;
-    RequestId rid;
-    StreamState(const Tokenizer& t, std::vector<std::string> stop) : detok(t), stops(std::move(stop)) {}
-  };
-  auto st = std::make_shared<StreamState>(*tokenizer_, cr.stop);
-  st->ch = ch;
-  st->rid = rid;
-  const bool with_ids = cr.return_token_ids, with_usage = cr.include_usage;
-  const std::string model_id = model_id_;
-  auto chunk = [ids, model_id](json delta, json finish) { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); };
+  auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(ch), rid, model_id_, *tokenizer_);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, st, chunk, with_ids, with_usage, timeout_s](size_t, httplib::DataSink& sink) {
-        std::vector<int32_t> fresh;
-        std::optional<SequenceResult> result;
-        {
-          ChatChannel& c = *st->ch;
-          std::unique_lock lk(c.mu);
-          c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
-          fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
-          c.taken = c.tokens.size();
-          result = c.result;
-        }
-        auto send = [&sink](const json& j) {
-          const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size()) || client_closed();
-        };
-        if (!st->role_sent) {
-          st->role_sent = true;
-          if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
-        }
-        const bool was_stopped = st->stops.stopped();
-        for (int32_t t : fresh) {
-          if (st->stops.stopped()) break;
-          std::string text = is_text(t) ? st->detok.push(t) : std::string();
-          if (!st->stops.empty()) text = st->stops.push(text);
-          if (text.empty() && !with_ids) continue;
-          json j = chunk({{"content", text}}, nullptr);
-          if (with_ids) j["choices"][0]["token_ids"] = {t};
-          if (!send(j)) return false;
-        }
-        if (st->stops.stopped() && !was_stopped && !result) scheduler_->cancel(st->rid);
-        if (!result) return true;
-        st->finished = true;
-        // The text held back (an unfinished character, a possible stop string) first: it may
-        // still hold a stop string, which decides the finish reason.
-        std::string tail = st->stops.stopped() ? std::string() : st->detok.flush();
-        if (!st->stops.empty()) tail = st->stops.push(tail) + st->stops.finish();
-        if (st->stops.stopped()) result->stop_reason = "stop_string";
-        note_result(*result);
-        if (auto e = generation_error(*result, timeout_s)) {
-          if (!send(e->body())) return false;
-        } else {
-          if (!tail.empty() && !send(chunk({{"content", tail}}, nullptr))) return false;
-          if (!send(chunk(json::object(), finish_reason(result->stop_reason)))) return false;
-          // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
-          if (with_usage) {
-            json usage = chunk(json::object(), nullptr);
-            usage["choices"] = json::array();
-            usage["usage"] = usage_json(*result);
-            if (!send(usage)) return false;
-          }
-        }
-        const std::string done = "data: [DONE]\n\n";
-        if (!sink.write(done.data(), done.size())) return false;
-        sink.done();
-        return true;
-      },
+      "text/event-stream", [this, st](size_t, httplib::DataSink& sink) { return chat_stream_step(*st, sink); },
       [this, st](bool) {
         if (!st->finished) {
           // The client went away (or the server is stopping) before the end: stop generating.
@@ -864,6 +826,63 @@ void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared
         }
         --in_flight_;
       });
+}
+
+bool Service::chat_stream_step(ChatStreamState& st, httplib::DataSink& sink) {
+  std::vector<int32_t> fresh;
+  std::optional<SequenceResult> result;
+  {
+    ChatChannel& c = *st.ch;
+    std::unique_lock lk(c.mu);
+    c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
+    fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
+    c.taken = c.tokens.size();
+    result = c.result;
+  }
+  auto send = [&sink](const json& j) {
+    const std::string s = "data: " + dump(j) + "\n\n";
+    return sink.write(s.data(), s.size()) || client_closed();
+  };
+  if (!st.role_sent) {
+    st.role_sent = true;
+    if (!send(st.chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+  }
+  const bool was_stopped = st.stops.stopped();
+  for (int32_t t : fresh) {
+    if (st.stops.stopped()) break;
+    std::string text = is_text(t) ? st.detok.push(t) : std::string();
+    if (!st.stops.empty()) text = st.stops.push(text);
+    if (text.empty() && !st.with_ids) continue;
+    json j = st.chunk({{"content", text}}, nullptr);
+    if (st.with_ids) j["choices"][0]["token_ids"] = {t};
+    if (!send(j)) return false;
+  }
+  if (st.stops.stopped() && !was_stopped && !result) scheduler_->cancel(st.rid);
+  if (!result) return true;
+  st.finished = true;
+  if (!chat_stream_end(st, *result, send)) return false;
+  const std::string done = "data: [DONE]\n\n";
+  if (!sink.write(done.data(), done.size())) return false;
+  sink.done();
+  return true;
+}
+
+bool Service::chat_stream_end(ChatStreamState& st, SequenceResult& result, const std::function<bool(const json&)>& send) {
+  // The text held back (an unfinished character, a possible stop string) first: it may still hold
+  // a stop string, which decides the finish reason.
+  std::string tail = st.stops.stopped() ? std::string() : st.detok.flush();
+  if (!st.stops.empty()) tail = st.stops.push(tail) + st.stops.finish();
+  if (st.stops.stopped()) result.stop_reason = "stop_string";
+  note_result(result);
+  if (auto e = generation_error(result, cfg_.server.request_timeout_s)) return send(e->body());
+  if (!tail.empty() && !send(st.chunk({{"content", tail}}, nullptr))) return false;
+  if (!send(st.chunk(json::object(), finish_reason(result.stop_reason)))) return false;
+  // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
+  if (!st.with_usage) return true;
+  json usage = st.chunk(json::object(), nullptr);
+  usage["choices"] = json::array();
+  usage["usage"] = usage_json(result);
+  return send(usage);
 }
 
 }  // namespace folio

@@ -37,6 +37,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
@@ -54,6 +55,7 @@
 #include "server/server_config.h"
 
 namespace httplib {
+class DataSink;
 class Server;
 struct Request;
 struct Response;
@@ -100,6 +102,16 @@ class Service {
 
  private:
   void install_routes();
+  // Threads, body limit, socket options, keep-alive and timeouts of the HTTP transport.
+  void configure_transport();
+  // The gate, httplib's own errors as JSON, exceptions as 500, the access log and request metrics.
+  void install_handlers();
+  // Both return whether they answered the request (then nothing else runs for it).
+  bool gate(const httplib::Request& req, httplib::Response& res);
+  bool answer_http_error(const httplib::Request& req, httplib::Response& res);
+  void log_request(const httplib::Request& req, const httplib::Response& res);
+  // The routes: probes, metrics, models, chat, OCR, tokenize.
+  void mount_endpoints();
   // Registers `handler` with httplib for `method` (GET or POST) on `path`, and remembers the method
   // so that another method on that path gets 405 with Allow instead of 404.
   void mount(const std::string& method, const std::string& path, Handler handler);
@@ -112,12 +124,17 @@ class Service {
   void chat_completions(const httplib::Request& req, httplib::Response& res);
   bool chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res);
   SequenceRequest chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
-  RequestId submit_chat(SequenceRequest sr, httplib::Response& res);
+  RequestId submit_chat(SequenceRequest sr);
   // Whether a generated token is part of the answer's text: not EOS nor another control token
   // (special tokens are left out, as vLLM's skip_special_tokens and llama-server do).
   bool is_text(int32_t token) const;
   void chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
   void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
+  struct ChatStreamState;
+  // One call of the stream's provider: sends the tokens that arrived (false: the client is gone).
+  bool chat_stream_step(ChatStreamState& st, httplib::DataSink& sink);
+  // The end of a stream: held-back text, the finish chunk or the error, and usage when asked for.
+  bool chat_stream_end(ChatStreamState& st, SequenceResult& result, const std::function<bool(const nlohmann::json&)>& send);
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
   void ocr(const httplib::Request& req, httplib::Response& res);

@@ -1,6 +1,6 @@
 """Writes a folio mini OCR checkpoint: model.safetensors + config.json + tokenizer.json.
 
-    /usr/bin/python3 tools/train/export.py --state /work/train-mini/state.pt --out models/folio-mini-ocr
+    /usr/bin/python3 tools/train/export.py --state train-work/mini/state.pt --out models/folio-mini-ocr
 
 The layout is the one folio loads for every model (a Hugging Face style directory); the decoder's
 tensors have llama names, the front end and position codes live under mini_ocr.*.

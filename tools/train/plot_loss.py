@@ -1,6 +1,6 @@
 """Draws the training curves of tools/train/train.py (WORK/log.csv) as a PNG with gnuplot.
 
-    /usr/bin/python3 tools/train/plot_loss.py /work/train-mini/log.csv docs/mini-ocr-training.png
+    /usr/bin/python3 tools/train/plot_loss.py train-work/mini/log.csv docs/mini-ocr-training.png
 """
 import subprocess
 import sys

@@ -4,7 +4,7 @@
 # an interruption and it continues from WORK/state.pt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-WORK=${WORK:-/work/train-mini}
+WORK=${WORK:-train-work/mini}
 /usr/bin/python3 tools/train/train.py --work "$WORK" --steps 1500 --ctc-steps 700 --seed 1
 /usr/bin/python3 tools/train/export.py --state "$WORK/state.pt" --out models/folio-mini-ocr
 /usr/bin/python3 tools/train/plot_loss.py "$WORK/log.csv" docs/mini-ocr-training.png

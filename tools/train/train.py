@@ -1,6 +1,6 @@
 """Trains the folio mini OCR model from scratch on synthetic documents (CPU, Debian python3-torch).
 
-    /usr/bin/python3 tools/train/train.py --work /work/train-mini --steps 3000 --seed 1
+    /usr/bin/python3 tools/train/train.py --work train-work/mini --steps 3000 --seed 1
 
 Resumable: the whole state (model, optimiser, step, RNG) is saved to WORK/state.pt every few
 minutes and at the end; running the same command again continues from it. WORK/log.csv holds the

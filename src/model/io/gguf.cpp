@@ -210,117 +210,101 @@ std::string gguf_value_type_name(const GgufValue& v) {
 // ---------------------------------------------------------------------------------------------
 // GgufFile
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
-  std::unique_ptr<GgufFile> f(new GgufFile());
-  f->file_ = MappedFile::open(path);
-  const uint8_t* base = f->file_->data();
-  const uint64_t size = f->file_->size();
-  Cursor c(path, base, size);
+namespace {
 
+// One entry of the tensor table, before its data are placed.
+struct TensorInfo {
+  TensorView view;
+  uint64_t offset = 0, nbytes = 0;
+};
+
+using Metadata = std::map<std::string, GgufValue, std::less<>>;
+
+// The magic and version; returns the version.
+uint32_t read_preamble(Cursor& c, const std::string& path, const uint8_t* base, uint64_t size) {
   FOLIO_CHECK_INPUT(size >= 4 && std::memcmp(base, "GGUF", 4) == 0,
                     "'" + path + "' is not a GGUF file (bad magic; expected \"GGUF\")");
   c.read<uint32_t>("magic");
-  f->version_ = c.read<uint32_t>("version");
-  FOLIO_CHECK_INPUT(f->version_ == 2 || f->version_ == 3,
-                    "GGUF file '" + path + "' has version " + std::to_string(f->version_) +
+  const uint32_t version = c.read<uint32_t>("version");
+  FOLIO_CHECK_INPUT(version == 2 || version == 3,
+                    "GGUF file '" + path + "' has version " + std::to_string(version) +
                         "; only versions 2 and 3 (little-endian) are supported");
-  const uint64_t n_tensors = c.read<uint64_t>("tensor count");
-  const uint64_t n_kv = c.read<uint64_t>("metadata count");
-  // Every kv needs >= 13 bytes and every tensor >= 24: reject impossible counts before looping.
-  FOLIO_CHECK_INPUT(n_kv <= c.remaining() / 13 && n_tensors <= c.remaining() / 24,
-                    "GGUF file '" + path + "' is truncated or corrupt: it declares " + std::to_string(n_kv) +
-                        " metadata entries and " + std::to_string(n_tensors) + " tensors in " +
-                        std::to_string(size) + " bytes");
+  return version;
+}
 
+void read_metadata(Cursor& c, const std::string& path, uint64_t n_kv, Metadata& kv) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.read_string("metadata key #" + std::to_string(i));
     const std::string what = "metadata '" + key + "'";
-    uint32_t type = c.read<uint32_t>(what + " (type)");
-    std::optional<GgufValue> value;
-    if (type == kArray) {
-      value = read_array_value(c, what, 0);
-    } else {
-      value = read_scalar(c, type, what);
-    }
+    const uint32_t type = c.read<uint32_t>(what + " (type)");
+    std::optional<GgufValue> value = type == kArray ? read_array_value(c, what, 0) : read_scalar(c, type, what);
     if (!value) continue;  // nested array, skipped
-    FOLIO_CHECK_INPUT(!f->kv_.count(key), "GGUF file '" + path + "' has duplicate metadata key '" + key + "'");
-    f->kv_.emplace(std::move(key), std::move(*value));
+    FOLIO_CHECK_INPUT(!kv.count(key), "GGUF file '" + path + "' has duplicate metadata key '" + key + "'");
+    kv.emplace(std::move(key), std::move(*value));
   }
+}
 
-  if (f->kv_.count("general.alignment")) {
-    std::optional<int64_t> a = f->get_int("general.alignment");
-    FOLIO_CHECK_INPUT(*a > 0 && is_power_of_two(static_cast<uint64_t>(*a)),
-                      "GGUF file '" + path + "' has general.alignment " + std::to_string(*a) +
-                          ", which is not a positive power of two");
-    f->alignment_ = static_cast<uint64_t>(*a);
+DType dtype_of_ggml_type(uint32_t type, const std::string& path, const std::string& name) {
+  switch (type) {
+    case kGgmlF32: return DType::F32;
+    case kGgmlF16: return DType::F16;
+    case kGgmlBF16: return DType::BF16;
+    case kGgmlQ8_0: return DType::Q8_0;
+    case kGgmlQ4_0: return DType::Q4_0;
+    case kGgmlQ5_0: return DType::Q5_0;
+    case kGgmlQ5_1: return DType::Q5_1;
+    case kGgmlQ4_K: return DType::Q4_K;
+    case kGgmlQ5_K: return DType::Q5_K;
+    case kGgmlQ6_K: return DType::Q6_K;
   }
+  const char* tn = ggml_type_name(type);
+  throw_invalid("GGUF file '" + path + "': tensor '" + name + "' has ggml type " + std::to_string(type) +
+                (tn ? std::string(" (") + tn + ")" : std::string()) +
+                ", which folio does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+}
 
-  struct Info {
-    TensorView view;
-    uint32_t type;
-    uint64_t offset, nbytes;
-  };
-  std::vector<Info> infos;
-  infos.reserve(n_tensors);
-  for (uint64_t i = 0; i < n_tensors; ++i) {
-    Info info;
-    info.view.name = c.read_string("tensor name #" + std::to_string(i));
-    const std::string& name = info.view.name;
-    const std::string what = "tensor '" + name + "'";
-    uint32_t n_dims = c.read<uint32_t>(what + " (dimension count)");
-    FOLIO_CHECK_INPUT(n_dims <= kMaxDims, "GGUF file '" + path + "': tensor '" + name + "' has " +
-                                              std::to_string(n_dims) + " dimensions (at most 4 allowed)");
-    std::vector<uint64_t> ne = c.read_array<uint64_t>(n_dims, what + " (dimensions)");
-    info.type = c.read<uint32_t>(what + " (type)");
-    info.offset = c.read<uint64_t>(what + " (offset)");
+// Entry i of the tensor table: name, shape (outermost first), type, offset and byte size, checked.
+TensorInfo read_tensor_info(Cursor& c, const std::string& path, uint64_t i, uint64_t alignment) {
+  TensorInfo info;
+  info.view.name = c.read_string("tensor name #" + std::to_string(i));
+  const std::string& name = info.view.name;
+  const std::string what = "tensor '" + name + "'";
+  const uint32_t n_dims = c.read<uint32_t>(what + " (dimension count)");
+  FOLIO_CHECK_INPUT(n_dims <= kMaxDims, "GGUF file '" + path + "': tensor '" + name + "' has " +
+                                            std::to_string(n_dims) + " dimensions (at most 4 allowed)");
+  const std::vector<uint64_t> ne = c.read_array<uint64_t>(n_dims, what + " (dimensions)");
+  const uint32_t type = c.read<uint32_t>(what + " (type)");
+  info.offset = c.read<uint64_t>(what + " (offset)");
 
-    uint64_t numel = 1;
-    for (uint64_t d : ne)
-      FOLIO_CHECK_INPUT(d <= static_cast<uint64_t>(INT64_MAX) && !__builtin_mul_overflow(numel, d, &numel) &&
-                            numel <= static_cast<uint64_t>(INT64_MAX),
-                        "GGUF file '" + path + "': tensor '" + name + "' has an element count that overflows");
-    // ne is innermost first; folio's shapes are outermost first.
-    for (auto it = ne.rbegin(); it != ne.rend(); ++it) info.view.shape.push_back(static_cast<int64_t>(*it));
+  uint64_t numel = 1;
+  for (uint64_t d : ne)
+    FOLIO_CHECK_INPUT(d <= static_cast<uint64_t>(INT64_MAX) && !__builtin_mul_overflow(numel, d, &numel) &&
+                          numel <= static_cast<uint64_t>(INT64_MAX),
+                      "GGUF file '" + path + "': tensor '" + name + "' has an element count that overflows");
+  // ne is innermost first; folio's shapes are outermost first.
+  for (auto it = ne.rbegin(); it != ne.rend(); ++it) info.view.shape.push_back(static_cast<int64_t>(*it));
+  info.view.dtype = dtype_of_ggml_type(type, path, name);
+  const uint64_t inner = ne.empty() ? 1 : ne[0];
+  const auto block = static_cast<uint64_t>(dtype_block_elems(info.view.dtype));
+  FOLIO_CHECK_INPUT(inner % block == 0, "GGUF file '" + path + "': tensor '" + name + "' is " + dtype_name(info.view.dtype) +
+                                            " but its row length " + std::to_string(inner) +
+                                            " is not a multiple of the block size " + std::to_string(block));
+  info.nbytes = numel / block * dtype_block_bytes(info.view.dtype);
+  FOLIO_CHECK_INPUT(info.offset % alignment == 0, "GGUF file '" + path + "': tensor '" + name + "' has offset " +
+                                                      std::to_string(info.offset) + ", not a multiple of the alignment " +
+                                                      std::to_string(alignment));
+  return info;
+}
 
-    switch (info.type) {
-      case kGgmlF32: info.view.dtype = DType::F32; break;
-      case kGgmlF16: info.view.dtype = DType::F16; break;
-      case kGgmlBF16: info.view.dtype = DType::BF16; break;
-      case kGgmlQ8_0: info.view.dtype = DType::Q8_0; break;
-      case kGgmlQ4_0: info.view.dtype = DType::Q4_0; break;
-      case kGgmlQ5_0: info.view.dtype = DType::Q5_0; break;
-      case kGgmlQ5_1: info.view.dtype = DType::Q5_1; break;
-      case kGgmlQ4_K: info.view.dtype = DType::Q4_K; break;
-      case kGgmlQ5_K: info.view.dtype = DType::Q5_K; break;
-      case kGgmlQ6_K: info.view.dtype = DType::Q6_K; break;
-      default: {
-        const char* tn = ggml_type_name(info.type);
-        throw_invalid("GGUF file '" + path + "': tensor '" + name + "' has ggml type " + std::to_string(info.type) +
-                      (tn ? std::string(" (") + tn + ")" : std::string()) +
-                      ", which folio does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
-      }
-    }
-    const uint64_t inner = ne.empty() ? 1 : ne[0];
-    FOLIO_CHECK_INPUT(inner % static_cast<uint64_t>(dtype_block_elems(info.view.dtype)) == 0,
-                      "GGUF file '" + path + "': tensor '" + name + "' is " + dtype_name(info.view.dtype) +
-                          " but its row length " + std::to_string(inner) + " is not a multiple of the block size " +
-                          std::to_string(dtype_block_elems(info.view.dtype)));
-    info.nbytes = numel / static_cast<uint64_t>(dtype_block_elems(info.view.dtype)) * dtype_block_bytes(info.view.dtype);
-    FOLIO_CHECK_INPUT(info.offset % f->alignment_ == 0,
-                      "GGUF file '" + path + "': tensor '" + name + "' has offset " + std::to_string(info.offset) +
-                          ", not a multiple of the alignment " + std::to_string(f->alignment_));
-    infos.push_back(std::move(info));
-  }
-
-  const uint64_t data_start = align_up(c.pos(), f->alignment_);
-  const uint64_t data_size = data_start <= size ? size - data_start : 0;
-
-  // Check placement in file order so a truncated file blames the first tensor that is cut off.
-  std::vector<Info*> order;
-  for (Info& i : infos) order.push_back(&i);
-  std::stable_sort(order.begin(), order.end(), [](const Info* a, const Info* b) { return a->offset < b->offset; });
-  const Info* prev = nullptr;
-  for (Info* i : order) {
+// Points every tensor at its data (data_start..data_start + data_size of `base`), checking in file
+// order so that a truncated file blames the first tensor that is cut off.
+void place_tensors(std::vector<TensorInfo>& infos, const std::string& path, const uint8_t* base, uint64_t data_start,
+                   uint64_t data_size, std::map<std::string, TensorView, std::less<>>& tensors) {
+  std::vector<TensorInfo*> order;
+  for (TensorInfo& i : infos) order.push_back(&i);
+  std::stable_sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+  const TensorInfo* prev = nullptr;
+  for (TensorInfo* i : order) {
     const std::string& name = i->view.name;
     if (i->offset > data_size || i->nbytes > data_size - i->offset)
       throw_invalid("GGUF file '" + path + "' is truncated: tensor '" + name + "' needs data bytes [" +
@@ -331,9 +315,40 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
                     "' overlap in the data section");
     if (i->nbytes > 0) prev = i;
     i->view.data = base + data_start + i->offset;
-    FOLIO_CHECK_INPUT(!f->tensors_.count(name), "GGUF file '" + path + "' has duplicate tensor '" + name + "'");
-    f->tensors_.emplace(name, std::move(i->view));
+    FOLIO_CHECK_INPUT(!tensors.count(name), "GGUF file '" + path + "' has duplicate tensor '" + name + "'");
+    tensors.emplace(name, std::move(i->view));
   }
+}
+
+}  // namespace
+
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+  std::unique_ptr<GgufFile> f(new GgufFile());
+  f->file_ = MappedFile::open(path);
+  const uint8_t* base = f->file_->data();
+  const uint64_t size = f->file_->size();
+  Cursor c(path, base, size);
+  f->version_ = read_preamble(c, path, base, size);
+  const uint64_t n_tensors = c.read<uint64_t>("tensor count");
+  const uint64_t n_kv = c.read<uint64_t>("metadata count");
+  // Every kv needs >= 13 bytes and every tensor >= 24: reject impossible counts before looping.
+  FOLIO_CHECK_INPUT(n_kv <= c.remaining() / 13 && n_tensors <= c.remaining() / 24,
+                    "GGUF file '" + path + "' is truncated or corrupt: it declares " + std::to_string(n_kv) +
+                        " metadata entries and " + std::to_string(n_tensors) + " tensors in " +
+                        std::to_string(size) + " bytes");
+  read_metadata(c, path, n_kv, f->kv_);
+  if (f->kv_.count("general.alignment")) {
+    const int64_t a = *f->get_int("general.alignment");
+    FOLIO_CHECK_INPUT(a > 0 && is_power_of_two(static_cast<uint64_t>(a)),
+                      "GGUF file '" + path + "' has general.alignment " + std::to_string(a) +
+                          ", which is not a positive power of two");
+    f->alignment_ = static_cast<uint64_t>(a);
+  }
+  std::vector<TensorInfo> infos;
+  infos.reserve(n_tensors);
+  for (uint64_t i = 0; i < n_tensors; ++i) infos.push_back(read_tensor_info(c, path, i, f->alignment_));
+  const uint64_t data_start = align_up(c.pos(), f->alignment_);
+  place_tensors(infos, path, base, data_start, data_start <= size ? size - data_start : 0, f->tensors_);
   return f;
 }
 

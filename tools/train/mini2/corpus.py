@@ -6,7 +6,7 @@ SHA-1 of its name is 0 mod 8, so the split is the same on every machine and neve
 packages happen to be installed. `build` formats every source once and caches the texts (gzip JSON)
 in WORK, keyed by split; training reads the cache.
 
-    /usr/bin/python3 tools/train/mini2/corpus.py --work /work/mini2 --max-sources 3000
+    /usr/bin/python3 tools/train/mini2/corpus.py --work train-work/mini2 --max-sources 3000
 """
 import argparse
 import glob

@@ -15,7 +15,7 @@ pages the model reads) and once with every block in its own colour (block k in c
 labels every line with the block it belongs to (labels.py). Ground truth is the blocks themselves
 (to_markdown), not any text extraction.
 
-    /usr/bin/python3 tools/train/mini2/docsynth.py --work /work/mini2 --split train --docs 2 --show
+    /usr/bin/python3 tools/train/mini2/docsynth.py --work train-work/mini2 --split train --docs 2 --show
 """
 import argparse
 import html

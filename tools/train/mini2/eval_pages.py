@@ -1,6 +1,6 @@
 """Reads real born-digital pages with the recognizer checkpoint and with tesseract, and prints CER.
 
-    /usr/bin/python3 tools/train/mini2/eval_pages.py --work /work/mini2 --pages 12
+    /usr/bin/python3 tools/train/mini2/eval_pages.py --work train-work/mini2 --pages 12
 
 Pages: held-out man pages (sources the recognizer never trained on) typeset by groff (`-Tpdf`, a
 typesetter never used in training), rendered at 200 DPI for us and 300 DPI for tesseract (its best

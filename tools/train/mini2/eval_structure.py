@@ -2,7 +2,7 @@
 in training, with the heading levels as the decoder gives them and as the engine settles them
 (heading_levels.py).
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/eval_structure.py --work /work/mini2 \\
+    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/eval_structure.py --work train-work/mini2 \\
         --checkpoint tools/train/mini2/checkpoints/structure.pt
 """
 import argparse

@@ -7,7 +7,7 @@ and each line's unit (the block it belongs to, from the coloured twin of the pag
 (structure.label_lines). Writes WORK/structure/SPLIT/NNNNNN.json per document; resumable (documents
 already written are skipped), deterministic in (seed, split, index).
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/make_structure_data.py --work /work/mini2 \\
+    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/make_structure_data.py --work train-work/mini2 \\
         --split train --docs 2000 --checkpoint tools/train/mini2/checkpoints/recognizer.pt
 """
 import argparse

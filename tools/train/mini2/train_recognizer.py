@@ -1,6 +1,6 @@
 """Trains the folio-mini-ocr 2 line recognizer with CTC on rendered lines (CPU, Debian python3-torch).
 
-    /usr/bin/python3 tools/train/mini2/train_recognizer.py --work /work/mini2 --steps 12000 --seed 1
+    /usr/bin/python3 tools/train/mini2/train_recognizer.py --work train-work/mini2 --steps 12000 --seed 1
 
 Resumable and seeded: the lines of step s depend only on (seed, s); WORK/state.pt (model, optimiser,
 step) is written every few minutes and at the end, and the same command continues from it. Without

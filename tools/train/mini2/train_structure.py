@@ -1,6 +1,6 @@
 """Trains folio-mini-ocr 2's structure decoder on make_structure_data.py's line records.
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/train_structure.py --work /work/mini2 --steps 6000
+    OMP_NUM_THREADS=1 /usr/bin/python3 tools/train/mini2/train_structure.py --work train-work/mini2 --steps 6000
 
 Resumable and seeded: WORK/structure_state.pt (model, optimiser, step) is saved every few minutes
 and at the end; the documents of step s depend only on (seed, s) and the training documents on
