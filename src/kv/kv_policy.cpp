@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kv/policy_rules.h"
 
 namespace folio {
 
@@ -19,19 +20,18 @@ KVPolicy KVPolicy::parse(std::string_view name, int64_t window) {
   } else {
     throw_invalid("unknown KV policy '" + std::string(name) + "' (expected full, rswa, sparse or rolling)");
   }
-  if (window < 1) throw_invalid("window must be at least 1, got " + std::to_string(window));
   p.window = window;
+  p.rules().validate(p);
   return p;
 }
 
+const PolicyRules& KVPolicy::rules() const { return PolicyRules::of(kind); }
+bool KVPolicy::windowed() const { return rules().windowed(); }
+bool KVPolicy::rolls() const { return rules().grows_reference_while_generating(); }
+bool KVPolicy::focuses_pages() const { return rules().focuses_pages(); }
+bool KVPolicy::reference_reusable() const { return rules().reference_reusable(); }
 size_t KVPolicy::automatic_pages_per_pass(size_t document_pages, size_t model_max, size_t default_max) const {
-  switch (kind) {
-    case KVPolicyKind::Rolling: return document_pages;
-    case KVPolicyKind::Sparse: return model_max;
-    case KVPolicyKind::Full:
-    case KVPolicyKind::RSwa: break;
-  }
-  return std::min(default_max, model_max);
+  return rules().pages_per_pass(document_pages, model_max, default_max);
 }
 
 std::string KVPolicy::name() const {

@@ -18,11 +18,14 @@
 //            a later segment takes the next free positions (see SequenceKV).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace folio {
+
+class PolicyRules;
 
 enum class KVPolicyKind { Full, RSwa, Sparse, Rolling };
 
@@ -38,22 +41,13 @@ struct KVPolicy {
   // names and window < 1.
   static KVPolicy parse(std::string_view name, int64_t window);
   std::string name() const;
-  // What each kind means for the code around the cache (the only place outside src/kv/ that needs
-  // to know the kinds):
-  // rswa, sparse and rolling keep a window ring for generated tokens.
-  bool windowed() const { return kind != KVPolicyKind::Full; }
-  // rolling: the reference is a queue of pages that enter and leave while the decoder writes.
-  bool rolls() const { return kind == KVPolicyKind::Rolling; }
-  // sparse: the page the decoder is on (and focus_pages - 1 after it) is read whole, so the pages
-  // read whole move at each page separator.
-  bool focuses_pages() const { return kind == KVPolicyKind::Sparse; }
-  // The reference's KV is the same whoever prefills it, so it may be kept for reuse across requests
-  // (runtime/prefix_kv_cache.h): not under rolling, whose pages leave while it is read.
-  bool reference_reusable() const { return !rolls(); }
-  // Pages one pass takes when the user does not say (model_max: the most the model's pass takes,
-  // default_max: the engine's default for a reference read whole): rolling reads the whole document
-  // in one pass (a few pages resident), sparse as many as the model takes (a few units read per
-  // token however long the reference), full and rswa up to default_max.
+  // What the kind means for the cache (kv/policy_rules.h: one object per kind).
+  const PolicyRules& rules() const;
+  // Shorthands for the rules the code around the cache asks most.
+  bool windowed() const;
+  bool rolls() const;
+  bool focuses_pages() const;
+  bool reference_reusable() const;
   size_t automatic_pages_per_pass(size_t document_pages, size_t model_max, size_t default_max) const;
 };
 

@@ -21,6 +21,7 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
     : pool_(pool),
       id_(id),
       policy_(policy),
+      rules_(policy.rules()),
       block_tokens_(block_tokens),
       ring_(static_cast<size_t>(pool.layout().n_layers)),
       seg_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
@@ -28,13 +29,9 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       seg_done_(static_cast<size_t>(pool.layout().n_layers), 0),
       win_done_(static_cast<size_t>(pool.layout().n_layers), 0),
       active_(new std::atomic<size_t>[static_cast<size_t>(pool.layout().n_layers * pool.layout().n_kv_heads)]) {
-  if (policy.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(policy.window));
+  rules_.validate(policy);
   if (block_tokens < 1) throw_invalid("KV block size must be at least 1 token");
   if (blocks_quantized()) block_tokens_ = kKVKeyGroup;  // one key group per block
-  if (policy.kind == KVPolicyKind::Sparse) {
-    if (policy.top_k < 1) throw_invalid("sparse top-k must be at least 1, got " + std::to_string(policy.top_k));
-    if (policy.unit_tokens < 1) throw_invalid("sparse unit size must be at least 1, got " + std::to_string(policy.unit_tokens));
-  }
   for (int64_t i = 0; i < pool.layout().n_layers * pool.layout().n_kv_heads; ++i) active_[static_cast<size_t>(i)] = 0;
 }
 
@@ -188,13 +185,13 @@ void SequenceKV::end_reads() const {
 
 int64_t SequenceKV::append(int64_t n, bool reference) {
   if (n < 0) throw_invalid("cannot append a negative number of tokens");
-  if (reference && sealed_ && policy_.kind != KVPolicyKind::Rolling)
+  if (reference && sealed_ && !rules_.grows_reference_while_generating())
     throw_invalid("the reference is sealed: generation has already started");
   if (n == 0) return length_;
   const KVTypes& types = pool_.layout().types;
   const int64_t layers = pool_.layout().n_layers, G = kKVKeyGroup, bt = block_tokens_;
-  const bool to_blocks = reference || policy_.kind == KVPolicyKind::Full;
-  if (!reference && policy_.kind == KVPolicyKind::Full && blocks_quantized() && !open_ && generated_ == 0)
+  const bool to_blocks = reference || !rules_.windowed();
+  if (!reference && !rules_.windowed() && blocks_quantized() && !open_ && generated_ == 0)
     throw Error(Error::Kind::Internal, "full policy with a quantised reference: output cannot follow restored segments directly");
   const bool start_segment = to_blocks && (segments_.empty() || (reference && (new_segment_ || !open_)));
   // A segment ends when the next one starts or generation takes over.
@@ -253,7 +250,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   } else {
     generated_ += n;
     sealed_ = true;
-    if (policy_.kind == KVPolicyKind::Sparse && !summarised_) summarise();
+    if (rules_.selects_units() && !summarised_) summarise();
   }
   return first;
 }
@@ -272,7 +269,7 @@ void SequenceKV::rollback(const Mark& m) {
     open_ = false;
   }
   if (!segments_.empty() && segments_.back().length != m.last_segment_length) {
-    if (policy_.kind != KVPolicyKind::Full || m.generated == generated_)
+    if (rules_.windowed() || m.generated == generated_)
       reference_len_ -= segments_.back().length - m.last_segment_length;
     segments_.back().length = m.last_segment_length;
   }
@@ -283,7 +280,7 @@ void SequenceKV::rollback(const Mark& m) {
 }
 
 void SequenceKV::drop_segment(size_t index) {
-  if (policy_.kind != KVPolicyKind::Rolling) throw_invalid("only the rolling policy drops reference segments");
+  if (!rules_.drops_segments()) throw_invalid("only the rolling policy drops reference segments");
   if (index >= segments_.size()) throw_invalid("no reference segment " + std::to_string(index));
   Segment& s = segments_[index];
   if (!s.live) return;
@@ -408,7 +405,7 @@ void SequenceKV::restore(const ReferenceSnapshot& snap, size_t count) {
     reference_len_ += in.length;
     // Complete: where every complete segment goes (under `full` the last one goes on with the
     // output, in the pool).
-    if (policy_.kind != KVPolicyKind::Full || i + 1 < count) offload(segments_.back());
+    if (rules_.windowed() || i + 1 < count) offload(segments_.back());
   }
   open_ = false;  // every restored segment is complete: the next reference tokens start a new one
   new_segment_ = true;
@@ -729,7 +726,7 @@ int64_t SequenceKV::cached_tokens() const {
   int64_t live = 0;
   for (const Segment& s : segments_)
     if (s.live) live += s.length;
-  if (policy_.kind == KVPolicyKind::Full) return live;
+  if (!rules_.windowed()) return live;
   return live + std::min(generated_, policy_.window);
 }
 

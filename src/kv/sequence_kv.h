@@ -43,6 +43,7 @@
 #include "kernels/cpu/attention.h"
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
+#include "kv/policy_rules.h"
 #include "kv/reference_snapshot.h"
 #include "kv/tiered_store.h"
 
@@ -134,7 +135,7 @@ class SequenceKV {
   void query_spans(int64_t layer, int64_t pos, int64_t kv_head, const float* q, int64_t group,
                    std::vector<kernels::KVSpan>& out) const;
   // Whether query_spans depends on the KV head (the decoder then gathers spans per head).
-  bool per_head_spans(int64_t pos) const { return policy_.kind == KVPolicyKind::Sparse && !in_reference(pos); }
+  bool per_head_spans(int64_t pos) const { return rules_.selects_units() && !in_reference(pos); }
   // Bytes of K and V (codes and group parameters) a query at `pos` can read over all layers (the
   // dense view).
   size_t visible_bytes(int64_t pos) const;
@@ -214,6 +215,7 @@ class SequenceKV {
   KVBlockPool& pool_;
   SeqId id_;
   KVPolicy policy_;
+  const PolicyRules& rules_;  // policy_'s kind
   int64_t block_tokens_;
   int64_t length_ = 0, reference_len_ = 0, generated_ = 0;
   bool sealed_ = false;       // generation has started
