@@ -592,51 +592,38 @@ void SequenceKV::visible_spans_impl(int64_t layer, int64_t pos, std::vector<kern
 }
 
 void SequenceKV::summarise() {
-  const KVLayout& lay = pool_.layout();
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim, U = policy_.unit_tokens, bt = block_tokens_;
-  std::vector<float> keys(static_cast<size_t>(bt * D));
+  std::vector<float> keys(static_cast<size_t>(block_tokens_ * pool_.layout().head_dim));
   std::sort(unit_starts_.begin(), unit_starts_.end());
-  for (Segment& s : segments_) {
-    // Unit boundaries: the segment start, the given starts inside it, and every U tokens after each.
-    std::vector<int64_t> marks = {0};
-    for (int64_t p : unit_starts_)
-      if (p > s.first && p < s.first + s.length) marks.push_back(p - s.first);
-    marks.push_back(s.length);
-    s.units.clear();
-    for (size_t m = 0; m + 1 < marks.size(); ++m)
-      for (int64_t a = marks[m]; a < marks[m + 1]; a += U) s.units.push_back(a);
-    const size_t units = s.units.size();
-    s.summary.assign(static_cast<size_t>(lay.n_layers), {});
-    for (int64_t l = 0; l < lay.n_layers; ++l) {
-      std::vector<float>& sum = s.summary[static_cast<size_t>(l)];
-      sum.assign(units * static_cast<size_t>(H * 2 * D), 0.f);
-      for (int64_t h = 0; h < H; ++h)
-        for (size_t u = 0; u < units; ++u) {
-          float* mn = sum.data() + ((static_cast<int64_t>(u) * H + h) * 2) * D;
-          float* mx = mn + D;
-          std::fill(mn, mn + D, INFINITY);
-          std::fill(mx, mx + D, -INFINITY);
-          const int64_t lo = s.units[u], hi = s.unit_end(u);
-          for (int64_t i = lo / bt; i * bt < hi; ++i) {
-            const KVBlock b = block_at(s, static_cast<size_t>(l), static_cast<size_t>(i), true);
-            const int64_t rows = std::min(bt, s.length - i * bt);
-            const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
-            if (kv_quantized(b.k_type))
-              kernels::dequantize_key_rows(b.k_type, kh, b.k_params + h * kernels::kv_params_per_group(b.k_type) * D, rows, D,
-                                           keys.data());
-            else
-              convert_to_f32(kernels::kv_float_dtype(b.k_type), kh, keys.data(), rows * D);
-            for (int64_t r = std::max(lo - i * bt, int64_t{0}); r < std::min(rows, hi - i * bt); ++r)
-              for (int64_t c = 0; c < D; ++c) {
-                mn[c] = std::min(mn[c], keys[static_cast<size_t>(r * D + c)]);
-                mx[c] = std::max(mx[c], keys[static_cast<size_t>(r * D + c)]);
-              }
-          }
-        }
-    }
-  }
+  for (Segment& s : segments_) summarise(s, keys);
   end_reads();
   summarised_ = true;
+}
+
+// Units start at the segment's start, at the starts given inside it, and every unit_tokens after
+// each; their bounds are read from the stored keys (dequantised when the reference is quantised).
+void SequenceKV::summarise(Segment& s, std::vector<float>& keys) {
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, bt = block_tokens_;
+  std::vector<int64_t> marks;
+  for (int64_t p : unit_starts_) marks.push_back(p - s.first);
+  s.units.cut(s.length, marks, policy_.unit_tokens);
+  s.units.reset(lay.n_layers, H, D);
+  for (int64_t l = 0; l < lay.n_layers; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      for (size_t u = 0; u < s.units.starts.size(); ++u) {
+        const int64_t lo = s.units.starts[u], hi = s.units.unit_end(u);
+        for (int64_t i = lo / bt; i * bt < hi; ++i) {
+          const KVBlock b = block_at(s, static_cast<size_t>(l), static_cast<size_t>(i), true);
+          const int64_t rows = std::min(bt, s.length - i * bt);
+          const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
+          if (kv_quantized(b.k_type))
+            kernels::dequantize_key_rows(b.k_type, kh, b.k_params + h * kernels::kv_params_per_group(b.k_type) * D, rows, D, keys.data());
+          else
+            convert_to_f32(kernels::kv_float_dtype(b.k_type), kh, keys.data(), rows * D);
+          const int64_t r0 = std::max(lo - i * bt, int64_t{0}), r1 = std::min(rows, hi - i * bt);
+          s.units.widen(l, u, h, H, D, keys.data() + r0 * D, r1 - r0);
+        }
+      }
 }
 
 void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const float* q, int64_t group,
@@ -645,55 +632,16 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
     visible_spans(layer, pos, out);
     return;
   }
-  const KVLayout& lay = pool_.layout();
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
-  // Score every unit by the Quest bound on q.k over its keys; the first and last unit always stay.
-  struct Unit {
-    float score;
-    int64_t segment, unit;
-  };
-  std::vector<Unit> units;
-  for (size_t si = 0; si < segments_.size(); ++si) {
-    const Segment& s = segments_[si];
-    if (!s.live) continue;
-    const std::vector<float>& sum = s.summary[static_cast<size_t>(layer)];
-    for (size_t u = 0; u < s.units.size(); ++u) {
-      const float* mn = sum.data() + ((static_cast<int64_t>(u) * H + kv_head) * 2) * D;
-      const float* mx = mn + D;
-      float score = 0;
-      for (int64_t g = 0; g < group; ++g)
-        for (int64_t c = 0; c < D; ++c) score += std::max(q[g * D + c] * mn[c], q[g * D + c] * mx[c]);
-      units.push_back({score, static_cast<int64_t>(si), static_cast<int64_t>(u)});
-    }
-  }
-  size_t forced = 0;
-  for (Unit& u : units)
-    if (std::find(focus_.begin(), focus_.end(), static_cast<size_t>(u.segment)) != focus_.end()) {
-      u.score = INFINITY;
-      ++forced;
-    }
-  if (!units.empty()) {
-    forced += units.front().score != INFINITY;
-    units.front().score = INFINITY;
-    forced += units.back().score != INFINITY;
-    units.back().score = INFINITY;
-  }
-  const auto keep = std::min(units.size(), static_cast<size_t>(policy_.top_k) + forced);
-  std::nth_element(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(keep), units.end(),
-                   [](const Unit& a, const Unit& b) { return a.score > b.score; });
-  units.resize(keep);
-  // Reference order, with neighbouring units merged, so that selecting every unit reads exactly the
-  // dense spans in the dense order.
-  std::sort(units.begin(), units.end(),
-            [](const Unit& a, const Unit& b) { return a.segment != b.segment ? a.segment < b.segment : a.unit < b.unit; });
+  const int64_t H = pool_.layout().n_kv_heads;
+  // Kept between queries (one per layer and KV head of every step): no allocation per step.
+  thread_local std::vector<const UnitBounds*> bounds;
+  thread_local std::vector<SelectedRows> selected;
+  bounds.clear();
+  selected.clear();
+  for (const Segment& s : segments_) bounds.push_back(s.live ? &s.units : nullptr);
+  select_units(bounds, {layer, kv_head, H, pool_.layout().head_dim, q, group, policy_.top_k, focus_}, selected);
   const size_t before = out.size();
-  for (size_t i = 0; i < units.size();) {
-    const Segment& s = segments_[static_cast<size_t>(units[i].segment)];
-    size_t j = i;
-    while (j + 1 < units.size() && units[j + 1].segment == units[i].segment && units[j + 1].unit == units[j].unit + 1) ++j;
-    emit_rows(layer, s, s.units[static_cast<size_t>(units[i].unit)], s.unit_end(static_cast<size_t>(units[j].unit)), out);
-    i = j + 1;
-  }
+  for (const SelectedRows& r : selected) emit_rows(layer, segments_[r.segment], r.begin, r.end, out);
   emit_window(layer, locate(pos).generated, out);
   size_t bytes = 0;
   for (size_t i = before; i < out.size(); ++i) bytes += span_bytes(out[i]);

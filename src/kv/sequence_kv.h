@@ -44,6 +44,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
 #include "kv/policy_rules.h"
+#include "kv/quest_selector.h"
 #include "kv/reference_snapshot.h"
 #include "kv/tiered_store.h"
 
@@ -176,11 +177,7 @@ class SequenceKV {
     int64_t before = 0;  // reference tokens in the segments before it (dropped ones included)
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
-    // sparse: where its units start (rows from `first`, ascending, the first 0), and
-    // [layer] -> per unit, per KV head: min[head_dim] then max[head_dim] of the keys
-    std::vector<int64_t> units;
-    std::vector<std::vector<float>> summary;
-    int64_t unit_end(size_t u) const { return u + 1 < units.size() ? units[u + 1] : length; }
+    UnitBounds units;  // sparse: its units and their key bounds (kv/quest_selector.h)
   };
   // Where a position lives: reference segment + row, or generated index.
   struct Where {
@@ -200,6 +197,7 @@ class SequenceKV {
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void summarise();      // sparse: unit key bounds of every segment
+  void summarise(Segment& s, std::vector<float>& keys);
   void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin = true) const;
   void emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const;
   kernels::KVSpan span_of(const KVBlock& b, int64_t first_row, int64_t rows) const;
