@@ -13,8 +13,7 @@ using kernels::kv_quantized;
 using kernels::kv_row_bytes;
 
 namespace {
-// Rows of a group still being filled are kept in f16 when their region is quantised.
-KVDType stage_type(KVDType t) { return kv_quantized(t) ? KVDType::F16 : t; }
+KVDType stage_type(KVDType t) { return KVFootprint::stage_type(t); }
 }  // namespace
 
 SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens)
@@ -22,6 +21,7 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       id_(id),
       policy_(policy),
       rules_(policy.rules()),
+      footprint_(pool, policy, block_tokens),
       block_tokens_(block_tokens),
       ring_(static_cast<size_t>(pool.layout().n_layers)),
       seg_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
@@ -31,21 +31,15 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       active_(new std::atomic<size_t>[static_cast<size_t>(pool.layout().n_layers * pool.layout().n_kv_heads)]) {
   rules_.validate(policy);
   if (block_tokens < 1) throw_invalid("KV block size must be at least 1 token");
-  if (blocks_quantized()) block_tokens_ = kKVKeyGroup;  // one key group per block
+  block_tokens_ = footprint_.block_tokens();  // one key group per block when quantised
   for (int64_t i = 0; i < pool.layout().n_layers * pool.layout().n_kv_heads; ++i) active_[static_cast<size_t>(i)] = 0;
 }
 
 SequenceKV::~SequenceKV() { release_all(); }
 
-bool SequenceKV::blocks_quantized() const {
-  const KVTypes& t = pool_.layout().types;
-  return kv_quantized(t.ref_k) || kv_quantized(t.ref_v);
-}
+bool SequenceKV::blocks_quantized() const { return footprint_.reference_quantized(); }
 
-bool SequenceKV::window_quantized() const {
-  const KVTypes& t = pool_.layout().types;
-  return policy_.windowed() && (kv_quantized(t.win_k) || kv_quantized(t.win_v));
-}
+bool SequenceKV::window_quantized() const { return footprint_.window_quantized(); }
 
 void SequenceKV::release_all() {
   end_reads();
@@ -197,10 +191,9 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   // A segment ends when the next one starts or generation takes over.
   if (start_segment || !to_blocks) close_segment();
 
-  const bool qwin = window_quantized();
   const bool needs_ring = !to_blocks && ring_[0].empty();
   const bool needs_seg_stage = to_blocks && blocks_quantized() && seg_stage_[0] < 0;
-  const bool needs_win_stage = !to_blocks && qwin && win_stage_[0] < 0;
+  const bool needs_win_stage = !to_blocks && window_quantized() && win_stage_[0] < 0;
   // Work out what is missing, check it fits as a whole, then allocate: a refused append leaves the
   // sequence as it was.
   int64_t new_blocks = 0;
@@ -209,13 +202,9 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
     const int64_t need_rows = (start_segment ? 0 : segments_.back().length) + n;
     new_blocks = std::max<int64_t>(0, (need_rows - have_rows + bt - 1) / bt);
   }
-  const int64_t ring_slots = qwin ? (policy_.window + G - 1) / G : 1;
-  size_t per_layer = static_cast<size_t>(new_blocks) * pool_.block_bytes(bt);
-  if (needs_ring)
-    per_layer += qwin ? static_cast<size_t>(ring_slots) * pool_.block_bytes(G, types.win_k, types.win_v)
-                      : pool_.block_bytes(policy_.window, types.win_k, types.win_v);
-  if (needs_seg_stage) per_layer += pool_.block_bytes(G, stage_type(types.ref_k), stage_type(types.ref_v));
-  if (needs_win_stage) per_layer += pool_.block_bytes(G, stage_type(types.win_k), stage_type(types.win_v));
+  const KVFootprint& f = footprint_;
+  const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + (needs_ring ? f.window_ring() : 0) +
+                           (needs_seg_stage ? f.reference_stage() : 0) + (needs_win_stage ? f.window_stage() : 0);
   const size_t need_bytes = static_cast<size_t>(layers) * per_layer;
   if (!pool_.can_allocate(need_bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool cannot hold " + std::to_string(n) + " more tokens for sequence " +
@@ -234,8 +223,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
     const auto li = static_cast<size_t>(l);
     for (int64_t b = 0; b < new_blocks; ++b) segments_.back().blocks[li].push_back(pool_.allocate(id_, l, bt));
     if (needs_ring)
-      for (int64_t s = 0; s < ring_slots; ++s)
-        ring_[li].push_back(pool_.allocate(id_, l, qwin ? G : policy_.window, types.win_k, types.win_v));
+      for (int64_t s = 0; s < f.ring_slots(); ++s) ring_[li].push_back(pool_.allocate(id_, l, f.ring_block_tokens(), types.win_k, types.win_v));
     if (needs_seg_stage) seg_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.ref_k), stage_type(types.ref_v));
     if (needs_win_stage) win_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.win_k), stage_type(types.win_v));
   }
@@ -295,37 +283,18 @@ void SequenceKV::drop_segment(size_t index) {
 
 size_t SequenceKV::worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
                                     std::span<const int64_t> segments, int64_t generated) {
-  const KVTypes& t = pool.layout().types;
-  const int64_t G = kKVKeyGroup;
-  const bool qref = kv_quantized(t.ref_k) || kv_quantized(t.ref_v);
-  const bool qwin = policy.windowed() && (kv_quantized(t.win_k) || kv_quantized(t.win_v));
-  const int64_t bt = qref ? G : block_tokens;
-  // A segment being filled holds whole blocks (and, quantised, an f16 staging block for the group
-  // being filled); a closed quantised segment's partial last group is re-allocated to its size.
-  auto open_bytes = [&](int64_t rows) {
-    return static_cast<size_t>((rows + bt - 1) / bt) * pool.block_bytes(bt) +
-           (qref ? pool.block_bytes(G, stage_type(t.ref_k), stage_type(t.ref_v)) : 0);
-  };
-  auto closed_bytes = [&](int64_t rows) {
-    if (!qref) return static_cast<size_t>((rows + bt - 1) / bt) * pool.block_bytes(bt);
-    return static_cast<size_t>(rows / G) * pool.block_bytes(G) + (rows % G ? pool.block_bytes(rows % G) : 0);
-  };
   if (segments.empty()) return 0;
+  const KVFootprint f(pool, policy, block_tokens);
   size_t before_last = 0;
-  for (size_t i = 0; i + 1 < segments.size(); ++i) before_last += closed_bytes(segments[i]);
+  for (size_t i = 0; i + 1 < segments.size(); ++i) before_last += f.closed_segment(segments[i]);
   size_t per_layer;
   if (!policy.windowed()) {
     // The output extends the last segment, which stays open.
-    per_layer = before_last + open_bytes(segments.back() + generated);
+    per_layer = before_last + f.open_segment(segments.back() + generated);
   } else {
     // Prefill ends with the last segment open; generation closes it, then takes the window.
-    per_layer = before_last + open_bytes(segments.back());
-    if (generated > 0) {
-      const size_t window = qwin ? static_cast<size_t>((policy.window + G - 1) / G) * pool.block_bytes(G, t.win_k, t.win_v) +
-                                       pool.block_bytes(G, stage_type(t.win_k), stage_type(t.win_v))
-                                 : pool.block_bytes(policy.window, t.win_k, t.win_v);
-      per_layer = std::max(per_layer, before_last + closed_bytes(segments.back()) + window);
-    }
+    per_layer = before_last + f.open_segment(segments.back());
+    if (generated > 0) per_layer = std::max(per_layer, before_last + f.closed_segment(segments.back()) + f.window());
   }
   return static_cast<size_t>(pool.layout().n_layers) * per_layer;
 }

@@ -42,6 +42,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kv/block_pool.h"
+#include "kv/kv_footprint.h"
 #include "kv/kv_policy.h"
 #include "kv/policy_rules.h"
 #include "kv/quest_selector.h"
@@ -214,6 +215,7 @@ class SequenceKV {
   SeqId id_;
   KVPolicy policy_;
   const PolicyRules& rules_;  // policy_'s kind
+  KVFootprint footprint_;     // the bytes of its regions
   int64_t block_tokens_;
   int64_t length_ = 0, reference_len_ = 0, generated_ = 0;
   bool sealed_ = false;       // generation has started

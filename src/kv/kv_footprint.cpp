@@ -1,0 +1,51 @@
+#include "kv/kv_footprint.h"
+
+#include "kernels/cpu/attention.h"
+
+namespace folio {
+
+using kernels::kKVKeyGroup;
+using kernels::kv_quantized;
+
+// Rows of a group still being filled are kept in f16 when their region is quantised.
+KVDType KVFootprint::stage_type(KVDType t) { return kv_quantized(t) ? KVDType::F16 : t; }
+
+KVFootprint::KVFootprint(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens)
+    : pool_(pool),
+      policy_(policy),
+      ref_quantized_(kv_quantized(pool.layout().types.ref_k) || kv_quantized(pool.layout().types.ref_v)),
+      win_quantized_(policy.windowed() && (kv_quantized(pool.layout().types.win_k) || kv_quantized(pool.layout().types.win_v))),
+      block_tokens_(ref_quantized_ ? kKVKeyGroup : block_tokens) {}
+
+int64_t KVFootprint::ring_slots() const { return win_quantized_ ? (policy_.window + kKVKeyGroup - 1) / kKVKeyGroup : 1; }
+
+int64_t KVFootprint::ring_block_tokens() const { return win_quantized_ ? kKVKeyGroup : policy_.window; }
+
+size_t KVFootprint::reference_block() const { return pool_.block_bytes(block_tokens_); }
+
+size_t KVFootprint::reference_stage() const {
+  const KVTypes& t = pool_.layout().types;
+  return ref_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_type(t.ref_k), stage_type(t.ref_v)) : 0;
+}
+
+size_t KVFootprint::window_ring() const {
+  const KVTypes& t = pool_.layout().types;
+  return static_cast<size_t>(ring_slots()) * pool_.block_bytes(ring_block_tokens(), t.win_k, t.win_v);
+}
+
+size_t KVFootprint::window_stage() const {
+  const KVTypes& t = pool_.layout().types;
+  return win_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_type(t.win_k), stage_type(t.win_v)) : 0;
+}
+
+size_t KVFootprint::open_segment(int64_t rows) const {
+  return static_cast<size_t>((rows + block_tokens_ - 1) / block_tokens_) * reference_block() + reference_stage();
+}
+
+size_t KVFootprint::closed_segment(int64_t rows) const {
+  if (!ref_quantized_) return static_cast<size_t>((rows + block_tokens_ - 1) / block_tokens_) * reference_block();
+  const int64_t G = kKVKeyGroup;
+  return static_cast<size_t>(rows / G) * reference_block() + (rows % G ? pool_.block_bytes(rows % G) : 0);
+}
+
+}  // namespace folio

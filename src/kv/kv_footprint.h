@@ -1,0 +1,52 @@
+// KVFootprint: the pool bytes of one sequence's regions, per layer, for a pool layout, a policy and a
+// block size. It is the one byte formula of the cache: SequenceKV::append reserves by it and
+// SequenceKV::worst_case_bytes (what admission reserves) adds it up, so the two cannot drift apart.
+//
+// Regions: reference blocks of block_tokens() rows (one key group when the reference is quantised),
+// the f16 staging block of a quantised region's group being filled, and the window (a ring of W rows,
+// or ceil(W / G) quantised groups plus their staging block). Pure arithmetic over the layout; any
+// thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kv/block_pool.h"
+#include "kv/kv_policy.h"
+
+namespace folio {
+
+class KVFootprint {
+ public:
+  // block_tokens: rows per float reference block (>= 1; ignored when the reference is quantised).
+  KVFootprint(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens);
+
+  // The type of a staging block's rows for a region stored as t: f16 when t is quantised.
+  static KVDType stage_type(KVDType t);
+
+  bool reference_quantized() const { return ref_quantized_; }
+  bool window_quantized() const { return win_quantized_; }
+  int64_t block_tokens() const { return block_tokens_; }
+  // Blocks of the window ring: 1 float block of W rows, or ceil(W / G) quantised groups.
+  int64_t ring_slots() const;
+  // Rows of one ring block.
+  int64_t ring_block_tokens() const;
+
+  size_t reference_block() const;  // one reference block
+  size_t reference_stage() const;  // the staging block of a quantised reference (0 when not quantised)
+  size_t window_ring() const;      // the ring's blocks
+  size_t window_stage() const;     // the staging block of a quantised window (0 when not quantised)
+  size_t window() const { return window_ring() + window_stage(); }
+  // A segment of `rows` rows being filled: whole blocks, plus the staging block when quantised.
+  size_t open_segment(int64_t rows) const;
+  // A closed segment: a quantised one's partial last group is re-allocated to its size.
+  size_t closed_segment(int64_t rows) const;
+
+ private:
+  const KVBlockPool& pool_;
+  KVPolicy policy_;
+  bool ref_quantized_, win_quantized_;
+  int64_t block_tokens_;
+};
+
+}  // namespace folio
