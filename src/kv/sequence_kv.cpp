@@ -42,7 +42,7 @@ bool SequenceKV::blocks_quantized() const { return footprint_.reference_quantize
 bool SequenceKV::window_quantized() const { return footprint_.window_quantized(); }
 
 void SequenceKV::release_all() {
-  end_reads();
+  release_pins();
   for (auto& s : segments_) erase_offloaded(s);
   for (auto& s : segments_)
     for (auto& layer : s.blocks) {
@@ -162,7 +162,7 @@ KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin)
   if (!pin) return c.meta;
   uint8_t* base;
   {
-    // The heads of a layer read the same blocks: one pin each until end_reads.
+    // The heads of a layer read the same blocks: one pin each until release_pins.
     std::lock_guard lk(pin_mu_);
     auto it = pinned_.find(c.key);
     if (it == pinned_.end()) it = pinned_.emplace(c.key, store_->acquire(c.key)).first;
@@ -171,7 +171,7 @@ KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin)
   return place_block(pool_.layout(), base, c.meta.tokens, c.meta.k_type, c.meta.v_type);
 }
 
-void SequenceKV::end_reads() const {
+void SequenceKV::release_pins() const {
   std::lock_guard lk(pin_mu_);
   for (const auto& [key, ptr] : pinned_) store_->release(key);
   pinned_.clear();
@@ -334,7 +334,7 @@ ReferenceSnapshot SequenceKV::snapshot(size_t count) const {
         out.layers[l].push_back({blk.tokens, blk.k_type, blk.v_type, std::vector<uint8_t>(blk.k, blk.k + blk.bytes)});
       }
     snap.segments.push_back(std::move(out));
-    end_reads();
+    release_pins();
   }
   return snap;
 }
@@ -564,7 +564,7 @@ void SequenceKV::summarise() {
   std::vector<float> keys(static_cast<size_t>(block_tokens_ * pool_.layout().head_dim));
   std::sort(unit_starts_.begin(), unit_starts_.end());
   for (Segment& s : segments_) summarise(s, keys);
-  end_reads();
+  release_pins();
   summarised_ = true;
 }
 

@@ -22,8 +22,8 @@
 //
 // Tiered reference (offload_reference): a reference segment, once complete, leaves the pool for a
 // TieredStore (hot RAM, cold mapped file, LRU between them), byte for byte. A query then pins the
-// blocks it reads (the selected ones under `sparse`) until end_reads(), which the decoder calls
-// after each layer's attention; the store may move an unpinned block between tiers at any time.
+// blocks it reads (the selected ones under `sparse`) until the ReadScope around the reads ends
+// (the decoder opens one per layer); the store may move an unpinned block between tiers at any time.
 // The pool keeps only the segment being filled and the window.
 //
 // Model code stores a token's K/V rows (store), then asks for the spans a query at that position
@@ -86,8 +86,25 @@ class SequenceKV {
   // sequence. Only before the first append. Under `full` the last segment, shared with the output,
   // stays in the pool.
   void offload_reference(TieredStore* store);
-  // Unpins what queries read since the last call (decoder: after each layer's attention).
-  void end_reads() const;
+  // Pins that queries (query_spans, visible_spans) take on an offloaded reference's blocks last
+  // until the ReadScope open around them ends; the store may move an unpinned block between tiers
+  // at any time. The decoder holds one per sequence around each layer's attention. Moving a scope
+  // moves the duty; a scope must not outlive its sequence.
+  class [[nodiscard]] ReadScope {
+   public:
+    explicit ReadScope(const SequenceKV& kv) : kv_(&kv) {}
+    ~ReadScope() {
+      if (kv_) kv_->release_pins();
+    }
+    ReadScope(ReadScope&& o) noexcept : kv_(o.kv_) { o.kv_ = nullptr; }
+    ReadScope(const ReadScope&) = delete;
+    ReadScope& operator=(const ReadScope&) = delete;
+    ReadScope& operator=(ReadScope&&) = delete;
+
+   private:
+    const SequenceKV* kv_;
+  };
+  ReadScope read_scope() const { return ReadScope(*this); }
   // Bytes of this sequence's blocks in the store (0 without one).
   size_t offloaded_bytes() const { return offloaded_bytes_; }
 
@@ -195,6 +212,7 @@ class SequenceKV {
   };
   Slot float_slot(int64_t layer, int64_t pos, const Where& w) const;
   void release_all();
+  void release_pins() const;  // what ReadScope's end does
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void summarise();      // sparse: unit key bounds of every segment
@@ -202,7 +220,7 @@ class SequenceKV {
   void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin = true) const;
   void emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const;
   kernels::KVSpan span_of(const KVBlock& b, int64_t first_row, int64_t rows) const;
-  // Block i of segment s in `layer`, wherever it lives; an offloaded one is pinned until end_reads()
+  // Block i of segment s in `layer`, wherever it lives; an offloaded one is pinned until release_pins()
   // when `pin`, else its pointers are null (for byte counts).
   KVBlock block_at(const Segment& s, size_t layer, size_t i, bool pin) const;
   size_t block_count(const Segment& s, size_t layer) const { return s.offloaded ? s.cold[layer].size() : s.blocks[layer].size(); }
@@ -228,7 +246,7 @@ class SequenceKV {
   int64_t next_cold_ = 0;             // next BlockKey::block number in the store
   size_t offloaded_bytes_ = 0;
   mutable std::mutex pin_mu_;         // queries of one sequence run on many threads
-  // Blocks pinned since the last end_reads, by key (one pin per block, whichever heads read it).
+  // Blocks pinned since the last release_pins, by key (one pin per block, whichever heads read it).
   mutable std::unordered_map<BlockKey, const uint8_t*, BlockKeyHash> pinned_;
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,

@@ -340,6 +340,13 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
                         float* k, float* v, float* out, ThreadPool& pool) {
   const int64_t hd = cfg_.head_dim, kv_row = cfg_.n_kv_heads * hd;
   const AttentionStep st{layer, q, out, {cfg_.n_heads, cfg_.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))}};
+  // Blocks of a tiered reference stay pinned only while this layer reads them: the scopes end when
+  // this function does, however it ends (kept per thread, so that no step allocates them).
+  thread_local std::vector<SequenceKV::ReadScope> reads;
+  struct EndReads {
+    ~EndReads() { reads.clear(); }
+  } end_reads;
+  for (const Input& in : batch) reads.push_back(in.kv->read_scope());
   auto store = [&](SequenceKV& kv, int64_t row, int64_t pos) { kv.store(layer, pos, k + row * kv_row, v + row * kv_row); };
   // Kept between calls like the activations (RunState): single tokens of the batch, attended together.
   thread_local std::vector<AttentionTask> parallel;
@@ -376,8 +383,6 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
   }
   if (!parallel.empty()) attend_tasks(st, parallel, pool);
   for (const Run& r : runs) attend_reference_run(st, *batch[r.input].kv, r.row, first_pos[r.input], r.n, pool);
-  // Blocks of a tiered reference stay pinned only while this layer reads them.
-  for (const Input& in : batch) in.kv->end_reads();
 }
 
 void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& pool) {

@@ -41,21 +41,21 @@ inline void generate(SequenceKV& kv, int64_t n) {
   }
 }
 
-// Attention of a fixed query at `pos` over what each layer and KV head reads (end_reads after each
-// layer, as the decoder does).
+// Attention of a fixed query at `pos` over what each layer and KV head reads (a read scope per
+// layer, as the decoder holds).
 inline std::vector<float> attend_at(const SequenceKV& kv, int64_t pos) {
   std::mt19937 rng(77);
   std::normal_distribution<float> nd;
   std::vector<float> q(kFillRow), out(kFillLayers * kFillRow), scratch(8192);
   for (auto& x : q) x = nd(rng);
   for (int64_t l = 0; l < kFillLayers; ++l) {
+    const SequenceKV::ReadScope reads = kv.read_scope();
     for (int64_t h = 0; h < kFillHeads; ++h) {
       std::vector<kernels::KVSpan> spans;
       kv.query_spans(l, pos, h, q.data() + h * kFillHd, 1, spans);
       kernels::attend(q.data(), spans, {kFillHeads, kFillHeads, kFillHd, 1.f / std::sqrt(float(kFillHd))}, out.data() + l * kFillRow, h,
                       h + 1, scratch.data());
     }
-    kv.end_reads();
   }
   return out;
 }

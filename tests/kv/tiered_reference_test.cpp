@@ -1,6 +1,6 @@
 // A tiered reference: complete reference segments leave the pool for a TieredStore (RAM, then a
 // mapped file), and attention over them is bitwise what it is over the pool, for every policy and
-// storage type; pins last only until end_reads; rolling drops and snapshots work on them; a store
+// storage type; pins last only as long as a read scope; rolling drops and snapshots work on them; a store
 // that cannot take a segment leaves it in the pool.
 #include <gtest/gtest.h>
 
@@ -36,6 +36,34 @@ std::unique_ptr<TieredStore> make_store(const test::ScratchDir& dir, size_t hot,
   return std::make_unique<TieredStore>(std::make_unique<RamTier>(hot), std::make_unique<FileTier>(dir.path(), cold, 4096));
 }
 
+size_t pinned(const TieredStore& store) {
+  const TieredStoreStats st = store.stats();
+  return st.tiers[0].pinned_blocks + st.tiers[1].pinned_blocks;
+}
+
+TEST(TieredReference, ReadsStayPinnedUntilTheirScopeEnds) {
+  KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, parse_kv_types("bf16")), 0);
+  test::ScratchDir dir;
+  auto store = make_store(dir, size_t{1} << 30, size_t{1} << 30);
+  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 16));
+  kv.offload_reference(store.get());
+  fill(kv, kSegments, 4);
+  std::vector<kernels::KVSpan> spans;
+  {
+    const SequenceKV::ReadScope outer = kv.read_scope();
+    {
+      SequenceKV::ReadScope moved = [&] {
+        SequenceKV::ReadScope inner = kv.read_scope();
+        kv.visible_spans(0, kv.length() - 1, spans);
+        return inner;  // the duty moves with the scope
+      }();
+      EXPECT_GT(pinned(*store), 0u) << "the blocks read are pinned while the scope lives";
+    }
+    EXPECT_EQ(pinned(*store), 0u) << "the moved scope released them when it ended";
+  }
+  EXPECT_EQ(pinned(*store), 0u);
+}
+
 TEST(TieredReference, AttendsExactlyLikeThePool) {
   for (const char* types : {"f32", "bf16", "q8", "q4"})
     for (const char* policy : {"rswa", "sparse", "full"}) {
@@ -61,7 +89,7 @@ TEST(TieredReference, AttendsExactlyLikeThePool) {
       const TieredStoreStats st = store->stats();
       EXPECT_EQ(st.bytes(), b.offloaded_bytes());
       EXPECT_GT(st.tiers[1].bytes, 0u) << "the file tier holds what RAM could not";
-      EXPECT_EQ(st.tiers[0].pinned_blocks + st.tiers[1].pinned_blocks, 0u) << "end_reads released every pin";
+      EXPECT_EQ(st.tiers[0].pinned_blocks + st.tiers[1].pinned_blocks, 0u) << "the read scopes released every pin";
       // The dense view reads the same bytes either way, and counting them pins nothing.
       EXPECT_EQ(b.visible_bytes(last), a.visible_bytes(last));
       EXPECT_EQ(store->stats().acquires, st.acquires);
