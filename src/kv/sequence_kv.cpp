@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kv/staged_group.h"
 
 namespace folio {
 
@@ -23,6 +24,7 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       rules_(policy.rules()),
       footprint_(pool, policy, block_tokens),
       block_tokens_(block_tokens),
+      offload_(pool, id),
       ring_(static_cast<size_t>(pool.layout().n_layers)),
       seg_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
       win_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
@@ -110,72 +112,28 @@ void SequenceKV::close_segment() {
 
 void SequenceKV::offload_reference(TieredStore* store) {
   if (length_ != 0) throw Error(Error::Kind::Internal, "offload_reference after the first append");
-  store_ = store;
+  offload_.attach(store);
 }
 
 void SequenceKV::offload(Segment& s) {
-  if (!store_ || s.offloaded || !s.live) return;
-  std::vector<std::vector<ColdBlock>> cold(s.blocks.size());
-  try {
-    for (size_t l = 0; l < s.blocks.size(); ++l)
-      for (int64_t id : s.blocks[l]) {
-        const KVBlock& b = pool_.block(id);
-        ColdBlock c;
-        c.key = {id_, static_cast<int64_t>(l), next_cold_++};
-        c.meta = b;
-        c.meta.k = c.meta.v = nullptr;
-        c.meta.k_params = c.meta.v_params = nullptr;
-        store_->put(c.key, std::span<const uint8_t>(b.k, b.bytes));
-        cold[l].push_back(c);
-      }
-  } catch (...) {
-    // All or nothing: the segment stays in the pool.
-    for (auto& layer : cold)
-      for (const ColdBlock& c : layer) store_->erase(c.key);
-    throw;
-  }
-  for (auto& layer : s.blocks) {
-    for (int64_t id : layer) {
-      offloaded_bytes_ += pool_.block(id).bytes;
-      pool_.release(id);
-    }
-    layer.clear();
-  }
-  s.cold = std::move(cold);
+  if (!offload_.attached() || s.offloaded || !s.live) return;
+  s.cold = offload_.move_out(s.blocks);
   s.offloaded = true;
 }
 
 void SequenceKV::erase_offloaded(Segment& s) {
   if (!s.offloaded) return;
-  for (auto& layer : s.cold)
-    for (const ColdBlock& c : layer) {
-      store_->erase(c.key);
-      offloaded_bytes_ -= c.meta.bytes;
-    }
-  s.cold.clear();
+  offload_.erase(s.cold);
   s.offloaded = false;
 }
 
 KVBlock SequenceKV::block_at(const Segment& s, size_t layer, size_t i, bool pin) const {
   if (!s.offloaded) return pool_.block(s.blocks[layer][i]);
-  const ColdBlock& c = s.cold[layer][i];
-  if (!pin) return c.meta;
-  uint8_t* base;
-  {
-    // The heads of a layer read the same blocks: one pin each until release_pins.
-    std::lock_guard lk(pin_mu_);
-    auto it = pinned_.find(c.key);
-    if (it == pinned_.end()) it = pinned_.emplace(c.key, store_->acquire(c.key)).first;
-    base = const_cast<uint8_t*>(it->second);
-  }
-  return place_block(pool_.layout(), base, c.meta.tokens, c.meta.k_type, c.meta.v_type);
+  const ReferenceOffload::ColdBlock& c = s.cold[layer][i];
+  return pin ? offload_.pin(c) : c.meta;
 }
 
-void SequenceKV::release_pins() const {
-  std::lock_guard lk(pin_mu_);
-  for (const auto& [key, ptr] : pinned_) store_->release(key);
-  pinned_.clear();
-}
+void SequenceKV::release_pins() const { offload_.release_pins(); }
 
 int64_t SequenceKV::append(int64_t n, bool reference) {
   if (n < 0) throw_invalid("cannot append a negative number of tokens");
@@ -381,52 +339,7 @@ void SequenceKV::restore(const ReferenceSnapshot& snap, size_t count) {
 }
 
 void SequenceKV::quantize_stage(int64_t stage, int64_t rows, int64_t dst) {
-  const KVLayout& lay = pool_.layout();
-  const KVBlock& s = pool_.block(stage);
-  const KVBlock& d = pool_.block(dst);
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
-  std::vector<float> x(static_cast<size_t>(rows * D)), row(static_cast<size_t>(lay.row_elems()));
-  std::vector<uint8_t> codes(kv_row_bytes(KVDType::Q8, vg));
-  const DType sk = kernels::kv_float_dtype(s.k_type), sv = kernels::kv_float_dtype(s.v_type);
-  for (int64_t h = 0; h < H; ++h) {
-    const uint8_t* src = s.k + static_cast<size_t>(h) * s.k_head_stride;
-    uint8_t* out = d.k + static_cast<size_t>(h) * d.k_head_stride;
-    if (kv_quantized(d.k_type)) {
-      convert_to_f32(sk, src, x.data(), rows * D);
-      kernels::quantize_key_group(d.k_type, x.data(), rows, D, out,
-                                  d.k_params + h * kernels::kv_params_per_group(d.k_type) * D);
-    } else {
-      std::copy_n(src, static_cast<size_t>(rows) * kv_row_bytes(d.k_type, D), out);
-    }
-  }
-  // Values: per token, in groups of vg channels that may span heads.
-  const size_t svb = kv_row_bytes(s.v_type, D), dvb = kv_row_bytes(d.v_type, D);
-  const int64_t groups = lay.row_elems() / vg, np = kernels::kv_params_per_group(d.v_type);
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!kv_quantized(d.v_type)) {
-      for (int64_t h = 0; h < H; ++h)
-        std::copy_n(s.v + static_cast<size_t>(h) * s.v_head_stride + static_cast<size_t>(r) * svb, dvb,
-                    d.v + static_cast<size_t>(h) * d.v_head_stride + static_cast<size_t>(r) * dvb);
-      continue;
-    }
-    for (int64_t h = 0; h < H; ++h)
-      convert_to_f32(sv, s.v + static_cast<size_t>(h) * s.v_head_stride + static_cast<size_t>(r) * svb,
-                     row.data() + h * D, D);
-    for (int64_t g = 0; g < groups; ++g) {
-      kernels::quantize_value_group(d.v_type, row.data() + g * vg, vg, codes.data(),
-                                    d.v_params + (r * groups + g) * np);
-      // Scatter the group's codes to the head rows it covers (codes of consecutive channels are
-      // contiguous in bytes, q4 included: groups and heads hold an even number of channels).
-      for (int64_t c = g * vg; c < (g + 1) * vg;) {
-        const int64_t h = c / D, in_head = c % D, n = std::min(D - in_head, (g + 1) * vg - c);
-        const size_t off = kv_row_bytes(d.v_type, c - g * vg), len = kv_row_bytes(d.v_type, n);
-        std::copy_n(codes.data() + off, len,
-                    d.v + static_cast<size_t>(h) * d.v_head_stride + static_cast<size_t>(r) * dvb +
-                        kv_row_bytes(d.v_type, in_head));
-        c += n;
-      }
-    }
-  }
+  quantize_staged_rows(pool_.layout(), pool_.block(stage), rows, pool_.block(dst));
 }
 
 void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* v) {

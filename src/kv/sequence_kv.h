@@ -26,6 +26,11 @@
 // (the decoder opens one per layer); the store may move an unpinned block between tiers at any time.
 // The pool keeps only the segment being filled and the window.
 //
+// SequenceKV keeps the storage (positions, segments, the ring); what each idea needs lives in its
+// own file: the policy's answers (policy_rules.h), the byte formula for append and admission
+// (kv_footprint.h), Quest selection (quest_selector.h), a staged group's quantisation
+// (staged_group.h) and the segments in a store with their read pins (reference_offload.h).
+//
 // Model code stores a token's K/V rows (store), then asks for the spans a query at that position
 // reads and hands them to kernels::attend. Within one layer, tokens must be stored in position
 // order, and under a window each generated token attended before the next is stored, which is
@@ -35,8 +40,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -46,6 +49,7 @@
 #include "kv/kv_policy.h"
 #include "kv/policy_rules.h"
 #include "kv/quest_selector.h"
+#include "kv/reference_offload.h"
 #include "kv/reference_snapshot.h"
 #include "kv/tiered_store.h"
 
@@ -106,7 +110,7 @@ class SequenceKV {
   };
   ReadScope read_scope() const { return ReadScope(*this); }
   // Bytes of this sequence's blocks in the store (0 without one).
-  size_t offloaded_bytes() const { return offloaded_bytes_; }
+  size_t offloaded_bytes() const { return offload_.bytes(); }
 
   // Reference reuse. snapshot_segments() is how many leading segments snapshot() can copy now: live
   // segments that hold only complete reference tokens (a quantised segment must be closed, i.e.
@@ -183,15 +187,10 @@ class SequenceKV {
   size_t bytes() const { return pool_.bytes_for(id_); }
 
  private:
-  // A block that lives in the store: its key and where its parts sit relative to its first byte.
-  struct ColdBlock {
-    BlockKey key;
-    KVBlock meta;  // pointers null; placed at the store's bytes by place_block when read
-  };
   struct Segment {
     int64_t first = 0, length = 0;
     bool offloaded = false;  // its blocks are in the store (`cold`), not in the pool (`blocks`)
-    std::vector<std::vector<ColdBlock>> cold;  // [layer] -> blocks in row order
+    ReferenceOffload::ColdLayers cold;  // [layer] -> blocks in row order
     int64_t before = 0;  // reference tokens in the segments before it (dropped ones included)
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
@@ -242,12 +241,7 @@ class SequenceKV {
   bool summarised_ = false;
   std::vector<int64_t> unit_starts_;  // positions given by begin_unit
   std::vector<size_t> focus_;         // sparse: segments read whole
-  TieredStore* store_ = nullptr;      // offload_reference
-  int64_t next_cold_ = 0;             // next BlockKey::block number in the store
-  size_t offloaded_bytes_ = 0;
-  mutable std::mutex pin_mu_;         // queries of one sequence run on many threads
-  // Blocks pinned since the last release_pins, by key (one pin per block, whichever heads read it).
-  mutable std::unordered_map<BlockKey, const uint8_t*, BlockKeyHash> pinned_;
+  ReferenceOffload offload_;          // offload_reference: the segments in the store, and read pins
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
   // group k in slot k % size (quantised window); empty until generation starts.
