@@ -1,4 +1,4 @@
-#include "cli/subprocess.h"
+#include "bench/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,4 +1,4 @@
-#include "cli/bench_report_plan.h"
+#include "bench/bench_report_plan.h"
 
 #include <algorithm>
 #include <utility>

@@ -17,11 +17,11 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/bench_report_plan.h"
-#include "cli/bench_report_render.h"
+#include "bench/bench_report_plan.h"
+#include "bench/bench_report_render.h"
 #include "cli/commands.h"
-#include "cli/machine_info.h"
-#include "cli/subprocess.h"
+#include "bench/machine_info.h"
+#include "bench/subprocess.h"
 #include "core/error.h"
 #include "runtime/default_model.h"
 

@@ -1,4 +1,4 @@
-#include "cli/bench_report_render.h"
+#include "bench/bench_report_render.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "cli/bench_report_plan.h"
+#include "bench/bench_report_plan.h"
 
 namespace folio::cli {
 

@@ -1,4 +1,4 @@
-#include "cli/machine_info.h"
+#include "bench/machine_info.h"
 
 #include <cstdio>
 #include <ctime>
@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "kernels/cpu/cpu_features.h"
-#include "cli/subprocess.h"
+#include "bench/subprocess.h"
 
 namespace folio::cli {
 
