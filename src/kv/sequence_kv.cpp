@@ -240,9 +240,18 @@ void SequenceKV::drop_segment(size_t index) {
 }
 
 size_t SequenceKV::worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
-                                    std::span<const int64_t> segments, int64_t generated) {
+                                    std::span<const int64_t> segments, int64_t generated, bool reference_offloaded) {
   if (segments.empty()) return 0;
   const KVFootprint f(pool, policy, block_tokens);
+  if (reference_offloaded) {
+    // A segment leaves the pool when the next starts, before the next takes any block; under a
+    // window the last one leaves when generation starts, before the ring is allocated.
+    size_t largest_open = 0;
+    for (size_t i = 0; i + 1 < segments.size(); ++i) largest_open = std::max(largest_open, f.open_segment(segments[i]));
+    const size_t last = policy.windowed() ? std::max(f.open_segment(segments.back()), generated > 0 ? f.window() : 0)
+                                          : f.open_segment(segments.back() + generated);
+    return static_cast<size_t>(pool.layout().n_layers) * std::max(largest_open, last);
+  }
   size_t before_last = 0;
   for (size_t i = 0; i + 1 < segments.size(); ++i) before_last += f.closed_segment(segments[i]);
   size_t per_layer;

@@ -169,8 +169,11 @@ class SequenceKV {
   // The most pool bytes a sequence can hold with reference segments of `segments` tokens (in order)
   // and `generated` generated tokens stored, under `policy`, in `pool`'s layout with `block_tokens`
   // rows per float block: what admission reserves. An upper bound on bytes() at every moment.
+  // reference_offloaded: the sequence moves every complete segment to a store (offload_reference),
+  // so the pool holds only the segment being filled (under `full`, the last one and the output) and
+  // the window.
   static size_t worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
-                                 std::span<const int64_t> segments, int64_t generated);
+                                 std::span<const int64_t> segments, int64_t generated, bool reference_offloaded = false);
 
   SeqId id() const { return id_; }
   const KVPolicy& policy() const { return policy_; }

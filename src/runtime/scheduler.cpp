@@ -78,12 +78,12 @@ void Scheduler::stop() {
   else shut_down();  // synchronous: what is left ends here
 }
 
-size_t Scheduler::kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens) const {
+size_t Scheduler::kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens, bool reference_offloaded) const {
   int64_t prompt_tokens = 0;
   for (int64_t n : part_tokens) prompt_tokens += n;
   // Generated tokens that are fed back (and so stored): all but the last, within the context.
   const int64_t fed = std::max<int64_t>(0, std::min(max_tokens - 1, dec_.config().max_positions - prompt_tokens));
-  return SequenceKV::worst_case_bytes(pool_, opt_.policy, opt_.block_tokens, part_tokens, fed);
+  return SequenceKV::worst_case_bytes(pool_, opt_.policy, opt_.block_tokens, part_tokens, fed, reference_offloaded);
 }
 
 Submission Scheduler::submit(SequenceRequest r) {
@@ -115,6 +115,7 @@ Submission Scheduler::submit(SequenceRequest r) {
   if (r.rolling && !opt_.policy.rolls())
     throw_invalid("a rolling reference needs the rolling KV policy, not " + opt_.policy.name());
   if (r.rolling_page_tokens < 0) throw_invalid("rolling page tokens must not be negative");
+  if (!r.reference_store) r.reference_store = opt_.reference_store;
   if (r.reference_store && prefix_.enabled()) throw_invalid("a reference store does not combine with the prefix cache");
   std::vector<int64_t> part_tokens;
   int64_t largest_page = r.rolling_page_tokens;
@@ -123,7 +124,7 @@ Submission Scheduler::submit(SequenceRequest r) {
   // Rolling: a page that enters takes the place of one that left, and may be as large as any.
   for (const ReferencePart& part : r.reference)
     part_tokens.push_back(r.rolling && part.page ? largest_page : static_cast<int64_t>(part.ids.size()));
-  const size_t need = kv_bytes_needed(part_tokens, r.max_tokens);
+  const size_t need = kv_bytes_needed(part_tokens, r.max_tokens, r.reference_store != nullptr);
   // Hashing the parts here keeps it off the scheduler thread.
   std::vector<std::string> keys;
   if (prefix_.enabled() && opt_.policy.reference_reusable()) keys = prefix_keys(r.reference);
@@ -165,8 +166,13 @@ void Scheduler::cancel(RequestId id) {
 }
 
 SchedulerStats Scheduler::stats() const {
-  std::lock_guard lk(mu_);
-  return stats_;
+  SchedulerStats s;
+  {
+    std::lock_guard lk(mu_);
+    s = stats_;
+  }
+  if (opt_.reference_store) s.reference_store = opt_.reference_store->stats();
+  return s;
 }
 
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,

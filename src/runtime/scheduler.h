@@ -78,6 +78,10 @@ struct SchedulerOptions {
   size_t max_queue = 64;         // requests waiting for admission at most; more are refused
   int64_t block_tokens = 16;     // KV block size of each sequence
   size_t prefix_cache_bytes = 0; // reference KV kept for reuse across requests; 0 = none
+  // When set, every request without a store of its own moves its complete reference segments here
+  // (SequenceRequest::reference_store); admission then reserves only what stays in the pool. Must
+  // outlive the scheduler; not with a prefix cache.
+  TieredStore* reference_store = nullptr;
   bool synchronous = false;      // no scheduler thread: the caller drives it with run_until_idle()
   // Admission waits until the pool can hold a request's worst case on top of what running ones may
   // still claim, and a request whose worst case exceeds the pool's capacity is refused at submit.
@@ -118,6 +122,7 @@ struct SchedulerStats {
   uint64_t prompt_tokens = 0;    // prefilled, in total
   uint64_t generated_tokens = 0; // sampled, in total
   PrefixKVStats prefix_cache;    // reference KV reuse across requests
+  std::optional<TieredStoreStats> reference_store;  // SchedulerOptions::reference_store, read live
 };
 
 class Scheduler {
@@ -148,7 +153,8 @@ class Scheduler {
   // Worst-case pool bytes of a request (SequenceKV::worst_case_bytes): its reference parts, each a
   // segment of blocks, plus under a window the window ring (under full, the blocks of every
   // generated token fed back), in the pool's storage types.
-  size_t kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens) const;
+  // reference_offloaded: its complete segments go to a reference store.
+  size_t kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t max_tokens, bool reference_offloaded = false) const;
   // ... of a reference in one part.
   size_t kv_bytes_needed(int64_t prompt_tokens, int64_t max_tokens) const {
     return kv_bytes_needed(std::span<const int64_t>(&prompt_tokens, 1), max_tokens);

@@ -120,6 +120,9 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     out += "folio_kv_bytes{tier=\"ram\"} " + std::to_string(s->kv_bytes_in_use) + "\n";
     // Reference KV kept after its requests ended, for reuse (outside the pool and its budget).
     out += "folio_kv_bytes{tier=\"prefix_cache\"} " + std::to_string(s->prefix_cache.bytes) + "\n";
+    // The tiered reference (inference.kv_offload_dir): each tier of the store by its name.
+    if (s->reference_store)
+      for (const TierStats& t : s->reference_store->tiers) out += "folio_kv_bytes{tier=\"offload_" + t.name + "\"} " + std::to_string(t.bytes) + "\n";
     gauge(out, "folio_kv_capacity_bytes", "KV pool capacity (0 = unlimited)", static_cast<double>(s->kv_bytes_capacity));
     gauge(out, "folio_kv_peak_bytes", "most KV bytes in use at once", static_cast<double>(s->kv_bytes_peak));
     gauge(out, "folio_kv_reserved_bytes", "KV bytes running sequences may still claim", static_cast<double>(s->kv_bytes_reserved));
@@ -141,6 +144,12 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     gauge(out, "folio_prefix_cache_entries", "reference KV copies kept", static_cast<double>(p.entries));
     gauge(out, "folio_prefix_cache_capacity_bytes", "inference.prefix_cache_bytes", static_cast<double>(p.capacity));
     gauge(out, "folio_batch_size_max", "most sequences in one forward pass", static_cast<double>(s->max_batch_seen));
+    if (s->reference_store) {
+      header(out, "folio_kv_offload_acquires_total", "counter", "offloaded reference blocks pinned for reading");
+      out += "folio_kv_offload_acquires_total " + std::to_string(s->reference_store->acquires) + "\n";
+      header(out, "folio_kv_offload_misses_total", "counter", "of those, not served from RAM (read from the file tier)");
+      out += "folio_kv_offload_misses_total " + std::to_string(s->reference_store->misses) + "\n";
+    }
   }
   return out;
 }

@@ -179,6 +179,12 @@ const std::vector<Key>& keys() {
                  [](ServerConfig& c, const Value& v) { c.inference.reference_cache_bytes = v.u; return std::string(); }});
     k.push_back({"inference.prefix_cache_bytes", Type::UInt, "bytes of reference KV kept, so a request repeating a reference's leading parts skips their prefill (0 = none)",
                  [](ServerConfig& c, const Value& v) { c.inference.prefix_cache_bytes = v.u; return std::string(); }});
+    k.push_back({"inference.kv_offload_dir", Type::String, "directory of the tiered reference's file tier: complete reference segments leave the KV pool for RAM, then this file ('' = the pool holds everything; needs prefix_cache_bytes: 0)",
+                 [](ServerConfig& c, const Value& v) { c.inference.kv_offload_dir = v.s; return std::string(); }});
+    k.push_back({"inference.kv_hot_bytes", Type::UInt, "tiered reference: bytes kept in RAM (0 = unlimited)",
+                 [](ServerConfig& c, const Value& v) { c.inference.kv_hot_bytes = v.u; return std::string(); }});
+    k.push_back({"inference.kv_cold_bytes", Type::UInt, "tiered reference: bytes of the file tier at most",
+                 [](ServerConfig& c, const Value& v) { c.inference.kv_cold_bytes = v.u; return std::string(); }});
     k.push_back({"server.host", Type::String, "address to listen on",
                  [](ServerConfig& c, const Value& v) {
                    c.server.host = v.s;
@@ -387,6 +393,10 @@ ServerConfig load_server_config(const ConfigSources& src) {
     if (!k) throw_invalid("unknown option --" + name);
     apply(cfg, *k, value, "option --" + name);
   }
+  // Offloaded reference KV is read from the store; copies kept for reuse would sit in RAM again.
+  if (!cfg.inference.kv_offload_dir.empty() && cfg.inference.prefix_cache_bytes > 0)
+    throw_invalid("inference.kv_offload_dir does not combine with the prefix cache: set inference.prefix_cache_bytes to 0 "
+                  "(--inference.prefix_cache_bytes 0) to offload reference KV");
   return cfg;
 }
 

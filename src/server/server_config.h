@@ -46,6 +46,10 @@ struct ServerConfig {
     int64_t threads = 0;               // compute threads; 0 = one per core
     uint64_t reference_cache_bytes = uint64_t{256} << 20;  // prepared OCR references kept; 0 = no reuse
     uint64_t prefix_cache_bytes = uint64_t{256} << 20;     // reference KV kept for reuse; 0 = none
+    // Tiered reference: complete reference segments leave the pool for RAM (kv_hot_bytes) then a
+    // mapped file in kv_offload_dir (kv_cold_bytes); "" = the pool holds everything.
+    std::string kv_offload_dir;
+    uint64_t kv_hot_bytes = uint64_t{64} << 20, kv_cold_bytes = uint64_t{64} << 30;
   } inference;
   struct Server {
     std::string host = "127.0.0.1";

@@ -1,7 +1,9 @@
 #include "server/service.h"
 #include "server/stop_strings.h"
 #include "server/tokenize_request.h"
+#include "kv/file_tier.h"
 #include "kv/kv_dtype.h"
+#include "kv/ram_tier.h"
 
 #include <httplib.h>
 
@@ -209,6 +211,15 @@ void Service::load() {
   so.prefill_chunk = cfg_.inference.prefill_chunk;
   so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
   so.prefix_cache_bytes = static_cast<size_t>(cfg_.inference.prefix_cache_bytes);
+  if (!cfg_.inference.kv_offload_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg_.inference.kv_offload_dir, ec);
+    if (ec) throw Error(Error::Kind::Io, "inference.kv_offload_dir: cannot create " + cfg_.inference.kv_offload_dir + ": " + ec.message());
+    reference_store_ = std::make_unique<TieredStore>(
+        std::make_unique<RamTier>(static_cast<size_t>(cfg_.inference.kv_hot_bytes)),
+        std::make_unique<FileTier>(cfg_.inference.kv_offload_dir, static_cast<size_t>(cfg_.inference.kv_cold_bytes)));
+    so.reference_store = reference_store_.get();
+  }
   scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
   loaded_ = true;
 }

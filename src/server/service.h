@@ -174,6 +174,7 @@ class Service {
   std::mutex encode_mu_;
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KVBlockPool> pool_;
+  std::unique_ptr<TieredStore> reference_store_;  // inference.kv_offload_dir; outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
   std::atomic<bool> loaded_{false};
   std::atomic<bool> draining_{false};

@@ -10,8 +10,12 @@
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kv/kv_dtype.h"
+#include "kv/file_tier.h"
+#include "kv/ram_tier.h"
 #include "kv/sequence_kv.h"
+#include "kv/tiered_store.h"
 #include "sequence_fill.h"
+#include "tier_test_util.h"
 
 namespace folio {
 namespace {
@@ -142,6 +146,34 @@ TEST(ReferenceSnapshot, WorstCaseBytesBoundsThePoolPeak) {
         EXPECT_GE(worst, peak);
         if (!types_of(types).any_quantized()) EXPECT_EQ(worst, peak);
         else EXPECT_LT(worst, peak * 5 / 4) << "an upper bound, but not a wild one";
+      }
+}
+
+// With the reference offloaded to a store, the pool holds only the segment being filled and the
+// window: what admission reserves then (worst_case_bytes with reference_offloaded) still bounds the
+// pool's peak, exactly for float storage, and is below the in-pool worst case.
+TEST(ReferenceSnapshot, OffloadedWorstCaseBytesBoundsThePoolPeak) {
+  for (const char* types : {"f32", "bf16", "q8", "q4"})
+    for (const char* policy : {"rswa", "full"})
+      for (int64_t gen : {0, 1, 16, 100}) {
+        SCOPED_TRACE(std::string(types) + " " + policy + " generated " + std::to_string(gen));
+        KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, types_of(types)), 0);
+        test::ScratchDir dir;
+        TieredStore store(std::make_unique<RamTier>(size_t{1} << 30), std::make_unique<FileTier>(dir.path(), size_t{1} << 30, 4096));
+        const KVPolicy pol = KVPolicy::parse(policy, 16);
+        {
+          SequenceKV kv(pool, 1, pol);
+          kv.offload_reference(&store);
+          for (int64_t n : kSegments) append_segment(kv, n);
+          generate(kv, gen);
+          EXPECT_GT(kv.offloaded_bytes(), 0u);
+        }
+        const size_t worst = SequenceKV::worst_case_bytes(pool, pol, 16, kSegments, gen, true);
+        EXPECT_GE(worst, pool.peak_bytes());
+        if (!types_of(types).any_quantized()) {
+          EXPECT_EQ(worst, pool.peak_bytes());
+        }
+        EXPECT_LT(worst, SequenceKV::worst_case_bytes(pool, pol, 16, kSegments, gen));
       }
 }
 

@@ -267,6 +267,39 @@ TEST_F(OcrHttp, RollingReadsTheDocumentWithOnePageResident) {
   EXPECT_LT(want.stats.kv_bytes_peak * 2, run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), dense, threads).stats.kv_bytes_peak);
 }
 
+// inference.kv_offload_dir: complete reference segments leave the pool for a RAM tier, then a file,
+// as `folio ocr --kv-offload` does; the answer is the same, the pool holds less, and /metrics shows
+// the store's tiers and reads. It needs the prefix cache off, and says so.
+TEST_F(OcrHttp, KVOffloadServesTheSameAnswerWithLessInThePool) {
+  ServerConfig c = config();
+  c.inference.kv_offload_dir = (*dir_ / "offload").string();
+  c.inference.kv_hot_bytes = 64 << 10;  // most of it goes to the file
+  c.inference.prefix_cache_bytes = 0;
+  auto svc = serve(c);
+  auto cli = client(*svc);
+  const OcrResult want = expected({*three_pdf_});
+  auto r = cli.Post("/v1/ocr", file_body(*three_pdf_, "three.pdf").dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["markdown"], want.markdown);
+  expect_pages_equal(j["pages"], want, {"three.pdf", "three.pdf", "three.pdf"});
+  const std::string m = cli.Get("/metrics")->body;
+  EXPECT_GT(metric(m, "folio_kv_offload_acquires_total"), 0);
+  EXPECT_GT(metric(m, "folio_kv_offload_misses_total"), 0) << "the file tier was read";
+  EXPECT_EQ(metric(m, "folio_kv_bytes{tier=\"offload_ram\"}"), 0) << "the request ended: its blocks left the store";
+  EXPECT_LT(metric(m, "folio_kv_peak_bytes"), static_cast<double>(want.stats.kv_bytes_peak));
+
+  ConfigSources both;
+  both.flags["inference.kv_offload_dir"] = (*dir_ / "offload").string();
+  try {
+    load_server_config(both);
+    ADD_FAILURE() << "the prefix cache is on by default: offload must be refused with it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("inference.prefix_cache_bytes"), std::string::npos) << e.what();
+  }
+}
+
 // The KV policies and storage types of `folio ocr` also serve: sparse attention over quantised KV
 // gives what run_ocr gives with the same settings, and the pool accounts the quantised blocks.
 TEST_F(OcrHttp, SparseOverQuantisedKVMatchesRunOcr) {
