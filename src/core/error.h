@@ -18,8 +18,18 @@ class Error : public std::runtime_error {
 
   Kind kind() const { return kind_; }
 
-  // Exit code a CLI should use for this error: 2 for anything the user can fix.
-  int exit_code() const { return kind_ == Kind::Internal ? 1 : 2; }
+  // What each kind means at an entry point, from one table (error.cpp): the CLI's exit code (2 for
+  // anything the user can fix, 1 for a bug), and the HTTP status, OpenAI error type and code the
+  // server answers with.
+  struct Mapping {
+    int exit_code;
+    int http_status;
+    const char* type;
+    const char* code;
+  };
+  static const Mapping& mapping(Kind kind);
+  const Mapping& mapping() const { return mapping(kind_); }
+  int exit_code() const { return mapping().exit_code; }
 
  private:
   Kind kind_;

@@ -251,8 +251,9 @@ Service::Handler Service::guarded(Handler h) {
       if (e.status == 503 && !res.has_header("Retry-After")) res.set_header("Retry-After", "1");
       send_error(res, e);
     } catch (const Error& e) {
-      ApiError a = e.kind() == Error::Kind::Internal ? ApiError(500, "server_error", "internal_error", e.what())
-                                                     : bad_request("invalid_request", e.what());
+      const Error::Mapping& m = e.mapping();
+      ApiError a(m.http_status, m.type, m.code, e.what());
+      if (a.status == 503) a.retry_after_s = 1;
       metrics_.count_rejection(a.code);
       send_error(res, a);
     } catch (const std::exception& e) {
