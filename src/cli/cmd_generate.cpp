@@ -116,7 +116,7 @@ Runner add_generate(CLI::App& app) {
     if (a->show_stats) {
       double n = static_cast<double>(res.tokens.size());
       std::fprintf(stderr, "prompt %zu tokens, prefill %.1f ms; generated %zu tokens (%s), %.2f tokens/s; KV peak %zu bytes\n",
-                   prompt.size(), res.prefill_ms, res.tokens.size(), res.stop_reason.c_str(),
+                   prompt.size(), res.prefill_ms, res.tokens.size(), std::string(res.stop_reason.name()).c_str(),
                    res.decode_ms > 0 ? n * 1000.0 / res.decode_ms : 0.0, res.kv_bytes_peak);
     }
     return 0;

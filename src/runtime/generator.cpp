@@ -31,7 +31,7 @@ GenerationResult generation_result(SequenceResult s) {
   GenerationResult r;
   r.tokens = std::move(s.tokens);
   r.predicted = std::move(s.predicted);
-  r.stop_reason = s.stop_reason == "cancelled" ? "stopped" : s.stop_reason;  // on_token said stop
+  r.stop_reason = s.stop_reason == StopReason::Cancelled ? StopReason(StopReason::Stopped) : s.stop_reason;  // on_token said stop
   r.reference_tokens = s.reference_tokens;
   r.produce_ms = s.produce_ms;
   r.prefill_ms = s.prefill_ms;
@@ -73,7 +73,7 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
         if (!items[i].on_token(t)) scheduler.cancel(ids[i]);  // takes effect at once
       };
     r.on_done = [&, i](const SequenceResult& s) {
-      if (s.stop_reason == "error") {
+      if (s.stop_reason == StopReason::Error) {
         if (!first_error) first_error = s.exception ? s.exception : std::make_exception_ptr(Error(Error::Kind::Internal, s.error));
         for (RequestId id : ids) scheduler.cancel(id);  // the others end too
         return;

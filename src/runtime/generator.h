@@ -42,7 +42,7 @@ struct GenerationOptions : DecodingOptions {
 struct GenerationResult {
   std::vector<int32_t> tokens;   // generated ids (the EOS that stopped generation included)
   std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
-  std::string stop_reason;       // "eos", "length", "context", "stopped"
+  StopReason stop_reason;        // Eos, Length, Context, Stopped
   int64_t reference_tokens = 0;  // P
   double produce_ms = 0;         // time spent producing embedding parts (e.g. encoding pages)
   double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)

@@ -323,7 +323,7 @@ void OcrRun::absorb(GenerationResult r) {
   st.encode_ms += r.produce_ms;
   st.prefill_ms += r.prefill_ms;
   st.decode_ms += r.decode_ms;
-  st.stop_reasons.push_back(r.stop_reason);
+  st.stop_reasons.push_back(std::string(r.stop_reason.name()));
 }
 
 nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {

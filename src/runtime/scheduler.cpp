@@ -175,7 +175,7 @@ SchedulerStats Scheduler::stats() const {
   return s;
 }
 
-void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,
+void Scheduler::finish(Active& a, StopReason reason, const std::string& error, std::vector<Done>& done,
                        std::exception_ptr exception) {
   if (a.finished) return;
   a.finished = true;
@@ -206,7 +206,7 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   done.push_back({std::move(a.req.on_done), std::move(r)});
 }
 
-Scheduler::Done& Scheduler::end_waiting(Waiting& w, const std::string& reason, const std::string& error, std::vector<Done>& done) {
+Scheduler::Done& Scheduler::end_waiting(Waiting& w, StopReason reason, const std::string& error, std::vector<Done>& done) {
   SequenceResult r;
   r.id = w.id;
   r.stop_reason = reason;
@@ -221,7 +221,7 @@ void Scheduler::admit(std::vector<Done>& done) {
   const auto now = Clock::now();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->req.deadline && now >= *it->req.deadline) {
-      end_waiting(*it, "timeout", "", done).result.queue_ms = ms_between(it->submitted, now);
+      end_waiting(*it, StopReason::Timeout, "", done).result.queue_ms = ms_between(it->submitted, now);
       it = waiting_.erase(it);
     } else {
       ++it;
@@ -264,8 +264,8 @@ void Scheduler::admit(std::vector<Done>& done) {
 void Scheduler::reap(std::vector<Done>& done) {
   const auto now = Clock::now();
   for (auto& a : running_) {
-    if (a->cancel) finish(*a, "cancelled", "", done);
-    else if (a->req.deadline && now >= *a->req.deadline) finish(*a, "timeout", "", done);
+    if (a->cancel) finish(*a, StopReason::Cancelled, "", done);
+    else if (a->req.deadline && now >= *a->req.deadline) finish(*a, StopReason::Timeout, "", done);
   }
   std::erase_if(running_, [](const auto& a) { return a->finished; });
 }
@@ -333,16 +333,16 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
   a.last_token = at;
   if (a.req.on_token) a.req.on_token(tok);
   if (a.req.stop_at_eos && tok == cfg.eos_id) {
-    finish(a, "eos", "", done);
+    finish(a, StopReason::Eos, "", done);
     return;
   }
   if (a.req.on_token && cancel_requested(a.id)) {
-    finish(a, "cancelled", "", done);
+    finish(a, StopReason::Cancelled, "", done);
     return;
   }
   const size_t n = a.tokens.size();
   if (static_cast<int64_t>(n) >= a.req.max_tokens || (!a.req.teacher.empty() && n == a.req.teacher.size())) {
-    finish(a, "length", "", done);
+    finish(a, StopReason::Length, "", done);
     return;
   }
   if (tok == a.req.page_separator) {
@@ -365,14 +365,14 @@ void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at
     }
     if (page) {
       if (page->ids.empty()) {
-        finish(a, "error", "rolling reference: an empty page entered", done);
+        finish(a, StopReason::Error, "rolling reference: an empty page entered", done);
         return;
       }
       a.entering = std::move(page);
       return;  // the context is checked once it is in
     }
   }
-  if (a.kv->length() + 1 > cfg.max_positions) finish(a, "context", "", done);
+  if (a.kv->length() + 1 > cfg.max_positions) finish(a, StopReason::Context, "", done);
 }
 
 void Scheduler::take_cached_first_tokens(std::vector<Done>& done) {
@@ -383,7 +383,7 @@ void Scheduler::take_cached_first_tokens(std::vector<Done>& done) {
     if (a.pending_logits.empty()) continue;
     std::vector<float> row = std::move(a.pending_logits);
     a.pending_logits.clear();
-    if (a.req.max_tokens == 0) finish(a, "length", "", done);
+    if (a.req.max_tokens == 0) finish(a, StopReason::Length, "", done);
     else take_token(a, row, Clock::now(), done);
   }
 }
@@ -455,7 +455,7 @@ Scheduler::Batch Scheduler::gather_batch(std::vector<Done>& done) {
       b.prefill.push_back(n);
     } catch (const std::exception& e) {
       // A producer or hook of this request failed: it ends alone, the batch goes on.
-      finish(a, "error", e.what(), done, std::current_exception());
+      finish(a, StopReason::Error, e.what(), done, std::current_exception());
     }
   }
   return b;
@@ -479,7 +479,7 @@ bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row
     // is fed back.
     if (part_done) {
       a.entering.reset();
-      if (a.kv->length() + 1 > dec_.config().max_positions) finish(a, "context", "", done);
+      if (a.kv->length() + 1 > dec_.config().max_positions) finish(a, StopReason::Context, "", done);
     }
     return false;
   }
@@ -489,7 +489,7 @@ bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row
   // What the first token is sampled from, for a later request with the same reference.
   if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
   if (a.req.max_tokens == 0) {
-    finish(a, "length", "", done);
+    finish(a, StopReason::Length, "", done);
     return false;
   }
   return true;
@@ -509,7 +509,7 @@ void Scheduler::step(std::vector<Done>& done) {
     // Admission reserves every sequence's worst case, so this is a bug, a broken model or a pool
     // without reservation (reserve_worst_case off); the decoder rolled every sequence back, and the
     // batch's requests end with the error.
-    for (Active* a : b.owners) finish(*a, "error", e.what(), done, std::current_exception());
+    for (Active* a : b.owners) finish(*a, StopReason::Error, e.what(), done, std::current_exception());
     return drop_finished();
   }
   counters_.steps++;
@@ -583,7 +583,7 @@ void Scheduler::run_until_idle() {
       std::lock_guard lk(mu_);
       if (!idle || admissions_ != admitted || !running_.empty() || waiting_.empty()) continue;
       Waiting& w = waiting_.front();
-      end_waiting(w, "error", "the KV pool cannot hold the request's worst case (" + std::to_string(w.need) + " bytes)", done);
+      end_waiting(w, StopReason::Error, "the KV pool cannot hold the request's worst case (" + std::to_string(w.need) + " bytes)", done);
       waiting_.pop_front();
     }
     for (Done& d : done)
@@ -604,7 +604,7 @@ void Scheduler::iterate() {
     cancels.swap(cancels_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if (cancels.count(it->id)) {
-        end_waiting(*it, "cancelled", "", done);
+        end_waiting(*it, StopReason::Cancelled, "", done);
         it = waiting_.erase(it);
       } else {
         ++it;
@@ -619,7 +619,7 @@ void Scheduler::iterate() {
     step(done);
   } catch (const std::exception& e) {
     // A callback or the sampler failed: end everything running rather than spin on it.
-    for (auto& a : running_) finish(*a, "error", e.what(), done, std::current_exception());
+    for (auto& a : running_) finish(*a, StopReason::Error, e.what(), done, std::current_exception());
     running_.clear();
   }
   publish_stats();
@@ -630,12 +630,12 @@ void Scheduler::iterate() {
 void Scheduler::shut_down() {
   // Stopping: everything still here is cancelled.
   std::vector<Done> done;
-  for (auto& a : running_) finish(*a, "cancelled", "", done);
+  for (auto& a : running_) finish(*a, StopReason::Cancelled, "", done);
   running_.clear();
   {
     std::lock_guard lk(mu_);
     for (Waiting& w : waiting_) {
-      end_waiting(w, "cancelled", "", done);
+      end_waiting(w, StopReason::Cancelled, "", done);
     }
     waiting_.clear();
   }

@@ -200,8 +200,8 @@ class Scheduler {
   Decoder::Input decode_input(Active& a);
   bool advance_prefill(Active& a, int64_t n, std::span<const float> row, std::vector<Done>& done);
   // A request that never ran ends: its result (no tokens) joins `done`, which the caller may amend.
-  Done& end_waiting(Waiting& w, const std::string& reason, const std::string& error, std::vector<Done>& done);
-  void finish(Active& a, const std::string& reason, const std::string& error, std::vector<Done>& done,
+  Done& end_waiting(Waiting& w, StopReason reason, const std::string& error, std::vector<Done>& done);
+  void finish(Active& a, StopReason reason, const std::string& error, std::vector<Done>& done,
               std::exception_ptr exception = nullptr);
   void reuse_prefix(Active& a);
   void refocus(Active& a);

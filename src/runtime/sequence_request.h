@@ -16,6 +16,7 @@
 
 #include "kv/kv_policy.h"
 #include "kv/tiered_store.h"
+#include "runtime/stop_reason.h"
 #include "text/sampler.h"
 
 namespace folio {
@@ -89,7 +90,7 @@ struct DecodingOptions {
 
 struct SequenceResult {
   RequestId id = -1;
-  std::string stop_reason;       // eos | length | context | cancelled | timeout | error
+  StopReason stop_reason;        // runtime/stop_reason.h
   std::string error;             // what went wrong, for "error"
   std::exception_ptr exception;  // ... and the exception that said so, when one did
   std::vector<int32_t> tokens;   // generated ids (a stopping EOS included)

@@ -49,11 +49,11 @@ inline std::optional<ApiError> rejection_error(const Submission& sub) {
 
 // A generation that did not end normally (timeout 504, cancelled 503, error 500), as an API error.
 inline std::optional<ApiError> generation_error(const SequenceResult& r, double timeout_s) {
-  if (r.stop_reason == "timeout")
+  if (r.stop_reason == StopReason::Timeout)
     return ApiError(504, "server_error", "timeout",
                     "the request did not finish within server.request_timeout_s (" + std::to_string(timeout_s) + " s)");
-  if (r.stop_reason == "cancelled") return ApiError(503, "server_error", "shutting_down", "the request was cancelled: the server is shutting down");
-  if (r.stop_reason == "error") return ApiError(500, "server_error", "generation_failed", "generation failed: " + r.error);
+  if (r.stop_reason == StopReason::Cancelled) return ApiError(503, "server_error", "shutting_down", "the request was cancelled: the server is shutting down");
+  if (r.stop_reason == StopReason::Error) return ApiError(500, "server_error", "generation_failed", "generation failed: " + r.error);
   return std::nullopt;
 }
 

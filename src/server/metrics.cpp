@@ -69,7 +69,7 @@ void ServerMetrics::count_cancelled_by_client() {
 
 void ServerMetrics::record_generation(const SequenceResult& r) {
   std::lock_guard lk(mu_);
-  finished_[r.stop_reason]++;
+  finished_[std::string(r.stop_reason.name())]++;
   prompt_tokens_ += static_cast<uint64_t>(r.prompt_tokens);
   completion_tokens_ += r.tokens.size();
   queue_.observe(r.queue_ms / 1000.0);

@@ -453,7 +453,7 @@ json OcrJob::result() const {
   for (const auto& p : passes_) {
     if (p->result) {
       ref_tokens += p->result->prompt_tokens;
-      stops.push_back(p->result->stop_reason);
+      stops.push_back(std::string(p->result->stop_reason.name()));
       // Passes run side by side: the first token of any, the longest decode of all.
       if (!p->result->tokens.empty() && (ttft_ms == 0 || p->result->ttft_ms < ttft_ms)) ttft_ms = p->result->ttft_ms;
       decode_ms = std::max(decode_ms, p->result->decode_ms);

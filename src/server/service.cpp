@@ -40,7 +40,7 @@ void send_error(httplib::Response& res, const ApiError& e) {
 }
 
 // OpenAI's finish_reason for a scheduler stop reason (stop_string: a `stop` string was found).
-std::string finish_reason(const std::string& stop) { return stop == "eos" || stop == "stop_string" ? "stop" : "length"; }
+std::string finish_reason(StopReason stop) { return stop == StopReason::Eos || stop == StopReason::StopString ? "stop" : "length"; }
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -65,7 +65,7 @@ void note_result(const SequenceResult& r) {
   t_access.completion_tokens = static_cast<int64_t>(r.tokens.size());
   t_access.queue_ms = r.queue_ms;
   t_access.ttft_ms = r.ttft_ms;
-  t_access.finish = r.stop_reason;
+  t_access.finish = r.stop_reason.name();
 }
 
 // A stream whose client went away: noted, and false for the content provider to return.
@@ -791,7 +791,7 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
     if (!stops.stopped()) text += stops.push(detok.flush());
     text += stops.finish();
   }
-  if (stops.stopped()) r.stop_reason = "stop_string";  // the sequence was cancelled for it: not an error
+  if (stops.stopped()) r.stop_reason = StopReason::StopString;  // the sequence was cancelled for it: not an error
   note_result(r);
   if (auto e = generation_error(r, cfg_.server.request_timeout_s)) throw *e;
   res.set_content(dump(chat_completion(ids.id, ids.created, model_id_, text, finish_reason(r.stop_reason), usage_json(r),
@@ -884,7 +884,7 @@ bool Service::chat_stream_end(ChatStreamState& st, SequenceResult& result, const
   // a stop string, which decides the finish reason.
   std::string tail = st.stops.stopped() ? std::string() : st.detok.flush();
   if (!st.stops.empty()) tail = st.stops.push(tail) + st.stops.finish();
-  if (st.stops.stopped()) result.stop_reason = "stop_string";
+  if (st.stops.stopped()) result.stop_reason = StopReason::StopString;
   note_result(result);
   if (auto e = generation_error(result, cfg_.server.request_timeout_s)) return send(e->body());
   if (!tail.empty() && !send(st.chunk({{"content", tail}}, nullptr))) return false;
