@@ -29,6 +29,7 @@ struct OcrArgs {
   bool policy_given = false;
   size_t pages_per_pass = 0;
   size_t passes_in_flight = 1;
+  size_t prefix_cache_bytes = 0;
   int threads = 0;
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
   bool stream = false, quiet = false;
@@ -62,6 +63,9 @@ int run_ocr_command(const OcrArgs& a) {
   opt.max_tokens = a.max_tokens;
   opt.pages_per_pass = a.pages_per_pass;
   opt.passes_in_flight = a.passes_in_flight;
+  if (a.prefix_cache_bytes > 0 && !opt.kv_offload_dir.empty())
+    throw_invalid("--prefix-cache-bytes does not combine with --kv-offload (an offloaded reference is read from the store)");
+  opt.prefix_cache_bytes = a.prefix_cache_bytes;
   if (a.kv_budget < 0) throw_invalid("--kv-budget must not be negative, got " + std::to_string(a.kv_budget));
   opt.kv_budget = static_cast<size_t>(a.kv_budget);
   // No --model: the shipped model ($FOLIO_MODEL, or found next to the executable / source tree).
@@ -145,6 +149,10 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--passes-in-flight", a->passes_in_flight,
                  "Passes decoded side by side, each step reading the weights once for all (the same text; the KV holds that many "
                  "passes at once)")
+      ->capture_default_str();
+  app.add_option("--prefix-cache-bytes", a->prefix_cache_bytes,
+                 "Reference KV of finished passes kept for later ones (0 = none): a pass whose reference starts with the same "
+                 "parts (the prompt, the same pages) restores them instead of prefilling, as folio serve's prefix cache does")
       ->capture_default_str();
   add_kv_options(app, a->kv, true);
   app.add_option("--kv-budget", a->kv_budget,

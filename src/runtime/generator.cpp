@@ -1,5 +1,6 @@
 #include "runtime/generator.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -39,6 +40,7 @@ GenerationResult generation_result(SequenceResult s) {
   r.kv_bytes_peak = s.kv_bytes_peak;
   r.kv_active_bytes_max = s.kv_active_bytes_max;
   r.kv_offloaded_bytes_peak = s.kv_offloaded_bytes_peak;
+  r.cached_reference_tokens = s.cached_prompt_tokens;
   return r;
 }
 
@@ -60,6 +62,8 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
   so.synchronous = true;
   so.reserve_worst_case = false;  // the pool's capacity is a limit: OutOfMemory when it is reached
   so.prefill_before_decode = true;
+  const bool stores = std::any_of(items.begin(), items.end(), [](const BatchItem& b) { return b.options.reference_store != nullptr; });
+  if (!stores) so.shared_prefix_cache = prefix_cache_.get();
   // Declared before the scheduler: a scheduler destroyed early (a request refused at submit) ends
   // the submitted ones, whose callbacks write here.
   std::vector<std::optional<GenerationResult>> out(items.size());

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@
 #include "kv/kv_policy.h"
 #include "kv/tiered_store.h"
 #include "model/decoder.h"
+#include "runtime/prefix_kv_cache.h"
 #include "runtime/sequence_request.h"
 #include "text/sampler.h"
 
@@ -44,6 +46,7 @@ struct GenerationResult {
   std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
   StopReason stop_reason;        // Eos, Length, Context, Stopped
   int64_t reference_tokens = 0;  // P
+  int64_t cached_reference_tokens = 0;  // of those, restored from the prefix cache (keep_references)
   double produce_ms = 0;         // time spent producing embedding parts (e.g. encoding pages)
   double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)
   double decode_ms = 0;
@@ -81,10 +84,17 @@ class Generator {
   // `stats`, when given, receives the scheduler's counters at the end (forward passes, their time).
   std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats = nullptr);
 
+  // From now on the reference KV of finished requests is kept (up to `bytes`, LRU) and a later call
+  // whose reference repeats leading parts restores them instead of prefilling (the server's prefix
+  // cache; runtime/prefix_kv_cache.h). Not for requests with a reference store (those skip it).
+  void keep_references(size_t bytes) { prefix_cache_ = bytes > 0 ? std::make_unique<PrefixKVCache>(bytes) : nullptr; }
+  PrefixKVStats prefix_cache_stats() const { return prefix_cache_ ? prefix_cache_->stats() : PrefixKVStats{}; }
+
  private:
   Decoder& dec_;
   KVBlockPool& pool_;
   ThreadPool& threads_;
+  std::unique_ptr<PrefixKVCache> prefix_cache_;  // keep_references
 };
 
 }  // namespace folio

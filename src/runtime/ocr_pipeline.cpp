@@ -130,6 +130,8 @@ class OcrRun {
     if (!opt.kv_offload_dir.empty())
       store_ = std::make_unique<TieredStore>(std::make_unique<RamTier>(opt.kv_hot_bytes),
                                              std::make_unique<FileTier>(opt.kv_offload_dir, opt.kv_cold_bytes));
+    // Reference KV kept between the passes (a store reads its reference from disk instead).
+    else if (opt.prefix_cache_bytes > 0) gen_.keep_references(opt.prefix_cache_bytes);
     out_.stats.pages = pages.size();
     out_.stats.passes = passes;
     prog_.pages_total = pages.size();
@@ -178,6 +180,9 @@ OcrPass OcrRun::prepare(size_t first, size_t count) {
                      ? model_.prepare_rolling(pages_, first, count, static_cast<size_t>(opt_.policy.resident_pages), opt_.mode,
                                               threads_, on_encoded)
                      : model_.prepare(pages_, first, count, opt_.mode, threads_, on_encoded);
+  // Kept reference KV is found by content: every page's rows are produced (encoded) now and keyed.
+  if (opt_.prefix_cache_bytes > 0 && opt_.policy.reference_reusable())
+    for (ReferencePart& part : pass.reference) produce_keyed(part, model_.decoder().config().hidden);
   out_.stats.encode_ms += ms_between(start, Clock::now());
   return pass;
 }
@@ -317,6 +322,7 @@ void OcrRun::absorb(GenerationResult r) {
   if (out_.tokens.empty()) out_.tokens = std::move(r.tokens);
   else out_.tokens.insert(out_.tokens.end(), r.tokens.begin(), r.tokens.end());
   st.reference_tokens += r.reference_tokens;
+  st.cached_reference_tokens += r.cached_reference_tokens;
   st.decode_tokens += generated;
   st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
   st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
@@ -329,6 +335,7 @@ void OcrRun::absorb(GenerationResult r) {
 nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
   return {{"pages", st.pages},
           {"passes", st.passes},
+          {"cached_reference_tokens", st.cached_reference_tokens},
           {"policy", policy.name()},
           {"window", policy.window},
           {"reference_tokens", st.reference_tokens},

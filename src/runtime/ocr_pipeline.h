@@ -39,6 +39,9 @@ struct OcrOptions {
   // RAM (kv_hot_bytes, 0 = unlimited) then a mapped file in this directory (kv_cold_bytes).
   std::string kv_offload_dir;
   size_t kv_hot_bytes = size_t{64} << 20, kv_cold_bytes = size_t{64} << 30;
+  // Reference KV of finished passes kept (LRU, bytes; 0 = none): a later pass whose reference starts
+  // with the same parts (the prompt, the same pages) restores them instead of prefilling.
+  size_t prefix_cache_bytes = 0;
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
   // Passes decoded side by side (Generator::generate_batch): every pass is prepared first, all
@@ -75,6 +78,7 @@ struct OcrStats {
   size_t pages = 0;
   size_t passes = 0;
   int64_t reference_tokens = 0;    // all passes
+  int64_t cached_reference_tokens = 0;  // of those, restored from kept reference KV (prefix_cache_bytes)
   int64_t decode_tokens = 0;       // all passes
   double encode_ms = 0;            // rendering, preprocessing and vision encoding
   double prefill_ms = 0;           // decoder over the references

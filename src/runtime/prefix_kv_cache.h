@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "kv/reference_snapshot.h"
-#include "runtime/generator.h"
+#include "runtime/sequence_request.h"
 
 namespace folio {
 

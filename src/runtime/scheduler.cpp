@@ -54,7 +54,8 @@ struct Scheduler::Active {
 };
 
 Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, SchedulerOptions options)
-    : dec_(decoder), pool_(pool), threads_(threads), opt_(options), prefix_(options.prefix_cache_bytes) {
+    : dec_(decoder), pool_(pool), threads_(threads), opt_(options), own_prefix_(options.prefix_cache_bytes),
+      prefix_(options.shared_prefix_cache ? *options.shared_prefix_cache : own_prefix_) {
   if (opt_.max_batch < 1) throw_invalid("scheduler: batch size must be at least 1, got " + std::to_string(opt_.max_batch));
   if (opt_.prefill_chunk < 1) throw_invalid("scheduler: prefill chunk must be at least 1, got " + std::to_string(opt_.prefill_chunk));
   if (opt_.max_queue < 1) throw_invalid("scheduler: the wait queue must hold at least 1 request");

@@ -82,6 +82,10 @@ struct SchedulerOptions {
   // (SequenceRequest::reference_store); admission then reserves only what stays in the pool. Must
   // outlive the scheduler; not with a prefix cache.
   TieredStore* reference_store = nullptr;
+  // When set, the prefix cache used instead of one of prefix_cache_bytes: it outlives the scheduler,
+  // so a later scheduler (Generator's next call) finds what this one kept. Not thread-safe: one
+  // scheduler uses it at a time.
+  PrefixKVCache* shared_prefix_cache = nullptr;
   bool synchronous = false;      // no scheduler thread: the caller drives it with run_until_idle()
   // Admission waits until the pool can hold a request's worst case on top of what running ones may
   // still claim, and a request whose worst case exceeds the pool's capacity is refused at submit.
@@ -228,7 +232,8 @@ class Scheduler {
   std::vector<float> logits_;
   SchedulerStats counters_;
   uint64_t admissions_ = 0;
-  PrefixKVCache prefix_;
+  PrefixKVCache own_prefix_;  // SchedulerOptions::prefix_cache_bytes
+  PrefixKVCache& prefix_;     // own_prefix_, or SchedulerOptions::shared_prefix_cache
   std::thread thread_;
 };
 

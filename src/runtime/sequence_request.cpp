@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "core/content_hash.h"
+#include "core/error.h"
 #include "kv/sequence_kv.h"
 
 namespace folio {
@@ -23,6 +25,20 @@ ReferencePart ReferencePart::lazy(std::vector<int32_t> ids, std::function<std::v
   p.ids = std::move(ids);
   p.embeddings = std::move(produce);
   return p;
+}
+
+void produce_keyed(ReferencePart& part, int64_t hidden) {
+  if (!part.is_embedding()) return;
+  std::vector<float> rows = part.embeddings();
+  if (rows.size() != part.ids.size() * static_cast<size_t>(hidden))
+    throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
+  Sha256 key;
+  key.field(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
+  ReferencePart produced = ReferencePart::rows(std::move(part.ids), std::move(rows));
+  produced.key = key.hex();
+  produced.unit_starts = std::move(part.unit_starts);
+  produced.page = part.page;
+  part = std::move(produced);
 }
 
 void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {

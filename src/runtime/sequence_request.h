@@ -126,6 +126,12 @@ struct SequenceRequest : DecodingOptions {
 
 class SequenceKV;
 
+// Produces an embedding part's rows now and keys the part by their content (SHA-256), so that a
+// later request with the same rows can reuse their KV (runtime/prefix_kv_cache.h), whatever
+// document they came from. Token parts are left as they are. Error(Internal) when the rows are not
+// ids.size() x hidden.
+void produce_keyed(ReferencePart& part, int64_t hidden);
+
 // Starts the KV segment of `part` in `kv` (each reference part is one segment: what sparse selects
 // within, rolling drops and the prefix cache reuses), with its sparse unit starts. Call before
 // its first row is appended.

@@ -125,23 +125,6 @@ std::string pass_key(const OcrEngine& engine, const OcrPages& pages, size_t firs
   return h.hex();
 }
 
-// Produces a lazy embedding part now (on the request's thread rather than the scheduler's), keyed by
-// its rows' content so that a later request with the same rows reuses their KV (the scheduler's
-// prefix cache), whatever document they came from.
-void produce_part(ReferencePart& part, int64_t hidden) {
-  if (!part.is_embedding()) return;
-  std::vector<float> rows = part.embeddings();
-  if (rows.size() != part.ids.size() * static_cast<size_t>(hidden))
-    throw Error(Error::Kind::Internal, "the model prepared a reference part of the wrong size");
-  Sha256 key;
-  key.field(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
-  ReferencePart produced = ReferencePart::rows(std::move(part.ids), std::move(rows));
-  produced.key = key.hex();
-  produced.unit_starts = std::move(part.unit_starts);
-  produced.page = part.page;
-  part = std::move(produced);
-}
-
 // Encodes pages first..first+count-1 into a pass whose every part is produced (rolling: every
 // later page too, since the uploads are deleted once the job has started).
 std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages& pages, size_t first, size_t count) {
@@ -154,14 +137,14 @@ std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages
                                : model.prepare(pages, first, count, VisionMode::Base, *engine.encode_threads, {});
   for (ReferencePart& part : fresh->pass.reference) {
     if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
-    produce_part(part, hidden);
+    produce_keyed(part, hidden);  // here, not on the scheduler thread
   }
   if (fresh->pass.generation.rolling) {
     auto& next = fresh->pass.generation.rolling->next_page;
     while (next) {
       std::optional<ReferencePart> page = next();
       if (!page) break;
-      produce_part(*page, hidden);
+      produce_keyed(*page, hidden);
       fresh->later_pages.push_back(std::move(*page));
     }
     next = nullptr;

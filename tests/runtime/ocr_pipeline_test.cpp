@@ -287,5 +287,27 @@ TEST(OcrPipeline, PassesSideBySideGiveTheSequentialResult) {
   EXPECT_THROW(run_ocr(model, pages, o, threads), Error);
 }
 
+// Kept reference KV (prefix_cache_bytes): a pass whose reference repeats an earlier pass's parts
+// (here the same PDF twice, one page per pass) restores them instead of prefilling, and reads the
+// same tokens as without it.
+TEST(OcrPipeline, KeptReferenceKVIsRestoredByALaterPass) {
+  auto& model = *fx().model;
+  OcrPages pages = OcrPages::open({kPdf, kPdf}, "", kDpi);
+  ThreadPool threads(2);
+  OcrOptions o = options(VisionMode::Base, "rswa", 16, 12);
+  o.pages_per_pass = 1;
+  const OcrResult plain = run_ocr(model, pages, o, threads);
+  o.prefix_cache_bytes = size_t{64} << 20;
+  const OcrResult kept = run_ocr(model, pages, o, threads);
+  ASSERT_EQ(kept.stats.passes, pages.size());  // the PDF's pages, twice
+  EXPECT_EQ(plain.stats.cached_reference_tokens, 0);
+  // The repeated passes restore all of their reference; a new page's pass at least the prompt
+  // parts it shares with the pass before it.
+  EXPECT_GE(kept.stats.cached_reference_tokens * 2, kept.stats.reference_tokens);
+  EXPECT_LT(kept.stats.cached_reference_tokens * 2, kept.stats.reference_tokens + 64);
+  EXPECT_EQ(kept.tokens, plain.tokens);
+  EXPECT_EQ(kept.markdown, plain.markdown);
+}
+
 }  // namespace
 }  // namespace folio
