@@ -122,14 +122,13 @@ struct ChatChannel {
 
 Service::Service(ServerConfig cfg)
     : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
-  const std::string& t = cfg_.attention.type;
-  if (t != "reference_sliding_window" && t != "full" && t != "sparse" && t != "rolling")
-    throw Error(Error::Kind::Unsupported, "attention.type: '" + t + "' is not implemented");
-  policy_ = KVPolicy::parse(t, cfg_.attention.decode_window_size);
+  // KVPolicy::parse knows the names (and refuses others); the kind's rules check the numbers.
+  policy_ = KVPolicy::parse(cfg_.attention.type, cfg_.attention.decode_window_size);
   policy_.top_k = cfg_.attention.sparse_top_k;
   policy_.unit_tokens = cfg_.attention.sparse_unit_tokens;
   policy_.focus_pages = cfg_.attention.sparse_focus_pages;
   policy_.resident_pages = cfg_.attention.resident_pages;
+  policy_.rules().validate(policy_);
   if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
   if (cfg_.inference.dtype != "auto")
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
