@@ -7,7 +7,11 @@
 
 namespace folio::cli {
 
-KVTypes KVOptions::types() const { return parse_kv_types(all, k, v, window); }
+KVTypes KVOptions::types() const {
+  KVTypes t = parse_kv_types(all, k, v, window);
+  t.rotated = rotate;
+  return t;
+}
 
 void KVOptions::apply(OcrOptions& opt) const {
   opt.kv_types = types();
@@ -23,6 +27,9 @@ void add_kv_options(CLI::App& app, KVOptions& o, bool tiers) {
   app.add_option("--kv-dtype-v", o.v, "Values only: f32, f16, bf16, q8 or q4 (overrides --kv-dtype)");
   app.add_option("--kv-dtype-window", o.window,
                  "Generated tokens of the window, keys and values (overrides the above for them)");
+  app.add_flag("--kv-rotate", o.rotate,
+               "Store keys and values rotated per head by a Walsh-Hadamard transform (queries and outputs rotated to match): "
+               "spreads outlier channels before quantisation; the same attention in exact arithmetic");
   if (!tiers) return;
   app.add_option("--kv-offload", o.offload_dir,
                  "Tiered reference: complete pages leave the KV pool for RAM (--kv-hot-bytes) then a mapped file in this directory");

@@ -16,6 +16,7 @@ namespace folio::cli {
 
 struct KVOptions {
   std::string all = "bf16", k, v, window;
+  bool rotate = false;      // --kv-rotate
   std::string offload_dir;  // tiered reference: "" = the pool holds everything
   size_t hot_bytes = size_t{64} << 20, cold_bytes = size_t{64} << 30;
   // InvalidInput naming the option when a name is unknown.

@@ -1,5 +1,7 @@
 #include "kv/kv_layout.h"
 
+#include "kernels/cpu/hadamard.h"
+
 #include "core/error.h"
 
 namespace folio {
@@ -9,15 +11,18 @@ using kernels::kv_quantized;
 using kernels::kv_row_bytes;
 
 std::string KVTypes::name() const {
-  if (ref_k == ref_v && ref_v == win_k && win_k == win_v) return kernels::kv_dtype_name(ref_k);
+  const std::string rot = rotated ? "+rotated" : "";
+  if (ref_k == ref_v && ref_v == win_k && win_k == win_v) return kernels::kv_dtype_name(ref_k) + rot;
   std::string s = std::string("k=") + kernels::kv_dtype_name(ref_k) + ",v=" + kernels::kv_dtype_name(ref_v);
   if (win_k != ref_k || win_v != ref_v)
     s += std::string(",window_k=") + kernels::kv_dtype_name(win_k) + ",window_v=" + kernels::kv_dtype_name(win_v);
-  return s;
+  return s + rot;
 }
 
 KVLayout::KVLayout(int64_t layers, int64_t kv_heads, int64_t hd, KVTypes t)
     : n_layers(layers), n_kv_heads(kv_heads), head_dim(hd), types(t) {
+  if (t.rotated && !kernels::is_power_of_two(hd))
+    throw_invalid("rotated KV needs a power-of-two head_dim (the Walsh-Hadamard transform), got " + std::to_string(hd));
   for (KVDType d : {t.ref_k, t.ref_v, t.win_k, t.win_v})
     if (d == KVDType::Q4 && (hd % 2 != 0 || value_group() % 2 != 0))
       throw_invalid("q4 KV needs an even head_dim, got " + std::to_string(hd));

@@ -25,6 +25,9 @@ using kernels::KVDType;
 struct KVTypes {
   KVDType ref_k = KVDType::F32, ref_v = KVDType::F32;  // the reference (and every token under `full`)
   KVDType win_k = KVDType::F32, win_v = KVDType::F32;  // the generated tokens of the window
+  // Keys and values are stored rotated per head by the normalised Walsh-Hadamard transform
+  // (kernels/cpu/hadamard.h); the decoder rotates queries to match and attention's output back.
+  bool rotated = false;
   static KVTypes uniform(KVDType t) { return {t, t, t, t}; }
   bool any_quantized() const {
     return kernels::kv_quantized(ref_k) || kernels::kv_quantized(ref_v) || kernels::kv_quantized(win_k) ||

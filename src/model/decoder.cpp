@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/causal_attention.h"
+#include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "model/weight_names.h"
@@ -445,6 +446,7 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
   int64_t T = 0;
   for (const Input& in : batch) T += in.count();
   RunState& st = run_state(T, static_cast<int64_t>(batch.size()));
+  const bool rotated = batch.front().kv->layout().types.rotated;  // one pool per batch
   float *x = st.x.data(), *xn = st.xn.data(), *q = st.q.data(), *k = st.k.data(), *v = st.v.data();
   float *att = st.att.data(), *y = st.y.data();
   int64_t r = 0;
@@ -468,7 +470,14 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
         kernels::apply_rope(k + r * nkv * hd, nkv, first_pos[i] + j, rope_, cfg_.rope_style);
       }
     }
+    if (rotated) {
+      // Stored K and V rotated per head; q rotated alike keeps q.k; the output is rotated back.
+      kernels::hadamard_rows(q, T * nh, hd);
+      kernels::hadamard_rows(k, T * nkv, hd);
+      kernels::hadamard_rows(v, T * nkv, hd);
+    }
     attention(l, batch, first_pos, q, k, v, att, pool);
+    if (rotated) kernels::hadamard_rows(att, T * nh, hd);
     kernels::matmul(*L.wo, att, T, y, pool);
     kernels::add_inplace(x, y, T * H);
 

@@ -123,6 +123,8 @@ const std::vector<Key>& keys() {
                  }});
     k.push_back({"attention.causal", Type::Bool, "causal attention (the only kind the decoder runs)",
                  [](ServerConfig& c, const Value& v) { c.attention.causal = v.b; return std::string(); }});
+    k.push_back({"inference.kv_rotate", Type::Bool, "store keys and values rotated per head by a Walsh-Hadamard transform (as folio ocr --kv-rotate): q4 KV keeps its accuracy",
+                 [](ServerConfig& c, const Value& v) { c.inference.kv_rotate = v.b; return std::string(); }});
     k.push_back({"inference.max_output_length", Type::Int, "generated tokens per request at most",
                  [](ServerConfig& c, const Value& v) {
                    c.inference.max_output_length = v.i;

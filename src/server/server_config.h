@@ -40,6 +40,7 @@ struct ServerConfig {
     std::string dtype = "auto";        // weights: auto (as stored) | f32 | f16 | bf16
     std::string kv_dtype = "bf16";     // f32 | f16 | bf16 | q8 | q4
     std::string kv_dtype_k, kv_dtype_v, kv_dtype_window;  // "" = as kv_dtype (keys, values; window after those)
+    bool kv_rotate = false;            // K and V stored Walsh-Hadamard rotated per head (as --kv-rotate)
     uint64_t kv_budget_bytes = uint64_t{2} << 30;  // KV pool capacity; 0 = unlimited
     int64_t max_queued_requests = 64;  // waiting for admission; more get 503
     int64_t prefill_chunk = 256;       // prompt tokens prefilled per scheduler step

@@ -134,6 +134,7 @@ Service::Service(ServerConfig cfg)
     throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
                                               cfg_.inference.dtype + "'");
   kv_types_ = parse_kv_types(cfg_.inference.kv_dtype, cfg_.inference.kv_dtype_k, cfg_.inference.kv_dtype_v, cfg_.inference.kv_dtype_window);
+  kv_types_.rotated = cfg_.inference.kv_rotate;
   if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
   access_log_ = std::make_unique<AccessLog>(cfg_.server.access_log, cfg_.server.log_format, cfg_.server.log_level);
   std::string path = cfg_.model.path.empty() ? kDefaultOcrModel : cfg_.model.path;

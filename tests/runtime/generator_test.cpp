@@ -240,6 +240,7 @@ TEST(Generator, RejectsEmptyAndOversizedReferences) {
   }
 }
 
+
 }  // namespace
 }  // namespace folio
 
@@ -297,6 +298,39 @@ TEST(Generator, OnTokenStopsAtOnceAndAFullPoolIsTheCallersError) {
   }
   EXPECT_EQ(small.bytes_in_use(), 0u);
   EXPECT_EQ(tight.generate(prompt, greedy_opts(3)).tokens.size(), 3u);  // and the next call works
+}
+
+// Keys and values stored rotated (KVTypes::rotated): in f32 the same attention up to rounding, so
+// the same greedy tokens and logits within 1e-4; in q4 the rotation changes what is stored (the
+// rows are quantised after it), so its logits differ from plain q4's.
+TEST(Generator, RotatedKVGivesTheSameAttention) {
+  Decoder& dec = *model().m.decoder;
+  ThreadPool threads(1);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 7) % 50);
+  auto run = [&](KVTypes types, std::vector<std::vector<float>>& logits) {
+    KVBlockPool pool(dec.kv_layout(types), 0);
+    Generator gen(dec, pool, threads);
+    GenerationOptions o;
+    o.max_tokens = 12;
+    o.stop_at_eos = false;
+    o.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+    return gen.generate(prompt, o).tokens;
+  };
+  KVTypes rot = KVTypes::uniform(KVDType::F32);
+  rot.rotated = true;
+  std::vector<std::vector<float>> plain_l, rot_l, q4_l, q4rot_l;
+  EXPECT_EQ(run(rot, rot_l), run(KVTypes::uniform(KVDType::F32), plain_l));
+  ASSERT_EQ(rot_l.size(), plain_l.size());
+  for (size_t s = 0; s < rot_l.size(); ++s)
+    for (size_t i = 0; i < rot_l[s].size(); ++i) ASSERT_NEAR(rot_l[s][i], plain_l[s][i], 1e-4f) << "step " << s;
+  KVTypes q4rot = KVTypes::uniform(KVDType::Q4);
+  q4rot.rotated = true;
+  run(KVTypes::uniform(KVDType::Q4), q4_l);
+  run(q4rot, q4rot_l);
+  double diff = 0;
+  for (size_t i = 0; i < q4_l[0].size(); ++i) diff = std::max(diff, std::fabs(double(q4_l[0][i]) - q4rot_l[0][i]));
+  EXPECT_GT(diff, 1e-5) << "rotated q4 stores other codes";
 }
 
 }  // namespace
