@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -28,7 +29,7 @@ struct OcrArgs {
   int64_t max_tokens = 0, kv_budget = 0;
   bool policy_given = false;
   size_t pages_per_pass = 0;
-  size_t passes_in_flight = 1;
+  size_t passes_in_flight = 0;  // 0 = automatic_passes_in_flight
   size_t prefix_cache_bytes = 0;
   int threads = 0;
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
@@ -48,6 +49,16 @@ std::string human_bytes(size_t b) {
   else if (b >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1u << 20));
   else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
   return buf;
+}
+
+// Passes side by side when the user does not say: a decoder step reads the weights once for all of
+// them (Unlimited-OCR decodes 2.0-2.6x faster with 4, docs/benchmarks.md), at the cost of their KV
+// at once. One at a time under a KV budget or offload (memory is what the user is saving), when
+// streaming (the first text would wait for every pass's prefill), or when rolling (one pass).
+size_t automatic_passes_in_flight(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, bool stream) {
+  constexpr size_t kMostAutomatic = 4;
+  if (opt.kv_budget > 0 || !opt.kv_offload_dir.empty() || stream || opt.policy.rolls()) return 1;
+  return std::clamp<size_t>(plan_ocr_passes(model, pages, opt).size(), 1, kMostAutomatic);
 }
 
 int run_ocr_command(const OcrArgs& a) {
@@ -84,6 +95,7 @@ int run_ocr_command(const OcrArgs& a) {
       opt.pages_per_pass = std::min(pages.size(), model->max_pages_per_pass(opt.mode));
     if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
   }
+  if (opt.passes_in_flight == 0) opt.passes_in_flight = automatic_passes_in_flight(*model, pages, opt, a.stream);
 
   // The progress line is for a person watching a terminal; streamed text on that same terminal is
   // its own progress (redrawing a line there would overwrite the text).
@@ -148,7 +160,8 @@ Runner add_ocr(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--passes-in-flight", a->passes_in_flight,
                  "Passes decoded side by side, each step reading the weights once for all (the same text; the KV holds that many "
-                 "passes at once)")
+                 "passes at once). 0 = automatic: up to 4 when the document takes several passes, 1 with --kv-budget, "
+                 "--kv-offload, --stream or rolling")
       ->capture_default_str();
   app.add_option("--prefix-cache-bytes", a->prefix_cache_bytes,
                  "Reference KV of finished passes kept for later ones (0 = none): a pass whose reference starts with the same "

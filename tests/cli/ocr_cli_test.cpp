@@ -91,6 +91,24 @@ TEST_F(OcrCli, PdfToMarkdownAndJson) {
   EXPECT_EQ(s.out, md.str());
 }
 
+// Without --passes-in-flight, a document of several passes decodes them side by side (the KV holds
+// both at once) and writes the same markdown as one pass after another; --stream keeps one.
+TEST_F(OcrCli, PassesGoSideBySideByDefault) {
+  const std::string args = kDoc + "two_pages.pdf --window 4 --pages-per-pass 1 --json ";
+  OcrRun automatic = ocr(args + path("auto.json"));
+  OcrRun one = ocr(args + path("one.json") + " --passes-in-flight 1");
+  ASSERT_EQ(automatic.code, 0) << automatic.err;
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(automatic.out, one.out);
+  const auto peak = [&](const std::string& f) {
+    return nlohmann::json::parse(std::ifstream(path(f)))["stats"]["kv_bytes_peak"].get<size_t>();
+  };
+  EXPECT_EQ(peak("auto.json"), 2 * peak("one.json")) << "two passes' KV at once";
+  OcrRun streamed = ocr(args + path("stream.json") + " --stream");
+  ASSERT_EQ(streamed.code, 0) << streamed.err;
+  EXPECT_EQ(peak("stream.json"), peak("one.json"));
+}
+
 TEST_F(OcrCli, ProgressLineOnATerminal) {
   // script(1) (util-linux, essential in Debian) runs the command on a pseudo-terminal.
   if (std::system("command -v script > /dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) is not installed";
