@@ -11,7 +11,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenblas-dev libopenblas0-pthread \
   nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev \
   libpoppler-cpp-dev libstb-dev \
-  libcpp-httplib-dev libyaml-cpp-dev libssl-dev libspdlog-dev gnuplot-nox \
+  libcpp-httplib-dev libboost1.81-dev libyaml-cpp-dev libssl-dev libspdlog-dev gnuplot-nox \
   openssl curl \
   > /dev/null
 echo "folio: dependencies installed"

@@ -13,6 +13,8 @@
 // type, max_tokens < 1) is an ApiError 400 naming the field.
 #pragma once
 
+#include "server/multipart.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,14 +37,6 @@ struct OcrRequest {
   std::string pages;  // page_range.h syntax over all files' pages; "" = all
   bool stream = false;
   std::optional<int64_t> max_tokens;  // per pass
-};
-
-// One part of a multipart/form-data body (httplib's MultipartFormData, without httplib).
-struct FormPart {
-  std::string name;
-  std::string filename;
-  std::string content_type;
-  std::string content;
 };
 
 OcrRequest parse_ocr_json(std::string_view body);

@@ -231,6 +231,29 @@ const std::vector<Key>& keys() {
                    if (!(v.f > 0) || !std::isfinite(v.f)) return "must be a finite number > 0, got " + std::to_string(v.f);
                    return std::string();
                  }});
+    auto seconds = [](double ServerConfig::Server::*field) {
+      return [field](ServerConfig& c, const Value& v) {
+        c.server.*field = v.f;
+        if (!(v.f > 0) || !std::isfinite(v.f)) return "must be a finite number > 0, got " + std::to_string(v.f);
+        return std::string();
+      };
+    };
+    k.push_back({"server.idle_timeout_s", Type::Float, "seconds a connection may wait for its next request's first byte",
+                 seconds(&ServerConfig::Server::idle_timeout_s)});
+    k.push_back({"server.header_timeout_s", Type::Float, "seconds from a request's first byte to the end of its headers (and the TLS handshake)",
+                 seconds(&ServerConfig::Server::header_timeout_s)});
+    k.push_back({"server.body_timeout_s", Type::Float, "seconds to receive a request's body", seconds(&ServerConfig::Server::body_timeout_s)});
+    k.push_back({"server.write_timeout_s", Type::Float, "seconds each write of an answer may take", seconds(&ServerConfig::Server::write_timeout_s)});
+    k.push_back({"server.max_connections", Type::Int, "open connections at most (more get 503 too_many_connections)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.max_connections = v.i;
+                   return in_range(v.i, 1, int64_t{1} << 24);
+                 }});
+    k.push_back({"server.max_connections_per_client", Type::Int, "open connections per client address at most (0 = no cap; behind a balancer every client is its address)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.server.max_connections_per_client = v.i;
+                   return in_range(v.i, 0, int64_t{1} << 24);
+                 }});
     k.push_back({"server.max_pages", Type::Int, "pages per OCR request at most (more get 400)",
                  [](ServerConfig& c, const Value& v) {
                    c.server.max_pages = v.i;

@@ -61,6 +61,10 @@ struct ServerConfig {
     double auth_failures_per_minute = 10;  // failed authentications per client address before 429; 0 = unlimited
     int64_t max_body_bytes = 16 << 20;
     double request_timeout_s = 600;
+    // Connections (server/http_server.h): deadlines per phase, and caps.
+    double idle_timeout_s = 60, header_timeout_s = 10, body_timeout_s = 300, write_timeout_s = 30;
+    int64_t max_connections = 10000;
+    int64_t max_connections_per_client = 0;  // 0 = no cap
     int64_t max_pages = 100;           // pages per OCR request at most
     std::string cors_origins;          // "" = no CORS; "*" or "https://a,https://b": origins browsers may call from
     std::string access_log = "-";      // one line per request: "-" = stderr, "off", or a file (appended)

@@ -5,10 +5,7 @@
 #include "kv/kv_dtype.h"
 #include "kv/ram_tier.h"
 
-#include <httplib.h>
-
-#include <fstream>
-#include <sys/socket.h>
+#include "server/multipart.h"
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +30,7 @@ using nlohmann::json;
 // bytes become U+FFFD instead of failing the response.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
   if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
   res.set_content(dump(e.body()), "application/json");
@@ -54,8 +51,9 @@ json usage_json(const SequenceResult& r) {
           {"prompt_tokens_details", {{"cached_tokens", r.cached_prompt_tokens}}}};
 }
 
-// The access record of the request this HTTP thread is answering: httplib runs a request's
-// pre-routing hook, handler, content provider and logger on one thread, one request at a time.
+// The access record of the request this thread is answering: the transport runs a request's
+// handler, content provider and completion hook on one thread, one request at a time
+// (http_server.h).
 // Reset when the request's headers are read and after its line is written.
 thread_local AccessRecord t_access;
 
@@ -94,21 +92,6 @@ struct InFlight {
   void release() { n = nullptr; }
 };
 
-// Plain HTTP, or HTTPS when a certificate and key are given (both or neither; each must load).
-std::unique_ptr<httplib::Server> make_http_server(const std::string& cert, const std::string& key) {
-  if (cert.empty() && key.empty()) return std::make_unique<httplib::Server>();
-  if (cert.empty() || key.empty())
-    throw_invalid("server.tls_cert_file and server.tls_key_file: TLS needs both, got only " +
-                  std::string(cert.empty() ? "server.tls_key_file" : "server.tls_cert_file"));
-  for (const auto& [name, path] : {std::pair{"server.tls_cert_file", cert}, std::pair{"server.tls_key_file", key}})
-    if (!std::ifstream(path)) throw_invalid(std::string(name) + ": cannot read " + path);
-  auto s = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
-  if (!s->is_valid())
-    throw_invalid("server.tls_cert_file / server.tls_key_file: OpenSSL cannot use " + cert + " with " + key +
-                  " (not PEM, or the key does not match the certificate)");
-  return s;
-}
-
 }  // namespace
 
 // A text generation's tokens and result, from the scheduler thread to the HTTP thread answering it.
@@ -144,12 +127,18 @@ Service::Service(ServerConfig cfg)
   served_names_ = comma_list(cfg_.model.served_names);
   if (served_names_.empty()) served_names_ = {model_id_};
   model_id_ = served_names_.front();
-  http_ = make_http_server(cfg_.server.tls_cert_file, cfg_.server.tls_key_file);
-  // An answer goes out in several writes (headers, body, SSE chunks): with Nagle's algorithm the
-  // later ones wait for the client's delayed ACK, about 40 ms per response (measured: TTFT p50 46 ms
-  // on a cached OCR request whose server-side work takes a few).
-  http_->set_tcp_nodelay(true);
-  install_routes();
+  mount_endpoints();
+  HttpServer::Hooks hooks;
+  hooks.handle = [this](HttpRequest& req, HttpResponse& res) { handle(req, res); };
+  hooks.quick = [this](const HttpRequest& req) { return is_quick(req); };
+  hooks.transport_error = [this](int status, const HttpRequest& req, HttpResponse& res) {
+    t_access = AccessRecord{};
+    t_access.start = std::chrono::steady_clock::now();
+    res.status = status;
+    answer_http_error(req, res);
+  };
+  hooks.complete = [this](const HttpRequest& req, const HttpResponse& res) { log_request(req, res); };
+  http_ = std::make_unique<HttpServer>(transport_options(), std::move(hooks));
 }
 
 Service::~Service() {
@@ -158,27 +147,15 @@ Service::~Service() {
 }
 
 int Service::bind() {
-  const std::string& host = cfg_.server.host;
-  if (cfg_.server.port == 0) port_ = http_->bind_to_any_port(host);
-  else port_ = http_->bind_to_port(host, static_cast<int>(cfg_.server.port)) ? static_cast<int>(cfg_.server.port) : -1;
-  // Debian's httplib is a compiled library that listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG
-  // does not reach it): a burst of connections overflows that queue and the kernel drops their
-  // handshakes (1 s retries, resets). Listening again on the bound socket raises the backlog.
-  if (port_ > 0 && listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
-  if (port_ <= 0)
-    throw Error(Error::Kind::Io, "server.host / server.port: cannot listen on " + host + ":" + std::to_string(cfg_.server.port) +
-                                     " (port in use, or not an address of this machine)");
+  port_ = http_->bind();
   return port_;
 }
 
 void Service::start() {
   if (port_ <= 0) bind();
-  // A client that goes away must not kill the process with SIGPIPE (httplib also sends with
-  // MSG_NOSIGNAL; this covers every other write).
+  // A client that goes away must not kill the process with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
-  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
-  // Return only once connections are accepted (and a shutdown() right after cannot be missed).
-  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->start();
 }
 
 void Service::load() {
@@ -239,11 +216,11 @@ void Service::shutdown(std::chrono::milliseconds grace) {
 }
 
 void Service::wait() {
-  if (http_thread_.joinable()) http_thread_.join();
+  if (http_) http_->wait();
 }
 
 Service::Handler Service::guarded(Handler h) {
-  return [this, h](const httplib::Request& req, httplib::Response& res) {
+  return [this, h](const HttpRequest& req, HttpResponse& res) {
     try {
       h(req, res);
     } catch (const ApiError& e) {
@@ -268,60 +245,54 @@ void Service::add_route(const std::string& method, const std::string& path, Hand
   mount(method, path, guarded(std::move(handler)));
 }
 
-void Service::mount(const std::string& method, const std::string& path, Handler handler) {
-  if (method == "GET") http_->Get(path, std::move(handler));
-  else http_->Post(path, std::move(handler));
-  methods_[path].insert(method);
+void Service::mount(const std::string& method, const std::string& path, Handler handler) { router_.add(method, path, std::move(handler)); }
+
+HttpServerOptions Service::transport_options() const {
+  const ServerConfig::Server& sc = cfg_.server;
+  HttpServerOptions o;
+  o.host = sc.host;
+  o.port = static_cast<int>(sc.port);
+  o.tls_cert_file = sc.tls_cert_file;
+  o.tls_key_file = sc.tls_key_file;
+  o.max_body_bytes = static_cast<size_t>(sc.max_body_bytes);
+  o.idle_timeout_s = sc.idle_timeout_s;
+  o.header_timeout_s = sc.header_timeout_s;
+  o.body_timeout_s = sc.body_timeout_s;
+  o.write_timeout_s = sc.write_timeout_s;
+  o.max_connections = static_cast<size_t>(sc.max_connections);
+  o.max_connections_per_client = static_cast<size_t>(sc.max_connections_per_client);
+  // A worker for every running and queued request plus a few, so a request that cannot be queued
+  // is answered 503 at once instead of waiting for a worker. Slow or idle connections hold none.
+  o.worker_threads = static_cast<size_t>(cfg_.inference.batch_size + cfg_.inference.max_queued_requests + 8);
+  return o;
 }
 
-void Service::install_routes() {
-  configure_transport();
-  install_handlers();
-  mount_endpoints();
+bool Service::is_quick(const HttpRequest& req) const {
+  return req.method == "GET" && (req.path == cfg_.server.health_path || req.path == "/readyz" || req.path == "/metrics");
 }
 
-void Service::configure_transport() {
-  // Enough HTTP threads for every running and queued request plus probes, so a request that
-  // cannot be queued is answered 503 instead of waiting for a thread.
-  const size_t n_threads = static_cast<size_t>(cfg_.inference.batch_size + cfg_.inference.max_queued_requests + 8);
-  http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  http_->set_payload_max_length(static_cast<size_t>(cfg_.server.max_body_bytes));
-  // SO_REUSEADDR only: restart right after a stop works, but unlike httplib's default (which adds
-  // SO_REUSEPORT) a second server on a port that is in use fails instead of sharing it silently.
-  http_->set_socket_options([this](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd_ = sock;
-  });
-  // A client keeps one connection for many requests: with httplib's default of 5 per connection,
-  // 16 clients reconnect every few requests, in bursts.
-  http_->set_keep_alive_max_count(1000);
-  http_->set_write_timeout(30, 0);
+void Service::handle(HttpRequest& req, HttpResponse& res) {
+  route(req, res);
+  if (res.status < 0) res.status = 200;
 }
 
-void Service::install_handlers() {
-  using Answer = httplib::Server::HandlerResponse;
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    return gate(req, res) ? Answer::Handled : Answer::Unhandled;
-  });
-  http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    return answer_http_error(req, res) ? Answer::Handled : Answer::Unhandled;
-  }));
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, ApiError(500, "server_error", "internal_error", what));
-  });
-  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_request(req, res); });
+void Service::route(HttpRequest& req, HttpResponse& res) {
+  if (gate(req, res)) return;
+  const HttpRouter::Found found = router_.find(req.method, req.path, req.matches);
+  if (!found.handler) {
+    res.status = found.status;
+    return answer_http_error(req, res);
+  }
+  try {
+    (*found.handler)(req, res);
+  } catch (const std::exception& e) {
+    res = HttpResponse{};
+    send_error(res, ApiError(500, "server_error", "internal_error", e.what()));
+  }
 }
 
 // The gate in front of every API route: key, draining, rate limit. Runs before the body is read.
-bool Service::gate(const httplib::Request& req, httplib::Response& res) {
+bool Service::gate(const HttpRequest& req, HttpResponse& res) {
   t_access = AccessRecord{};
   t_access.start = std::chrono::steady_clock::now();
   if (cors_headers(req, res) && req.method == "OPTIONS") {
@@ -372,29 +343,30 @@ bool Service::gate(const httplib::Request& req, httplib::Response& res) {
   return false;
 }
 
-// Errors httplib produces itself (unknown path, body too large, bad request line) in JSON too.
-bool Service::answer_http_error(const httplib::Request& req, httplib::Response& res) {
-  if (!res.body.empty()) return false;
+// Errors found before a handler (transport: malformed request, body too large; router: no such
+// path or method), in JSON like every other error.
+void Service::answer_http_error(const HttpRequest& req, HttpResponse& res) {
   if (res.status == 413) {
     metrics_.count_rejection("body_too_large");
     send_error(res, ApiError(413, "invalid_request_error", "body_too_large",
                              "the request body exceeds server.max_body_bytes (" + std::to_string(cfg_.server.max_body_bytes) + " bytes)"));
-  } else if (res.status == 404 && methods_.count(req.path)) {
-    // A real route asked with another method: 405 and the methods it takes (RFC 9110).
-    std::string allow;
-    for (const std::string& m : methods_.at(req.path)) allow += (allow.empty() ? "" : ", ") + m;
+  } else if (res.status == 405) {
+    const std::string allow = router_.allowed(req.path);
     res.set_header("Allow", allow);
     send_error(res, ApiError(405, "invalid_request_error", "method_not_allowed",
                              req.method + " is not allowed on " + req.path + ": use " + allow));
   } else if (res.status == 404) {
     send_error(res, ApiError(404, "invalid_request_error", "not_found", "no such endpoint: " + req.method + " " + req.path));
+  } else if (res.status == 431) {
+    send_error(res, ApiError(431, "invalid_request_error", "headers_too_large", "the request's headers exceed 64 KiB"));
+  } else if (res.status == 400) {
+    send_error(res, ApiError(400, "invalid_request_error", "malformed_request", "the request is not valid HTTP/1.1"));
   } else {
-    send_error(res, ApiError(res.status, "invalid_request_error", "http_error", "HTTP error " + std::to_string(res.status)));
+    send_error(res, ApiError(res.status, "server_error", "http_error", "HTTP error " + std::to_string(res.status)));
   }
-  return true;
 }
 
-void Service::log_request(const httplib::Request& req, const httplib::Response& res) {
+void Service::log_request(const HttpRequest& req, const HttpResponse& res) {
   // Known paths only, so a scan of random URLs cannot grow the label set.
   static const char* known[] = {"/v1/chat/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
   std::string label = "other";
@@ -411,10 +383,10 @@ void Service::log_request(const httplib::Request& req, const httplib::Response& 
 }
 
 void Service::mount_endpoints() {
-  mount("GET", cfg_.server.health_path, [](const httplib::Request&, httplib::Response& res) {
+  mount("GET", cfg_.server.health_path, [](const HttpRequest&, HttpResponse& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  mount("GET", "/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/readyz", [this](const HttpRequest&, HttpResponse& res) {
     std::string why;
     if (!loaded_) why = "the model is loading";
     else if (draining_) why = "the server is shutting down";
@@ -426,31 +398,31 @@ void Service::mount_endpoints() {
       res.set_content(dump(json{{"status", "not ready"}, {"reason", why}}), "application/json");
     }
   });
-  mount("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/metrics", [this](const HttpRequest&, HttpResponse& res) {
     std::optional<SchedulerStats> s;
     if (loaded_) s = scheduler_->stats();
     const ReferenceCacheStats cache = cache_.stats();
     res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache), "text/plain; version=0.0.4");
   });
   auto model_object = [](const std::string& name) { return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}}; };
-  mount("GET", "/v1/models", guarded([this, model_object](const httplib::Request&, httplib::Response& res) {
+  mount("GET", "/v1/models", guarded([this, model_object](const HttpRequest&, HttpResponse& res) {
     json data = json::array();
     for (const std::string& name : served_names_) data.push_back(model_object(name));
     res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
   }));
   // One model by name (the SDKs' models.retrieve); any of the served names.
-  mount("GET", R"(/v1/models/([^/]+))", guarded([this, model_object](const httplib::Request& req, httplib::Response& res) {
+  mount("GET", R"(/v1/models/([^/]+))", guarded([this, model_object](const HttpRequest& req, HttpResponse& res) {
     const std::string name = req.matches[1];
     check_model(name);
     res.set_content(dump(model_object(name)), "application/json");
   }));
-  mount("POST", "/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); }));
-  mount("POST", "/v1/ocr", guarded([this](const httplib::Request& req, httplib::Response& res) { ocr(req, res); }));
-  mount("POST", "/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); }));
-  mount("POST", "/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); }));
+  mount("POST", "/v1/chat/completions", guarded([this](const HttpRequest& req, HttpResponse& res) { chat_completions(req, res); }));
+  mount("POST", "/v1/ocr", guarded([this](const HttpRequest& req, HttpResponse& res) { ocr(req, res); }));
+  mount("POST", "/tokenize", guarded([this](const HttpRequest& req, HttpResponse& res) { tokenize(req, res); }));
+  mount("POST", "/detokenize", guarded([this](const HttpRequest& req, HttpResponse& res) { detokenize(req, res); }));
 }
 
-void Service::tokenize(const httplib::Request& req, httplib::Response& res) {
+void Service::tokenize(const HttpRequest& req, HttpResponse& res) {
   check_loaded(res);
   const TokenizeRequest tr = parse_tokenize_request(req.body);
   std::vector<int32_t> ids;
@@ -465,7 +437,7 @@ void Service::tokenize(const httplib::Request& req, httplib::Response& res) {
   res.set_content(dump(json{{"tokens", tokens}}), "application/json");
 }
 
-void Service::detokenize(const httplib::Request& req, httplib::Response& res) {
+void Service::detokenize(const HttpRequest& req, HttpResponse& res) {
   check_loaded(res);
   const DetokenizeRequest dr = parse_detokenize_request(req.body);
   const int32_t vocab = tokenizer_->vocab_size();
@@ -475,7 +447,7 @@ void Service::detokenize(const httplib::Request& req, httplib::Response& res) {
   res.set_content(dump(json{{"content", tokenizer_->decode(dr.tokens)}}), "application/json");
 }
 
-bool Service::cors_headers(const httplib::Request& req, httplib::Response& res) const {
+bool Service::cors_headers(const HttpRequest& req, HttpResponse& res) const {
   const std::string origin = req.get_header_value("Origin");
   const std::string& allowed = cfg_.server.cors_origins;
   if (allowed.empty() || origin.empty()) return false;
@@ -484,10 +456,7 @@ bool Service::cors_headers(const httplib::Request& req, httplib::Response& res) 
   res.set_header("Access-Control-Allow-Origin", allowed == "*" ? "*" : origin);
   res.set_header("Vary", "Origin");
   if (req.method == "OPTIONS") {
-    const auto it = methods_.find(req.path);
-    std::string methods;
-    if (it != methods_.end())
-      for (const std::string& m : it->second) methods += (methods.empty() ? "" : ", ") + m;
+    const std::string methods = router_.allowed(req.path);
     res.set_header("Access-Control-Allow-Methods", methods.empty() ? "GET, POST" : methods);
     res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
     res.set_header("Access-Control-Max-Age", "600");
@@ -496,7 +465,7 @@ bool Service::cors_headers(const httplib::Request& req, httplib::Response& res) 
   return true;
 }
 
-void Service::check_loaded(httplib::Response& res) const {
+void Service::check_loaded(HttpResponse& res) const {
   if (!loaded_) {
     res.set_header("Retry-After", "1");
     throw ApiError(503, "server_error", "model_loading", "the model is still loading");
@@ -524,13 +493,13 @@ std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, 
 
 namespace {
 
-void send_sse(httplib::DataSink& sink, bool& ok, const json& j) {
+void send_sse(DataSink& sink, bool& ok, const json& j) {
   if (!ok) return;
   const std::string s = "data: " + dump(j) + "\n\n";
   ok = sink.write(s.data(), s.size());
 }
 
-bool end_sse(httplib::DataSink& sink, bool ok) {
+bool end_sse(DataSink& sink, bool ok) {
   if (!ok) return false;
   const std::string done = "data: [DONE]\n\n";
   if (!sink.write(done.data(), done.size())) return false;
@@ -544,6 +513,20 @@ struct JobStream {
   bool finished = false;
   bool opened = false;  // the pump's opening event was sent
 };
+
+// Waits for a job answered whole; false (the job cancelled and counted) when its client went away
+// first: polled every 100 ms, so the job's passes stop within a decode step of that.
+bool wait_for_job(OcrJob& job, const HttpRequest& req, ServerMetrics& metrics) {
+  while (!job.poll(std::chrono::milliseconds(100)).done) {
+    if (!req.client_gone()) continue;
+    job.cancel();
+    metrics.count_cancelled_by_client();
+    note_job(job);
+    t_access.finish = "client_closed";
+    return false;
+  }
+  return true;
+}
 
 // The release hook of a streamed job's response: a client that left before the end cancels the
 // job (counted), and the request stops counting as in flight.
@@ -559,12 +542,12 @@ std::function<void(bool)> job_released(std::shared_ptr<JobStream> st, ServerMetr
 
 // The SSE pump of a streamed job, for /v1/ocr and for documents sent to /v1/chat/completions:
 // `opening` once (when given), one event per page as it becomes final, then the job's error or
-// its `closing` event, then [DONE]. It wakes every 100 ms so httplib notices a client that left.
+// its `closing` event, then [DONE]. It wakes every 100 ms to notice a client that left.
 using PageEvent = std::function<json(OcrJob&, size_t page)>;
 using ClosingEvent = std::function<json(OcrJob&)>;
 auto job_pump(std::shared_ptr<JobStream> st, std::optional<json> opening, PageEvent page, ClosingEvent closing) {
   return [st = std::move(st), opening = std::move(opening), page = std::move(page), closing = std::move(closing)](
-             size_t, httplib::DataSink& sink) {
+             size_t, DataSink& sink) {
     OcrJob& job = *st->job;
     bool ok = true;
     if (opening && !st->opened) {
@@ -572,6 +555,8 @@ auto job_pump(std::shared_ptr<JobStream> st, std::optional<json> opening, PageEv
       send_sse(sink, ok, *opening);
     }
     const OcrJob::Progress p = job.poll(std::chrono::milliseconds(100));
+    // A client that left mid-page is seen here, not only at the next page's write.
+    if (!sink.is_writable()) return client_closed();
     for (size_t i : p.pages) send_sse(sink, ok, page(job, i));
     if (!ok) return client_closed();
     if (!p.done) return true;
@@ -592,14 +577,12 @@ void Service::check_model(const std::string& model) const {
   throw ApiError(404, "invalid_request_error", "model_not_found", "model '" + model + "' does not exist; this server serves " + names);
 }
 
-void Service::ocr(const httplib::Request& req, httplib::Response& res) {
+void Service::ocr(const HttpRequest& req, HttpResponse& res) {
   InFlight counted(in_flight_);
   check_loaded(res);
   OcrRequest orq;
   if (req.is_multipart_form_data()) {
-    std::vector<FormPart> parts;
-    for (const auto& [name, f] : req.files) parts.push_back({f.name, f.filename, f.content_type, f.content});
-    orq = parse_ocr_form(parts);
+    orq = parse_ocr_form(parse_multipart_form(req.get_header_value("Content-Type"), req.body));
   } else {
     orq = parse_ocr_json(req.body);
   }
@@ -610,7 +593,7 @@ void Service::ocr(const httplib::Request& req, httplib::Response& res) {
   const int64_t created = unix_now();
 
   if (!orq.stream) {
-    st->job->wait();
+    if (!wait_for_job(*st->job, req, metrics_)) return;
     note_job(*st->job);
     if (auto e = st->job->failure()) throw *e;
     json body = st->job->result();
@@ -655,7 +638,7 @@ json chat_completion(const std::string& id, int64_t created, const std::string& 
 
 }  // namespace
 
-void Service::chat_completions(const httplib::Request& req, httplib::Response& res) {
+void Service::chat_completions(const HttpRequest& req, HttpResponse& res) {
   InFlight counted(in_flight_);
   check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
@@ -663,11 +646,11 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
   const ChatIds ids{ids_.next("chatcmpl"), unix_now()};
   if (!cr.images.empty()) {
     if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
-    if (!chat_documents(cr, ids, res)) return;
+    if (!chat_documents(req, cr, ids, res)) return;
   } else {
     auto ch = std::make_shared<ChatChannel>();
     const RequestId rid = submit_chat(chat_sequence(cr, ch));
-    if (!cr.stream) return chat_whole(cr, ids, ch, rid, res);
+    if (!cr.stream) return chat_whole(req, cr, ids, ch, rid, res);
     chat_stream(cr, ids, ch, rid, res);
   }
   counted.release();  // the stream's releaser ends this request's flight
@@ -675,11 +658,11 @@ void Service::chat_completions(const httplib::Request& req, httplib::Response& r
 
 // An OCR model reads the images as the pages of one document; the text parts are not used (the
 // shipped model takes no prompt). False when answered whole; true when streamed.
-bool Service::chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res) {
+bool Service::chat_documents(const HttpRequest& req, ChatRequest& cr, const ChatIds& ids, HttpResponse& res) {
   auto st = std::make_shared<JobStream>();
   st->job = start_ocr_job(std::move(cr.images), "", cr.max_tokens);
   if (!cr.stream) {
-    st->job->wait();
+    if (!wait_for_job(*st->job, req, metrics_)) return true;
     note_job(*st->job);
     if (auto e = st->job->failure()) throw *e;
     const std::vector<int32_t> tokens = cr.return_token_ids ? st->job->tokens() : std::vector<int32_t>();
@@ -756,8 +739,8 @@ bool Service::is_text(int32_t token) const {
 
 // Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
 // sequence cancelled at the first.
-void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
-                         httplib::Response& res) {
+void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
+                         HttpResponse& res) {
   SequenceResult r;
   StopStrings stops(cr.stop);
   StreamingDetokenizer detok(*tokenizer_);
@@ -766,8 +749,19 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
     // Without stop strings only the result wakes this thread, not every token.
     const bool match = !stops.empty();
     std::unique_lock lk(ch->mu);
+    bool cancelled = false;
     while (true) {
-      ch->cv.wait(lk, [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
+      // Wakes every 100 ms to look at the connection: a client that left cancels its sequence,
+      // whose KV is freed at the scheduler's next step.
+      ch->cv.wait_for(lk, std::chrono::milliseconds(100),
+                      [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
+      if (!cancelled && !ch->result && req.client_gone()) {
+        cancelled = true;
+        lk.unlock();
+        scheduler_->cancel(rid);
+        metrics_.count_cancelled_by_client();
+        lk.lock();
+      }
       for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
         if (is_text(ch->tokens[ch->taken])) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
       if (ch->result) break;
@@ -778,6 +772,11 @@ void Service::chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_
       }
     }
     r = *ch->result;
+    if (cancelled) {
+      note_result(r);
+      t_access.finish = "client_closed";
+      return;  // nobody to answer
+    }
   }
   std::string text;
   if (stops.empty()) {
@@ -820,16 +819,16 @@ struct Service::ChatStreamState {
   json chunk(json delta, json finish) const { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); }
 };
 
-// Streaming: the provider runs on this HTTP thread after the handler returns, pulling tokens as
-// the scheduler produces them. It wakes at least every 100 ms so httplib can notice a client that
-// went away (is_writable fails) and release the response: the releaser then cancels the sequence,
-// which frees its KV before the next step.
+// Streaming: the provider runs on this worker thread after the handler returns, pulling tokens as
+// the scheduler produces them. It wakes at least every 100 ms to notice a client that went away
+// (is_writable fails) and end the response: the releaser then cancels the sequence, which frees
+// its KV before the next step.
 void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
-                          httplib::Response& res) {
+                          HttpResponse& res) {
   auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(ch), rid, model_id_, *tokenizer_);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, st](size_t, httplib::DataSink& sink) { return chat_stream_step(*st, sink); },
+      "text/event-stream", [this, st](size_t, DataSink& sink) { return chat_stream_step(*st, sink); },
       [this, st](bool) {
         if (!st->finished) {
           // The client went away (or the server is stopping) before the end: stop generating.
@@ -840,7 +839,7 @@ void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared
       });
 }
 
-bool Service::chat_stream_step(ChatStreamState& st, httplib::DataSink& sink) {
+bool Service::chat_stream_step(ChatStreamState& st, DataSink& sink) {
   std::vector<int32_t> fresh;
   std::optional<SequenceResult> result;
   {
@@ -851,6 +850,7 @@ bool Service::chat_stream_step(ChatStreamState& st, httplib::DataSink& sink) {
     c.taken = c.tokens.size();
     result = c.result;
   }
+  if (!result && !sink.is_writable()) return client_closed();
   auto send = [&sink](const json& j) {
     const std::string s = "data: " + dump(j) + "\n\n";
     return sink.write(s.data(), s.size()) || client_closed();

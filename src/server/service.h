@@ -47,6 +47,9 @@
 #include "server/access_log.h"
 #include "server/api_keys.h"
 #include "server/chat_request.h"
+#include "server/http_message.h"
+#include "server/http_server.h"
+#include "server/http_router.h"
 #include "server/metrics.h"
 #include "server/ocr_job.h"
 #include "server/reference_cache.h"
@@ -54,12 +57,6 @@
 #include "server/rate_limiter.h"
 #include "server/server_config.h"
 
-namespace httplib {
-class DataSink;
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace folio {
 
@@ -97,23 +94,25 @@ class Service {
 
   // Mounts `handler` for `method` ("GET" or "POST") on `path` (under /v1/) behind the gate; call
   // before start(). A handler reports errors by throwing ApiError or folio::Error (-> 400/500).
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
   void add_route(const std::string& method, const std::string& path, Handler handler);
 
  private:
-  void install_routes();
-  // Threads, body limit, socket options, keep-alive and timeouts of the HTTP transport.
-  void configure_transport();
-  // The gate, httplib's own errors as JSON, exceptions as 500, the access log and request metrics.
-  void install_handlers();
-  // Both return whether they answered the request (then nothing else runs for it).
-  bool gate(const httplib::Request& req, httplib::Response& res);
-  bool answer_http_error(const httplib::Request& req, httplib::Response& res);
-  void log_request(const httplib::Request& req, const httplib::Response& res);
+  // The transport's settings from server.*, and its hooks (below).
+  HttpServerOptions transport_options() const;
+  // Every request: the gate, then its route (404 / 405 when none), errors as JSON.
+  void handle(HttpRequest& req, HttpResponse& res);
+  void route(HttpRequest& req, HttpResponse& res);
+  // Probes and metrics: answered on the I/O thread, whatever the workers are doing.
+  bool is_quick(const HttpRequest& req) const;
+  // Returns whether it answered the request (then nothing else runs for it).
+  bool gate(const HttpRequest& req, HttpResponse& res);
+  // An error status found before a handler (by the transport or the router) as a JSON body.
+  void answer_http_error(const HttpRequest& req, HttpResponse& res);
+  void log_request(const HttpRequest& req, const HttpResponse& res);
   // The routes: probes, metrics, models, chat, OCR, tokenize.
   void mount_endpoints();
-  // Registers `handler` with httplib for `method` (GET or POST) on `path`, and remembers the method
-  // so that another method on that path gets 405 with Allow instead of 404.
+  // Routes `method` (GET or POST) on `path` to `handler`.
   void mount(const std::string& method, const std::string& path, Handler handler);
   // POST /v1/chat/completions: documents and images to the OCR model (chat_documents), text to the
   // scheduler (chat_sequence, submit_chat), answered whole (chat_whole) or as SSE (chat_stream).
@@ -121,32 +120,32 @@ class Service {
     std::string id;
     int64_t created;
   };
-  void chat_completions(const httplib::Request& req, httplib::Response& res);
-  bool chat_documents(ChatRequest& cr, const ChatIds& ids, httplib::Response& res);
+  void chat_completions(const HttpRequest& req, HttpResponse& res);
+  bool chat_documents(const HttpRequest& req, ChatRequest& cr, const ChatIds& ids, HttpResponse& res);
   SequenceRequest chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
   RequestId submit_chat(SequenceRequest sr);
   // Whether a generated token is part of the answer's text: not EOS nor another control token
   // (special tokens are left out, as vLLM's skip_special_tokens and llama-server do).
   bool is_text(int32_t token) const;
-  void chat_whole(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
-  void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, httplib::Response& res);
+  void chat_whole(const HttpRequest& req, const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
+  void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
   struct ChatStreamState;
   // One call of the stream's provider: sends the tokens that arrived (false: the client is gone).
-  bool chat_stream_step(ChatStreamState& st, httplib::DataSink& sink);
+  bool chat_stream_step(ChatStreamState& st, DataSink& sink);
   // The end of a stream: held-back text, the finish chunk or the error, and usage when asked for.
   bool chat_stream_end(ChatStreamState& st, SequenceResult& result, const std::function<bool(const nlohmann::json&)>& send);
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
-  void ocr(const httplib::Request& req, httplib::Response& res);
+  void ocr(const HttpRequest& req, HttpResponse& res);
   // POST /tokenize and /detokenize (server/tokenize_request.h).
-  void tokenize(const httplib::Request& req, httplib::Response& res);
-  void detokenize(const httplib::Request& req, httplib::Response& res);
+  void tokenize(const HttpRequest& req, HttpResponse& res);
+  void detokenize(const HttpRequest& req, HttpResponse& res);
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
   std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
-  void check_loaded(httplib::Response& res) const;
+  void check_loaded(HttpResponse& res) const;
   // server.cors_origins: when the request's Origin is allowed, sets the CORS headers (for a
   // preflight OPTIONS also the methods the path takes) and returns true.
-  bool cors_headers(const httplib::Request& req, httplib::Response& res) const;
+  bool cors_headers(const HttpRequest& req, HttpResponse& res) const;
   // Wraps a handler: catches ApiError / folio::Error into JSON errors.
   Handler guarded(Handler h);
 
@@ -160,10 +159,9 @@ class Service {
   RateLimiter auth_failures_;  // failed authentications per client address
   ServerMetrics metrics_;
 
-  std::unique_ptr<httplib::Server> http_;
-  std::thread http_thread_;
+  HttpRouter router_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = -1;
-  int listen_fd_ = -1;  // the listening socket, seen by the socket-options hook
 
   std::unique_ptr<LoadedModel> model_;     // a text model, or
   std::unique_ptr<OcrModel> ocr_model_;    // an OCR model
@@ -181,7 +179,6 @@ class Service {
   std::atomic<int64_t> in_flight_{0};
   RequestIds ids_;  // response ids and X-Request-Id
   std::unique_ptr<AccessLog> access_log_;  // one line per answered request (access_log.h)
-  std::map<std::string, std::set<std::string>> methods_;  // path -> methods mounted (before start)
 };
 
 }  // namespace folio
