@@ -14,4 +14,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcpp-httplib-dev libboost1.81-dev libyaml-cpp-dev libssl-dev libspdlog-dev gnuplot-nox \
   openssl curl \
   > /dev/null
+# Node.js and npm for the openai npm client test (tests/server/openai_client): the machine's own
+# when it has them, else Debian's.
+if ! command -v npm > /dev/null; then $SUDO apt-get install -y -qq --no-install-recommends nodejs npm > /dev/null; fi
 echo "folio: dependencies installed"

@@ -83,7 +83,6 @@ void refuse_unsupported(const json& j) {
 
 ChatRequest parse_chat_request(std::string_view body) {
   const json j = parse_json_object(body);
-  refuse_unsupported(j);
   ChatRequest r;
   r.model = json_model_field(j);
   const json* msgs = json_field(j, "messages");
@@ -105,6 +104,12 @@ ChatRequest parse_chat_request(std::string_view body) {
     cm.content = message_content(*content, i, r.images);
     r.messages.push_back(std::move(cm));
   }
+  parse_generation_fields(j, r);
+  return r;
+}
+
+void parse_generation_fields(const json& j, ChatRequest& r) {
+  refuse_unsupported(j);
   const json* mt = json_field(j, "max_completion_tokens");
   if (!mt) mt = json_field(j, "max_tokens");
   if (mt) {
@@ -156,7 +161,6 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'ignore_eos' must be true or false");
     r.ignore_eos = s->get<bool>();
   }
-  return r;
 }
 
 std::string chat_prompt_text(const std::vector<ChatMessage>& messages) {

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/api_error.h"
 #include "server/ocr_request.h"
 
@@ -46,6 +48,11 @@ struct ChatRequest {
 
 // Throws ApiError (400) naming the field for malformed JSON, a wrong type or an out-of-range value.
 ChatRequest parse_chat_request(std::string_view body);
+
+// The fields every generation request shares (all but model, messages and images): limits,
+// sampling, stream and stream_options, n, stop, the vLLM extensions, and the refusal of parameters
+// this server does not implement (unsupported_parameter). ApiError 400 as parse_chat_request.
+void parse_generation_fields(const nlohmann::json& j, ChatRequest& r);
 
 // The prompt text: each message as "<|role|>\n" + content + "\n", then "<|assistant|>\n" to cue the
 // reply (a developer message is a system message). The caller prepends BOS when the model has one.

@@ -77,7 +77,8 @@ void ServerMetrics::record_generation(const SequenceResult& r) {
   if (r.tokens.size() >= 2) tpot_.observe(r.decode_ms / 1000.0 / static_cast<double>(r.tokens.size() - 1));
 }
 
-std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const ReferenceCacheStats* cache) const {
+std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const ReferenceCacheStats* cache,
+                                  const ConnectionStats* connections) const {
   std::string out;
   std::lock_guard lk(mu_);
   header(out, "folio_http_requests_total", "counter", "HTTP requests answered, by path and status");
@@ -87,7 +88,7 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
   for (const auto& [k, v] : rejections_) out += "folio_rejected_requests_total{reason=\"" + k + "\"} " + std::to_string(v) + "\n";
   header(out, "folio_generations_total", "counter", "generations finished, by stop reason");
   for (const auto& [k, v] : finished_) out += "folio_generations_total{reason=\"" + k + "\"} " + std::to_string(v) + "\n";
-  header(out, "folio_client_disconnects_total", "counter", "streaming requests cancelled because the client went away");
+  header(out, "folio_client_disconnects_total", "counter", "requests cancelled because their client went away");
   out += "folio_client_disconnects_total " + std::to_string(cancelled_by_client_) + "\n";
   header(out, "folio_prompt_tokens_total", "counter", "prompt tokens of finished generations");
   out += "folio_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
@@ -102,6 +103,11 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
   gauge(out, "folio_ready", "1 when the model is loaded and requests are accepted", ready ? 1 : 0);
   gauge(out, "folio_process_rss_bytes", "resident set size of the server process now", static_cast<double>(current_rss_bytes()));
   gauge(out, "folio_process_rss_peak_bytes", "largest resident set size of the server process", static_cast<double>(peak_rss_bytes()));
+  if (connections) {
+    gauge(out, "folio_http_connections", "open client connections", static_cast<double>(connections->open));
+    header(out, "folio_http_connections_refused_total", "counter", "connections refused over server.max_connections(_per_client)");
+    out += "folio_http_connections_refused_total " + std::to_string(connections->refused) + "\n";
+  }
   if (cache) {
     header(out, "folio_reference_cache_hits_total", "counter", "OCR passes whose prepared reference was reused");
     out += "folio_reference_cache_hits_total " + std::to_string(cache->hits) + "\n";

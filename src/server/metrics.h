@@ -34,6 +34,12 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// The transport's connections at render time (http_server.h).
+struct ConnectionStats {
+  size_t open = 0;
+  uint64_t refused = 0;  // over server.max_connections / max_connections_per_client
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -45,8 +51,9 @@ class ServerMetrics {
   void record_generation(const SequenceResult& r);
 
   // Prometheus text exposition (version 0.0.4). `stats` is null before the model is loaded; `cache`
-  // may be null (no reference cache).
-  std::string render(const SchedulerStats* stats, bool ready, const ReferenceCacheStats* cache = nullptr) const;
+  // and `connections` may be null (not shown).
+  std::string render(const SchedulerStats* stats, bool ready, const ReferenceCacheStats* cache = nullptr,
+                     const ConnectionStats* connections = nullptr) const;
 
  private:
   mutable std::mutex mu_;

@@ -5,6 +5,7 @@
 #include "kv/kv_dtype.h"
 #include "kv/ram_tier.h"
 
+#include "server/completion_request.h"
 #include "server/multipart.h"
 
 #include <algorithm>
@@ -368,7 +369,7 @@ void Service::answer_http_error(const HttpRequest& req, HttpResponse& res) {
 
 void Service::log_request(const HttpRequest& req, const HttpResponse& res) {
   // Known paths only, so a scan of random URLs cannot grow the label set.
-  static const char* known[] = {"/v1/chat/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
+  static const char* known[] = {"/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
   std::string label = "other";
   for (const char* k : known)
     if (req.path == k) label = k;
@@ -402,7 +403,8 @@ void Service::mount_endpoints() {
     std::optional<SchedulerStats> s;
     if (loaded_) s = scheduler_->stats();
     const ReferenceCacheStats cache = cache_.stats();
-    res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache), "text/plain; version=0.0.4");
+    const ConnectionStats conns{http_->open_connections(), http_->refused_connections()};
+    res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache, &conns), "text/plain; version=0.0.4");
   });
   auto model_object = [](const std::string& name) { return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}}; };
   mount("GET", "/v1/models", guarded([this, model_object](const HttpRequest&, HttpResponse& res) {
@@ -417,6 +419,7 @@ void Service::mount_endpoints() {
     res.set_content(dump(model_object(name)), "application/json");
   }));
   mount("POST", "/v1/chat/completions", guarded([this](const HttpRequest& req, HttpResponse& res) { chat_completions(req, res); }));
+  mount("POST", "/v1/completions", guarded([this](const HttpRequest& req, HttpResponse& res) { completions(req, res); }));
   mount("POST", "/v1/ocr", guarded([this](const HttpRequest& req, HttpResponse& res) { ocr(req, res); }));
   mount("POST", "/tokenize", guarded([this](const HttpRequest& req, HttpResponse& res) { tokenize(req, res); }));
   mount("POST", "/detokenize", guarded([this](const HttpRequest& req, HttpResponse& res) { detokenize(req, res); }));
@@ -628,6 +631,20 @@ json chat_chunk(const std::string& id, int64_t created, const std::string& model
   return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}, {"choices", json::array({c})}};
 }
 
+// One chunk of a streamed text completion (/v1/completions).
+json text_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text, json finish) {
+  json c = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}};
+  return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", json::array({c})}};
+}
+
+json text_completion(const std::string& id, int64_t created, const std::string& model, const std::string& text,
+                     const std::string& finish, json usage, const std::vector<int32_t>* token_ids) {
+  json body = text_chunk(id, created, model, text, finish);
+  if (token_ids) body["choices"][0]["token_ids"] = *token_ids;
+  body["usage"] = std::move(usage);
+  return body;
+}
+
 json chat_completion(const std::string& id, int64_t created, const std::string& model, const std::string& text,
                      const std::string& finish, json usage, const std::vector<int32_t>* token_ids) {
   json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", finish}};
@@ -643,7 +660,7 @@ void Service::chat_completions(const HttpRequest& req, HttpResponse& res) {
   check_loaded(res);
   ChatRequest cr = parse_chat_request(req.body);
   check_model(cr.model);
-  const ChatIds ids{ids_.next("chatcmpl"), unix_now()};
+  const AnswerIds ids{ids_.next("chatcmpl"), unix_now(), false, ""};
   if (!cr.images.empty()) {
     if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
     if (!chat_documents(req, cr, ids, res)) return;
@@ -656,9 +673,38 @@ void Service::chat_completions(const HttpRequest& req, HttpResponse& res) {
   counted.release();  // the stream's releaser ends this request's flight
 }
 
+void Service::completions(const HttpRequest& req, HttpResponse& res) {
+  InFlight counted(in_flight_);
+  check_loaded(res);
+  CompletionRequest q = parse_completion_request(req.body);
+  check_model(q.gen.model);
+  std::vector<int32_t> prompt = std::move(q.prompt_tokens);
+  if (prompt.empty()) {
+    if (decoder_->config().bos_id >= 0) prompt.push_back(decoder_->config().bos_id);
+    const std::vector<int32_t> ids = tokenizer_->encode(q.prompt);
+    prompt.insert(prompt.end(), ids.begin(), ids.end());
+  }
+  const int32_t vocab = tokenizer_->vocab_size();
+  for (int32_t id : prompt)
+    if (id >= vocab) throw bad_request("invalid_value", "'prompt' holds token id " + std::to_string(id) + ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  AnswerIds ids{ids_.next("cmpl"), unix_now(), true, ""};
+  if (q.echo && !q.prompt.empty()) ids.echo = q.prompt;
+  if (q.echo && q.prompt.empty()) {
+    std::vector<int32_t> text_ids;
+    for (int32_t t : prompt)
+      if (is_text(t)) text_ids.push_back(t);
+    ids.echo = tokenizer_->decode(text_ids);
+  }
+  auto ch = std::make_shared<ChatChannel>();
+  const RequestId rid = submit_chat(text_sequence(std::move(prompt), q.gen, ch));
+  if (!q.gen.stream) return chat_whole(req, q.gen, ids, ch, rid, res);
+  chat_stream(q.gen, ids, ch, rid, res);
+  counted.release();  // the stream's releaser ends this request's flight
+}
+
 // An OCR model reads the images as the pages of one document; the text parts are not used (the
 // shipped model takes no prompt). False when answered whole; true when streamed.
-bool Service::chat_documents(const HttpRequest& req, ChatRequest& cr, const ChatIds& ids, HttpResponse& res) {
+bool Service::chat_documents(const HttpRequest& req, ChatRequest& cr, const AnswerIds& ids, HttpResponse& res) {
   auto st = std::make_shared<JobStream>();
   st->job = start_ocr_job(std::move(cr.images), "", cr.max_tokens);
   if (!cr.stream) {
@@ -691,11 +737,15 @@ bool Service::chat_documents(const HttpRequest& req, ChatRequest& cr, const Chat
 // The prompt (BOS and the chat template's text) within the server's limits, as a request whose
 // tokens and result go to `ch`.
 SequenceRequest Service::chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
-  const ModelConfig& mc = decoder_->config();
   std::vector<int32_t> prompt;
-  if (mc.bos_id >= 0) prompt.push_back(mc.bos_id);
+  if (decoder_->config().bos_id >= 0) prompt.push_back(decoder_->config().bos_id);
   const std::vector<int32_t> ids = tokenizer_->encode(chat_prompt_text(cr.messages));
   prompt.insert(prompt.end(), ids.begin(), ids.end());
+  return text_sequence(std::move(prompt), cr, std::move(ch));
+}
+
+SequenceRequest Service::text_sequence(std::vector<int32_t> prompt, const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
+  const ModelConfig& mc = decoder_->config();
   const int64_t P = static_cast<int64_t>(prompt.size());
   const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
   if (P > max_ref)
@@ -739,7 +789,7 @@ bool Service::is_text(int32_t token) const {
 
 // Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
 // sequence cancelled at the first.
-void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
+void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
                          HttpResponse& res) {
   SequenceResult r;
   StopStrings stops(cr.stop);
@@ -793,8 +843,9 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const Ch
   if (stops.stopped()) r.stop_reason = StopReason::StopString;  // the sequence was cancelled for it: not an error
   note_result(r);
   if (auto e = generation_error(r, cfg_.server.request_timeout_s)) throw *e;
-  res.set_content(dump(chat_completion(ids.id, ids.created, model_id_, text, finish_reason(r.stop_reason), usage_json(r),
-                                       cr.return_token_ids ? &r.tokens : nullptr)),
+  const auto answer = ids.text_completion ? text_completion : chat_completion;
+  res.set_content(dump(answer(ids.id, ids.created, model_id_, ids.echo + text, finish_reason(r.stop_reason), usage_json(r),
+                              cr.return_token_ids ? &r.tokens : nullptr)),
                   "application/json");
 }
 
@@ -804,7 +855,7 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const Ch
 struct Service::ChatStreamState {
   std::shared_ptr<ChatChannel> ch;
   RequestId rid;
-  ChatIds ids;
+  AnswerIds ids;
   std::string model_id;
   bool with_ids, with_usage;
   StreamingDetokenizer detok;
@@ -812,18 +863,21 @@ struct Service::ChatStreamState {
   bool role_sent = false;
   bool finished = false;
 
-  ChatStreamState(const ChatRequest& cr, const ChatIds& i, std::shared_ptr<ChatChannel> c, RequestId r, std::string model,
+  ChatStreamState(const ChatRequest& cr, const AnswerIds& i, std::shared_ptr<ChatChannel> c, RequestId r, std::string model,
                   const Tokenizer& t)
       : ch(std::move(c)), rid(r), ids(i), model_id(std::move(model)), with_ids(cr.return_token_ids),
         with_usage(cr.include_usage), detok(t), stops(cr.stop) {}
-  json chunk(json delta, json finish) const { return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish)); }
+  json chunk(json delta, json finish) const {
+    if (!ids.text_completion) return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish));
+    return text_chunk(ids.id, ids.created, model_id, delta.value("content", ""), std::move(finish));
+  }
 };
 
 // Streaming: the provider runs on this worker thread after the handler returns, pulling tokens as
 // the scheduler produces them. It wakes at least every 100 ms to notice a client that went away
 // (is_writable fails) and end the response: the releaser then cancels the sequence, which frees
 // its KV before the next step.
-void Service::chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
+void Service::chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
                           HttpResponse& res) {
   auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(ch), rid, model_id_, *tokenizer_);
   res.set_header("Cache-Control", "no-cache");
@@ -857,7 +911,9 @@ bool Service::chat_stream_step(ChatStreamState& st, DataSink& sink) {
   };
   if (!st.role_sent) {
     st.role_sent = true;
-    if (!send(st.chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+    // Chat opens with the role; a text completion with the echoed prompt, if asked for.
+    const bool opening = !st.ids.text_completion || !st.ids.echo.empty();
+    if (opening && !send(st.chunk({{"role", "assistant"}, {"content", st.ids.echo}}, nullptr))) return false;
   }
   const bool was_stopped = st.stops.stopped();
   for (int32_t t : fresh) {

@@ -8,13 +8,16 @@
 //   shutdown(g)   stops taking /v1 work (503), waits up to g for in-flight requests, closes
 //
 // Endpoints: POST /v1/chat/completions (OpenAI format, SSE with stream: true; image_url data URIs
-// are read as pages by an OCR model), POST /v1/ocr (PDFs / images in, markdown + per-page JSON out,
+// are read as pages by an OCR model), POST /v1/completions (the text API: a prompt, no template),
+// POST /v1/ocr (PDFs / images in, markdown + per-page JSON out,
 // SSE per page with stream: true; see ocr_request.h and ocr_job.h), GET /v1/models (one entry per
 // served name) and /v1/models/{name},
 // GET <server.health_path> (liveness), GET /readyz (model loaded, not draining, queue not full),
 // GET /metrics (Prometheus). Every /v1/ route goes through the same gate: API key (Bearer, when
 // server.api_keys_file is set), per-key rate limit, and draining; bodies over server.max_body_bytes
 // get 413 before they are read. Errors use OpenAI's shape {"error": {"message", "type", "code"}}.
+// Connections belong to the transport (http_server.h: deadlines per phase, caps); a client that
+// leaves cancels its request within a decode step, streamed or not.
 // Every answered request, probes included, gets an access line (access_log.h).
 //
 // The model: an OCR model directory (ocr_model.h: folio-mini-ocr, Unlimited-OCR) is loaded as an
@@ -116,19 +119,27 @@ class Service {
   void mount(const std::string& method, const std::string& path, Handler handler);
   // POST /v1/chat/completions: documents and images to the OCR model (chat_documents), text to the
   // scheduler (chat_sequence, submit_chat), answered whole (chat_whole) or as SSE (chat_stream).
-  struct ChatIds {
+  // Who an answer is (its id and time) and how it is written: a chat completion (message, delta)
+  // or a text completion (/v1/completions: text, after the prompt's text when `echo` is set).
+  struct AnswerIds {
     std::string id;
     int64_t created;
+    bool text_completion = false;
+    std::string echo;
   };
   void chat_completions(const HttpRequest& req, HttpResponse& res);
-  bool chat_documents(const HttpRequest& req, ChatRequest& cr, const ChatIds& ids, HttpResponse& res);
+  bool chat_documents(const HttpRequest& req, ChatRequest& cr, const AnswerIds& ids, HttpResponse& res);
   SequenceRequest chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
+  // A request generating after `prompt` (token ids), within the server's limits, as chat's.
+  SequenceRequest text_sequence(std::vector<int32_t> prompt, const ChatRequest& cr, std::shared_ptr<ChatChannel> ch);
+  // POST /v1/completions (completion_request.h), answered as chat is.
+  void completions(const HttpRequest& req, HttpResponse& res);
   RequestId submit_chat(SequenceRequest sr);
   // Whether a generated token is part of the answer's text: not EOS nor another control token
   // (special tokens are left out, as vLLM's skip_special_tokens and llama-server do).
   bool is_text(int32_t token) const;
-  void chat_whole(const HttpRequest& req, const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
-  void chat_stream(const ChatRequest& cr, const ChatIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
+  void chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
+  void chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
   struct ChatStreamState;
   // One call of the stream's provider: sends the tokens that arrived (false: the client is gone).
   bool chat_stream_step(ChatStreamState& st, DataSink& sink);

@@ -267,6 +267,64 @@ TEST_F(Http, StreamingMatchesGenerator) {
   EXPECT_EQ(cli.Post("/v1/chat/completions", body.dump(), "application/json")->status, 400);
 }
 
+// /v1/completions: the prompt as given (BOS, no chat template), the same tokens as Generator,
+// whole or streamed, echoed when asked, token-id prompts, and the refusals.
+TEST_F(Http, TextCompletionsMatchGenerator) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  std::vector<int32_t> prompt{reference_->config.bos_id};
+  for (int32_t t : reference_->tokenizer->encode("Once upon a time")) prompt.push_back(t);
+  ThreadPool threads(1);
+  KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
+  Generator gen(*reference_->decoder, pool, threads);
+  GenerationOptions o;
+  o.policy = {KVPolicyKind::RSwa, 8};
+  o.max_tokens = 16;  // OpenAI's default for completions
+  const GenerationResult want = gen.generate(prompt, o);
+
+  json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"return_token_ids", true}};
+  auto r = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["choices"][0]["token_ids"].get<std::vector<int32_t>>(), want.tokens);
+  EXPECT_EQ(j["choices"][0]["text"], text_of(want.tokens));
+  EXPECT_EQ(j["usage"]["prompt_tokens"], prompt.size());
+  // The same prompt as token ids, echoed.
+  body = {{"prompt", prompt}, {"echo", true}, {"max_tokens", 16}};
+  r = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], text_of(prompt) + text_of(want.tokens));
+  // Streamed: text chunks, then the finish reason, then [DONE].
+  body = {{"prompt", {"Once upon a time"}}, {"stream", true}};
+  r = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  bool done = false;
+  std::string text;
+  const std::vector<json> events = sse_events(r->body, done);
+  EXPECT_TRUE(done);
+  for (const json& e : events) {
+    EXPECT_EQ(e["object"], "text_completion");
+    text += e["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, text_of(want.tokens));
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
+  // Refused, naming why.
+  auto code = [&](const json& b) {
+    auto e = cli.Post("/v1/completions", b.dump(), "application/json");
+    EXPECT_EQ(e->status, 400) << e->body;
+    return json::parse(e->body)["error"]["code"].get<std::string>();
+  };
+  EXPECT_EQ(code({{"model", "tiny"}}), "missing_field");
+  EXPECT_EQ(code({{"prompt", {"a", "b"}}}), "unsupported_parameter");
+  EXPECT_EQ(code({{"prompt", "a"}, {"suffix", "z"}}), "unsupported_parameter");
+  EXPECT_EQ(code({{"prompt", {1, -2}}}), "invalid_value");
+  EXPECT_EQ(code({{"prompt", {1, 1 << 30}}}), "invalid_value");
+  EXPECT_EQ(code({{"prompt", 7}}), "invalid_type");
+}
+
 TEST_F(Http, ConcurrentRequestsAreBatchedAndExact) {
   ServerConfig c = config();
   c.inference.batch_size = 4;
