@@ -2,11 +2,9 @@
 //
 // The first byte picks what the rest is:
 //   0: a JSON body -> parse_ocr_json;
-//   1: a multipart/form-data body with the boundary "folio<second byte>" -> its parts ->
-//      parse_ocr_form. Debian's cpp-httplib compiles its multipart reader into libcpp-httplib.so
-//      (not callable, not instrumented), so the parts are split here the way a form reader does:
-//      "--boundary" lines, headers up to a blank line, Content-Disposition name / filename and
-//      Content-Type;
+//   1: a multipart/form-data body with the boundary "folio<second byte>" -> parse_multipart_form
+//      (server/multipart.h, the server's own reader) -> parse_ocr_form; every part it returns must
+//      lie within the body;
 //   2: a base64 payload -> decode_base64, checked against a plain reference decoder, then
 //      encode_base64 -> decode_base64 round trip; and the same bytes as a data URI.
 // A refused body is an ApiError 400; anything else escaping, a crash or a sanitizer report, or a
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "server/base64.h"
+#include "server/multipart.h"
 #include "server/ocr_request.h"
 
 namespace {
@@ -37,74 +36,6 @@ void check_request(const folio::OcrRequest& r) {
     if (f.name.empty()) fail("a parsed file has no name");
     if (f.type != "pdf" && f.type != "png" && f.type != "jpeg") fail("a parsed file has an unknown type");
     if (folio::sniff_file_type(f.bytes) != f.type) fail("a parsed file's type is not its content's");
-  }
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// The value of `key="..."` (or key=token) in a Content-Disposition header, "" if absent.
-std::string disposition_param(std::string_view header, std::string_view key) {
-  const std::string low = lower(header);
-  size_t p = 0;
-  while ((p = low.find(key, p)) != std::string::npos) {
-    const bool starts = p == 0 || low[p - 1] == ' ' || low[p - 1] == ';';
-    const size_t eq = p + key.size();
-    if (!starts || eq >= header.size() || header[eq] != '=') {
-      p = eq;
-      continue;
-    }
-    if (eq + 1 < header.size() && header[eq + 1] == '"') {
-      const size_t end = header.find('"', eq + 2);
-      return std::string(header.substr(eq + 2, end == std::string_view::npos ? std::string_view::npos : end - eq - 2));
-    }
-    const size_t end = header.find(';', eq + 1);
-    return std::string(header.substr(eq + 1, end == std::string_view::npos ? std::string_view::npos : end - eq - 1));
-  }
-  return "";
-}
-
-// The parts of a multipart/form-data body; false when it is not well formed.
-bool split_form(std::string_view body, const std::string& boundary, std::vector<folio::FormPart>& parts) {
-  const std::string dash = "--" + boundary;
-  const std::string delim = "\r\n" + dash;
-  if (body.substr(0, dash.size()) != dash) return false;
-  size_t p = dash.size();
-  for (;;) {
-    if (body.substr(p, 2) == "--") return true;  // closing delimiter
-    if (body.substr(p, 2) != "\r\n") return false;
-    p += 2;
-    folio::FormPart part;
-    bool disposition = false;
-    for (;;) {  // header lines up to an empty one
-      const size_t eol = body.find("\r\n", p);
-      if (eol == std::string_view::npos) return false;
-      const std::string_view line = body.substr(p, eol - p);
-      p = eol + 2;
-      if (line.empty()) break;
-      const size_t colon = line.find(':');
-      if (colon == std::string_view::npos) return false;
-      const std::string name = lower(line.substr(0, colon));
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      if (name == "content-disposition") {
-        if (lower(value.substr(0, 9)) != "form-data") return false;
-        disposition = true;
-        part.name = disposition_param(value, "name");
-        part.filename = disposition_param(value, "filename");
-      } else if (name == "content-type") {
-        part.content_type = std::string(value);
-      }
-    }
-    if (!disposition) return false;
-    const size_t end = body.find(delim, p);
-    if (end == std::string_view::npos) return false;
-    part.content = std::string(body.substr(p, end - p));
-    parts.push_back(std::move(part));
-    p = end + delim.size();
   }
 }
 
@@ -162,7 +93,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (size < 2) return 0;
       const std::string boundary = "folio" + std::to_string(data[1]);
       std::vector<folio::FormPart> parts;
-      if (!split_form(in.substr(2), boundary, parts)) return -1;  // not a form: keep out of the corpus
+      try {
+        parts = folio::parse_multipart_form("multipart/form-data; boundary=" + boundary, in.substr(2));
+      } catch (const folio::ApiError& e) {
+        if (e.status != 400 || e.code != "invalid_multipart") fail("parse_multipart_form refused with something but 400 invalid_multipart");
+        return -1;  // not a form: keep out of the corpus
+      }
+      size_t bytes = 0;
+      for (const folio::FormPart& p : parts) bytes += p.content.size();
+      if (bytes > size) fail("parse_multipart_form returned more bytes than the body holds");
       check_request(folio::parse_ocr_form(parts));
     } else {
       fuzz_base64(in.substr(1));

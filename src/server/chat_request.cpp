@@ -59,6 +59,25 @@ std::string message_content(const json& c, size_t i, std::vector<UploadedFile>& 
   return text;
 }
 
+// Chat: "logprobs": true and "top_logprobs": 0-20. Completions: "logprobs": 0-5, the alternatives.
+void read_logprobs(const json& j, ChatRequest& r) {
+  const json* l = json_field(j, "logprobs");
+  const json* top = json_field(j, "top_logprobs");
+  if (l && l->is_number_integer()) {
+    const int64_t k = l->get<int64_t>();
+    if (k < 0 || k > 5) throw bad_request("invalid_value", "'logprobs' must be between 0 and 5, got " + std::to_string(k));
+    r.top_logprobs = static_cast<int>(k);
+  } else if (l) {
+    if (!l->is_boolean()) throw bad_request("invalid_type", "'logprobs' must be true or false (or, for completions, 0-5)");
+    if (l->get<bool>()) r.top_logprobs = 0;
+  }
+  if (!top) return;
+  const int64_t k = integer(*top, "top_logprobs");
+  if (k < 0 || k > 20) throw bad_request("invalid_value", "'top_logprobs' must be between 0 and 20, got " + std::to_string(k));
+  if (r.top_logprobs < 0) throw bad_request("invalid_value", "'top_logprobs' needs 'logprobs': true");
+  r.top_logprobs = static_cast<int>(k);
+}
+
 // OpenAI parameters this server does not implement, refused rather than silently ignored when they
 // would change the answer (their neutral values pass: SDKs send some of them by default).
 void refuse_unsupported(const json& j) {
@@ -67,9 +86,6 @@ void refuse_unsupported(const json& j) {
     if (json_field(j, k)) refuse(std::string("'") + k + "'");
   if (const json* f = json_field(j, "response_format"))
     if (!f->is_object() || f->value("type", "") != "text") refuse("'response_format' other than {\"type\": \"text\"}");
-  if (const json* l = json_field(j, "logprobs"))
-    if (!l->is_boolean() || l->get<bool>()) refuse("'logprobs'");
-  if (json_field(j, "top_logprobs")) refuse("'top_logprobs'");
   if (const json* b = json_field(j, "logit_bias"))
     if (!b->is_object() || !b->empty()) refuse("'logit_bias'");
   for (const char* k : {"presence_penalty", "frequency_penalty"})
@@ -140,6 +156,7 @@ void parse_generation_fields(const json& j, ChatRequest& r) {
       r.include_usage = u->get<bool>();
     }
   }
+  read_logprobs(j, r);
   if (const json* n = json_field(j, "n"))
     if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
   if (const json* s = json_field(j, "stop")) {

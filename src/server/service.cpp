@@ -6,6 +6,7 @@
 #include "kv/ram_tier.h"
 
 #include "server/completion_request.h"
+#include "server/token_logprobs.h"
 #include "server/multipart.h"
 
 #include <algorithm>
@@ -100,6 +101,7 @@ struct ChatChannel {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;  // one per token when the request asked for logprobs
   size_t taken = 0;
   std::optional<SequenceResult> result;
 };
@@ -663,6 +665,7 @@ void Service::chat_completions(const HttpRequest& req, HttpResponse& res) {
   const AnswerIds ids{ids_.next("chatcmpl"), unix_now(), false, ""};
   if (!cr.images.empty()) {
     if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
+    if (cr.top_logprobs >= 0) throw bad_request("unsupported_parameter", "'logprobs' does not apply to documents and images");
     if (!chat_documents(req, cr, ids, res)) return;
   } else {
     auto ch = std::make_shared<ChatChannel>();
@@ -763,9 +766,15 @@ SequenceRequest Service::text_sequence(std::vector<int32_t> prompt, const ChatRe
   sr.stop_at_eos = !cr.ignore_eos;
   sr.deadline = std::chrono::steady_clock::now() +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(cfg_.server.request_timeout_s));
-  sr.on_token = [ch](int32_t t) {
+  std::shared_ptr<LogprobRecorder> rec;
+  if (cr.top_logprobs >= 0) {
+    rec = std::make_shared<LogprobRecorder>(cr.top_logprobs);
+    sr.on_logits = [rec](std::span<const float> row) { rec->logits(row); };
+  }
+  sr.on_token = [ch, rec](int32_t t) {
     std::lock_guard lk(ch->mu);
     ch->tokens.push_back(t);
+    if (rec) ch->logprobs.push_back(rec->take(t));
     ch->cv.notify_all();
   };
   sr.on_done = [this, ch](const SequenceResult& r) {
@@ -785,6 +794,16 @@ RequestId Service::submit_chat(SequenceRequest sr) {
 
 bool Service::is_text(int32_t token) const {
   return token != decoder_->config().eos_id && !tokenizer_->is_control(token);
+}
+
+json Service::logprobs_json(std::span<const TokenLogprob> ts, const AnswerIds& ids, size_t offset) const {
+  std::vector<TokenLogprob> text;  // EOS and control tokens are not in the text, so not here either
+  for (const TokenLogprob& t : ts)
+    if (is_text(t.token)) text.push_back(t);
+  if (ids.text_completion) return completion_logprobs_json(text, *tokenizer_, offset);
+  json content = json::array();
+  for (const TokenLogprob& t : text) content.push_back(chat_logprob_json(t, *tokenizer_));
+  return json{{"content", content}};
 }
 
 // Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
@@ -844,9 +863,13 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const An
   note_result(r);
   if (auto e = generation_error(r, cfg_.server.request_timeout_s)) throw *e;
   const auto answer = ids.text_completion ? text_completion : chat_completion;
-  res.set_content(dump(answer(ids.id, ids.created, model_id_, ids.echo + text, finish_reason(r.stop_reason), usage_json(r),
-                              cr.return_token_ids ? &r.tokens : nullptr)),
-                  "application/json");
+  json body = answer(ids.id, ids.created, model_id_, ids.echo + text, finish_reason(r.stop_reason), usage_json(r),
+                     cr.return_token_ids ? &r.tokens : nullptr);
+  if (cr.top_logprobs >= 0) {
+    std::lock_guard lk(ch->mu);
+    body["choices"][0]["logprobs"] = logprobs_json(ch->logprobs, ids, ids.echo.size());
+  }
+  res.set_content(dump(body), "application/json");
 }
 
 // One streamed chat answer, between the provider's calls (shared by them and the releaser).
@@ -862,11 +885,13 @@ struct Service::ChatStreamState {
   StopStrings stops;
   bool role_sent = false;
   bool finished = false;
+  bool logprobs;           // the request asked for them: each token's chunk carries its own
+  size_t text_bytes = 0;   // of the answer's text sent so far (completions' text_offset)
 
   ChatStreamState(const ChatRequest& cr, const AnswerIds& i, std::shared_ptr<ChatChannel> c, RequestId r, std::string model,
                   const Tokenizer& t)
       : ch(std::move(c)), rid(r), ids(i), model_id(std::move(model)), with_ids(cr.return_token_ids),
-        with_usage(cr.include_usage), detok(t), stops(cr.stop) {}
+        with_usage(cr.include_usage), detok(t), stops(cr.stop), logprobs(cr.top_logprobs >= 0) {}
   json chunk(json delta, json finish) const {
     if (!ids.text_completion) return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish));
     return text_chunk(ids.id, ids.created, model_id, delta.value("content", ""), std::move(finish));
@@ -895,12 +920,14 @@ void Service::chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shar
 
 bool Service::chat_stream_step(ChatStreamState& st, DataSink& sink) {
   std::vector<int32_t> fresh;
+  std::vector<TokenLogprob> lps;
   std::optional<SequenceResult> result;
   {
     ChatChannel& c = *st.ch;
     std::unique_lock lk(c.mu);
     c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
     fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
+    if (st.logprobs) lps.assign(c.logprobs.begin() + static_cast<std::ptrdiff_t>(c.taken), c.logprobs.end());
     c.taken = c.tokens.size();
     result = c.result;
   }
@@ -916,13 +943,18 @@ bool Service::chat_stream_step(ChatStreamState& st, DataSink& sink) {
     if (opening && !send(st.chunk({{"role", "assistant"}, {"content", st.ids.echo}}, nullptr))) return false;
   }
   const bool was_stopped = st.stops.stopped();
-  for (int32_t t : fresh) {
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const int32_t t = fresh[i];
     if (st.stops.stopped()) break;
     std::string text = is_text(t) ? st.detok.push(t) : std::string();
     if (!st.stops.empty()) text = st.stops.push(text);
-    if (text.empty() && !st.with_ids) continue;
+    if (text.empty() && !st.with_ids && !(st.logprobs && is_text(t))) continue;
     json j = st.chunk({{"content", text}}, nullptr);
     if (st.with_ids) j["choices"][0]["token_ids"] = {t};
+    if (st.logprobs && i < lps.size()) {
+      j["choices"][0]["logprobs"] = logprobs_json(std::span<const TokenLogprob>(&lps[i], 1), st.ids, st.ids.echo.size() + st.text_bytes);
+    }
+    st.text_bytes += text.size();
     if (!send(j)) return false;
   }
   if (st.stops.stopped() && !was_stopped && !result) scheduler_->cancel(st.rid);

@@ -59,6 +59,7 @@
 #include "server/request_ids.h"
 #include "server/rate_limiter.h"
 #include "server/server_config.h"
+#include "server/token_logprobs.h"
 
 
 namespace folio {
@@ -138,6 +139,9 @@ class Service {
   // Whether a generated token is part of the answer's text: not EOS nor another control token
   // (special tokens are left out, as vLLM's skip_special_tokens and llama-server do).
   bool is_text(int32_t token) const;
+  // The `logprobs` of an answer's tokens (text tokens only): chat's {"content": [...]}, or the
+  // legacy completions object whose text offsets start at `offset`.
+  nlohmann::json logprobs_json(std::span<const TokenLogprob> ts, const AnswerIds& ids, size_t offset) const;
   void chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
   void chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
   struct ChatStreamState;

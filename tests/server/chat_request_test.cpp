@@ -34,8 +34,6 @@ TEST(ChatRequest, UnsupportedParametersAreRefusedByName) {
       {{{"tools", json::array({{{"type", "function"}}})}}, "'tools'"},
       {{{"tool_choice", "auto"}}, "'tool_choice'"},
       {{{"response_format", {{"type", "json_schema"}}}}, "'response_format'"},
-      {{{"logprobs", true}}, "'logprobs'"},
-      {{{"top_logprobs", 3}}, "'top_logprobs'"},
       {{{"logit_bias", {{"50256", -100}}}}, "'logit_bias'"},
       {{{"presence_penalty", 0.5}}, "'presence_penalty'"},
       {{{"frequency_penalty", -1}}, "'frequency_penalty'"},
@@ -51,6 +49,22 @@ TEST(ChatRequest, UnsupportedParametersAreRefusedByName) {
                          json{{"response_format", {{"type", "text"}}}}, json{{"logit_bias", json::object()}},
                          json{{"tools", nullptr}}, json{{"modalities", json::array({"text"})}}, json{{"user", "u-1"}}})
     EXPECT_EQ(error_of(ok).first, "") << ok.dump();
+}
+
+TEST(ChatRequest, LogprobsAreReadAndCheckedAsOpenAiDoes) {
+  json j = base();
+  EXPECT_EQ(parse_chat_request(j.dump()).top_logprobs, -1);
+  j["logprobs"] = true;
+  EXPECT_EQ(parse_chat_request(j.dump()).top_logprobs, 0);
+  j["top_logprobs"] = 20;
+  EXPECT_EQ(parse_chat_request(j.dump()).top_logprobs, 20);
+  j["logprobs"] = 3;  // the completions API's form
+  j.erase("top_logprobs");
+  EXPECT_EQ(parse_chat_request(j.dump()).top_logprobs, 3);
+  EXPECT_EQ(error_of({{"logprobs", 6}}).first, "invalid_value");
+  EXPECT_EQ(error_of({{"logprobs", "yes"}}).first, "invalid_type");
+  EXPECT_EQ(error_of({{"logprobs", true}, {"top_logprobs", 21}}).first, "invalid_value");
+  EXPECT_EQ(error_of({{"top_logprobs", 2}}).first, "invalid_value");  // without logprobs: true
 }
 
 TEST(ChatRequest, StopAndMaxCompletionTokensAreRead) {

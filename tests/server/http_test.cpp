@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -323,6 +325,74 @@ TEST_F(Http, TextCompletionsMatchGenerator) {
   EXPECT_EQ(code({{"prompt", {1, -2}}}), "invalid_value");
   EXPECT_EQ(code({{"prompt", {1, 1 << 30}}}), "invalid_value");
   EXPECT_EQ(code({{"prompt", 7}}), "invalid_type");
+}
+
+// logprobs: each text token's log-probability and the step's best alternatives, checked against a
+// log-softmax computed here (in double) from Generator's own logits of the same greedy run.
+TEST_F(Http, LogprobsMatchTheLogSoftmaxOfTheModelsLogits) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  ThreadPool threads(1);
+  KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
+  Generator gen(*reference_->decoder, pool, threads);
+  GenerationOptions o;
+  o.policy = {KVPolicyKind::RSwa, 8};
+  o.max_tokens = 10;
+  std::vector<std::vector<double>> logsoftmax;
+  o.on_logits = [&](std::span<const float> row) {
+    double mx = row[0], sum = 0;
+    for (float v : row) mx = std::max(mx, static_cast<double>(v));
+    for (float v : row) sum += std::exp(v - mx);
+    std::vector<double> ls;
+    for (float v : row) ls.push_back(v - mx - std::log(sum));
+    logsoftmax.push_back(std::move(ls));
+  };
+  const GenerationResult want = gen.generate(expected_prompt("rank me"), o);
+  json body = chat_body("rank me", 10);
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json content = json::parse(r->body)["choices"][0]["logprobs"]["content"];
+  std::vector<json> streamed;
+  body["stream"] = true;
+  auto rs = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  bool done = false;
+  for (const json& e : sse_events(rs->body, done))
+    if (e["choices"][0].contains("logprobs"))
+      for (const json& c : e["choices"][0]["logprobs"]["content"]) streamed.push_back(c);
+  size_t k = 0;
+  for (size_t i = 0; i < want.tokens.size(); ++i) {
+    const int32_t t = want.tokens[i];
+    if (t == reference_->config.eos_id || reference_->tokenizer->is_control(t)) continue;
+    ASSERT_LT(k, content.size());
+    const json& c = content[k++];
+    EXPECT_NEAR(c["logprob"].get<double>(), logsoftmax[i][static_cast<size_t>(t)], 1e-4);
+    ASSERT_EQ(c["top_logprobs"].size(), 3u);
+    // Greedy: the chosen token is the best alternative; the rest follow in order.
+    EXPECT_EQ(c["top_logprobs"][0]["logprob"], c["logprob"]);
+    std::vector<double> sorted = logsoftmax[i];
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (size_t j = 0; j < 3; ++j) EXPECT_NEAR(c["top_logprobs"][j]["logprob"].get<double>(), sorted[j], 1e-4);
+    ASSERT_LT(k - 1, streamed.size());
+    EXPECT_EQ(streamed[k - 1], c) << "streamed the same";
+  }
+  EXPECT_EQ(k, content.size());
+  EXPECT_EQ(streamed.size(), content.size());
+  // The completions API's form: logprobs N, tokens and offsets into the text.
+  json comp = {{"prompt", "Once"}, {"max_tokens", 5}, {"logprobs", 2}};
+  r = cli.Post("/v1/completions", comp.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json c = json::parse(r->body)["choices"][0];
+  const json& lp = c["logprobs"];
+  std::string joined;
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i], joined.size());
+    joined += lp["tokens"][i].get<std::string>();
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 2u);
+  }
+  EXPECT_EQ(lp["tokens"].size(), lp["token_logprobs"].size());
 }
 
 TEST_F(Http, ConcurrentRequestsAreBatchedAndExact) {

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# N `folio serve` replicas behind HAProxy (deploy/haproxy/haproxy.cfg) on loopback ports, a load
+# through the balancer (`folio bench serve`), optionally one replica killed (SIGKILL) in the middle
+# of it; then every replica's share of the requests from its /metrics. Everything is started and
+# stopped here; nothing outside OUT_DIR is written.
+#
+#   scripts/scaleout_demo.sh [--replicas 3] [--requests 300] [--concurrency 24] [--kill] [--no-cache]
+#                            [--file examples/sample-1page.pdf] [--out OUT_DIR] [--folio PATH]
+#
+# --no-cache: replicas without their reference and prefix caches (every request encoded and
+# prefilled, as distinct documents would be; the same document otherwise costs one encode per
+# replica).
+#
+# Prints one summary line and writes OUT_DIR/summary.json: requests ok / errors / lost (from the
+# load's own JSON, OUT_DIR/load.json), requests answered per replica, and the replica killed.
+# Exits 1 when a request is lost (neither answered nor failed visibly to its client), or, without
+# --kill, when any request failed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+replicas=3
+requests=300
+concurrency=24
+kill_one=0
+cache_flags=()
+file=$root/examples/sample-1page.pdf
+out=$(mktemp -d /tmp/folio-scaleout.XXXXXX)
+folio=$root/build/folio
+while [ $# -gt 0 ]; do
+  case $1 in
+    --replicas) replicas=$2; shift 2 ;;
+    --requests) requests=$2; shift 2 ;;
+    --concurrency) concurrency=$2; shift 2 ;;
+    --kill) kill_one=1; shift ;;
+    --no-cache) cache_flags=(--inference.reference_cache_bytes 0 --inference.prefix_cache_bytes 0); shift ;;
+    --file) file=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --folio) folio=$2; shift 2 ;;
+    *) echo "scaleout_demo: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+command -v haproxy > /dev/null || { echo "scaleout_demo: haproxy is not installed (apt-get install haproxy)" >&2; exit 2; }
+mkdir -p "$out"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
+}
+trap cleanup EXIT
+
+# The URL a `folio serve` prints once it serves, from its log.
+url_of() {
+  for _ in $(seq 1 600); do
+    local url
+    url=$(sed -n 's|^folio: serving .* on \(http://[^ ]*\)$|\1|p' "$1")
+    if [ -n "$url" ]; then echo "$url"; return; fi
+    sleep 0.1
+  done
+  echo "scaleout_demo: a replica did not start:" >&2
+  cat "$1" >&2
+  exit 1
+}
+
+# A loopback port nothing listens on.
+free_port() {
+  while true; do
+    local p=$((20000 + RANDOM % 20000))
+    (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
+  done
+}
+
+ports=()
+for i in $(seq 1 "$replicas"); do
+  "$folio" serve --server.port 0 --server.access_log off "${cache_flags[@]}" > "$out/replica$i.log" 2>&1 &
+  pids+=($!)
+  replica_pids[$i]=$!
+done
+for i in $(seq 1 "$replicas"); do
+  url=$(url_of "$out/replica$i.log")
+  ports[$i]=${url##*:}
+done
+
+# The balancer: the repository's configuration with these ports.
+front=$(free_port)
+{
+  sed -e "s|^\(    bind 127.0.0.1:\)[0-9]*\(  # FOLIO_FRONTEND\)|\1$front\2|" -e '/# FOLIO_SERVER$/d' "$root/deploy/haproxy/haproxy.cfg"
+  for i in $(seq 1 "$replicas"); do echo "    server folio$i 127.0.0.1:${ports[$i]} check  # FOLIO_SERVER"; done
+} > "$out/haproxy.cfg"
+haproxy -c -q -f "$out/haproxy.cfg"
+haproxy -db -f "$out/haproxy.cfg" > "$out/haproxy.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do
+  curl -sf "http://127.0.0.1:$front/readyz" > /dev/null && break
+  sleep 0.1
+done
+
+killed=""
+if [ "$kill_one" = 1 ]; then
+  # Kill replica 1 once a third of the load has been answered (counted at the balancer's replicas).
+  (
+    target=$((requests / 3))
+    for _ in $(seq 1 3000); do
+      done_now=0
+      for i in $(seq 1 "$replicas"); do
+        n=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
+        done_now=$((done_now + ${n:-0}))
+      done
+      [ "$done_now" -ge "$target" ] && break
+      sleep 0.05
+    done
+    kill -9 "${replica_pids[1]}"
+  ) &
+  killer=$!
+  killed=folio1
+fi
+status=0
+"$folio" bench serve --url "http://127.0.0.1:$front" --kind ocr --file "$file" --requests "$requests" \
+  --concurrency "$concurrency" --json "$out/load.json" > "$out/load.txt" 2>&1 || status=$?
+[ -n "$killed" ] && wait "$killer" 2> /dev/null || true
+
+# Each live replica's answered requests (a killed one's count went with it).
+shares=""
+for i in $(seq 1 "$replicas"); do
+  n=$(curl -s --max-time 2 "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
+  shares="$shares${shares:+, }\"folio$i\": ${n:-null}"
+done
+ok=$(sed -n 's|.*"ok": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
+errors=$(sed -n 's|.*"errors": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
+lost=$(sed -n 's|.*"lost": *\([0-9-]*\).*|\1|p' "$out/load.json" | head -1)
+cat > "$out/summary.json" << EOF
+{"replicas": $replicas, "requests": $requests, "concurrency": $concurrency, "ok": ${ok:-0}, "errors": ${errors:-0}, "lost": ${lost:-0}, "killed": "${killed}", "answered_by_replica": {$shares}}
+EOF
+echo "scaleout: $(cat "$out/summary.json")"
+if [ "${lost:-1}" != 0 ]; then exit 1; fi
+if [ -z "$killed" ] && [ "$status" != 0 ]; then exit 1; fi
+exit 0
