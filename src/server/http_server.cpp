@@ -100,14 +100,8 @@ class SessionBase : public ClientConnection {
 struct HttpServer::Impl {
   HttpServerOptions opt;
   Hooks hooks;
-  net::io_context io;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running;
-  tcp::acceptor acceptor{io};
-  std::optional<net::ssl::context> tls;
-  std::unique_ptr<net::thread_pool> workers;
-  std::thread io_thread;
-  std::mutex join_mu;
-
+  // Declared before the io_context: a session still queued in it when it is destroyed releases its
+  // counts here, and reads the TLS context.
   std::mutex mu;  // guards the two maps
   std::map<std::string, size_t> per_client;
   std::map<uint64_t, std::weak_ptr<SessionBase>> sessions;
@@ -116,6 +110,14 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> refused{0};
   std::atomic<bool> stopping{false};
   bool started = false, stopped = false;
+  std::optional<net::ssl::context> tls;
+
+  net::io_context io;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running;
+  tcp::acceptor acceptor{io};
+  std::unique_ptr<net::thread_pool> workers;
+  std::thread io_thread;
+  std::mutex join_mu;
 
   void accept();
   void on_accept(error_code ec, tcp::socket socket);

@@ -25,6 +25,7 @@
 #include "runtime/loaded_model.h"
 #include "runtime/model_factory.h"
 #include "server/service.h"
+#include "http_test_util.h"
 
 namespace folio {
 namespace {
@@ -34,14 +35,6 @@ using nlohmann::json;
 
 fs::path g_dir;
 
-// Value of the Prometheus sample `series` (exact name{labels}), or -1 if absent.
-double metric(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
 
 // The JSON payloads of an SSE body ("data: ..." events), and whether it ended with [DONE].
 std::vector<json> sse_events(const std::string& body, bool& done) {
@@ -69,15 +62,7 @@ class Http : public ::testing::Test {
     g_dir = fs::temp_directory_path() / ("folio_http_test_" + std::to_string(getpid()));
     write_random_checkpoint(preset_config("llama", "tiny"), (g_dir / "tiny").string(), 21, DType::F32);
     // A bigger model whose requests last long enough to be seen running, queued and cut off.
-    ModelConfig slow = preset_config("llama", "tiny");
-    // About 57 MB of f32 weights: several ms per token, so 3000 tokens take far longer than any test.
-    slow.hidden = 384;
-    slow.n_heads = 8;
-    slow.n_kv_heads = 4;
-    slow.head_dim = 48;
-    slow.n_layers = 8;
-    slow.intermediate = 1024;
-    slow.max_positions = 4096;
+    const ModelConfig slow = slow_llama_config();
     write_random_checkpoint(slow, (g_dir / "slow").string(), 22, DType::F32);
     reference_ = new LoadedModel(load_model((g_dir / "tiny").string()));
     saved_rows_ = kernels::matmul_gemm_min_rows();

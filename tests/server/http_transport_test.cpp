@@ -22,6 +22,7 @@
 
 #include "runtime/model_factory.h"
 #include "server/service.h"
+#include "http_test_util.h"
 #include "test_base64.h"
 
 namespace folio {
@@ -33,13 +34,6 @@ using Clock = std::chrono::steady_clock;
 
 fs::path g_dir;
 
-double metric(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
 
 int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -93,15 +87,8 @@ class HttpTransport : public ::testing::Test {
   static void SetUpTestSuite() {
     g_dir = fs::temp_directory_path() / ("folio_http_transport_test_" + std::to_string(getpid()));
     write_random_checkpoint(preset_config("llama", "tiny"), (g_dir / "tiny").string(), 21, DType::F32);
-    // Several ms per token (as http_test's "slow"): a long answer is still running when cut off.
-    ModelConfig slow = preset_config("llama", "tiny");
-    slow.hidden = 384;
-    slow.n_heads = 8;
-    slow.n_kv_heads = 4;
-    slow.head_dim = 48;
-    slow.n_layers = 8;
-    slow.intermediate = 1024;
-    slow.max_positions = 4096;
+    // A long answer is still running when cut off.
+    const ModelConfig slow = slow_llama_config();
     write_random_checkpoint(slow, (g_dir / "slow").string(), 22, DType::F32);
     // An Unlimited-OCR-shaped model with random weights, big enough that a page takes seconds to
     // write (it never writes a page separator): an OCR stream can be cut in the middle of a page.

@@ -1,0 +1,34 @@
+// Helpers the loopback server tests share.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "runtime/model_factory.h"
+
+namespace folio {
+
+// Value of the Prometheus sample `series` (exact name{labels}) in `text`, or -1 if absent.
+inline double metric(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
+// A llama of about 57 MB of f32 weights: several ms per token on one thread, so a request of
+// 3000 tokens is still running whenever a test looks (or cuts it off).
+inline ModelConfig slow_llama_config() {
+  ModelConfig slow = preset_config("llama", "tiny");
+  slow.hidden = 384;
+  slow.n_heads = 8;
+  slow.n_kv_heads = 4;
+  slow.head_dim = 48;
+  slow.n_layers = 8;
+  slow.intermediate = 1024;
+  slow.max_positions = 4096;
+  return slow;
+}
+
+}  // namespace folio
