@@ -157,8 +157,11 @@ void parse_generation_fields(const json& j, ChatRequest& r) {
     }
   }
   read_logprobs(j, r);
-  if (const json* n = json_field(j, "n"))
-    if (integer(*n, "n") != 1) throw bad_request("invalid_value", "'n' must be 1: one choice per request");
+  if (const json* n = json_field(j, "n")) {
+    const int64_t k = integer(*n, "n");
+    if (k < 1 || k > 16) throw bad_request("invalid_value", "'n' must be between 1 and 16, got " + std::to_string(k));
+    r.n = static_cast<int>(k);
+  }
   if (const json* s = json_field(j, "stop")) {
     // A string, or an array of up to 4 (OpenAI's limit); null is no stop.
     const json list = s->is_string() ? json::array({*s}) : *s;

@@ -3,7 +3,7 @@
 //
 // Supported: model, messages (role system | developer | user | assistant; content a string or a
 // list of {"type": "text"} parts), max_tokens / max_completion_tokens, temperature, top_p, seed,
-// stream, stream_options, n (1 only), stop, logprobs / top_logprobs, and two vLLM extensions: return_token_ids
+// stream, stream_options, n (1-16), stop, logprobs / top_logprobs, and two vLLM extensions: return_token_ids
 // (the generated ids are added to each choice) and ignore_eos (generate max_tokens whatever comes,
 // for benchmarks). Other fields are ignored, as OpenAI clients
 // send many optional ones. Image parts ({"type": "image_url", "image_url": {"url": "data:image/png;
@@ -42,6 +42,7 @@ struct ChatRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage and no choices
   bool return_token_ids = false;
   bool ignore_eos = false;
+  int n = 1;              // choices, 1-16: sequences generated side by side (choice i samples with seed + i)
   int top_logprobs = -1;  // -1: no logprobs; else the alternatives reported per token (token_logprobs.h)
   std::vector<std::string> stop;  // up to 4 non-empty strings: the output ends before the first found
   std::vector<UploadedFile> images;  // image_url parts of every message, in order

@@ -1,9 +1,9 @@
 // CompletionRequest: an OpenAI /v1/completions body (the text API before chat), parsed and checked.
 //
 // `prompt` is a string, a list of one string, a list of token ids or a list of one such list
-// (several prompts in one request are refused: one choice per request, as `n`); `echo` puts the
-// prompt's text before the answer; `suffix` and `best_of` other than 1 are refused. Every other
-// field is read as for chat (chat_request.h: parse_generation_fields). As OpenAI's, max_tokens
+// (several prompts in one request are refused: send one per request; `n` asks for several
+// answers); `echo` puts the prompt's text before the answer; `suffix` and `best_of` other than 1
+// are refused. Every other field is read as for chat (chat_request.h: parse_generation_fields). As OpenAI's, max_tokens
 // defaults to 16 here. Throws ApiError (400) naming the field.
 #pragma once
 

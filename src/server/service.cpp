@@ -666,12 +666,12 @@ void Service::chat_completions(const HttpRequest& req, HttpResponse& res) {
   if (!cr.images.empty()) {
     if (!cr.stop.empty()) throw bad_request("unsupported_parameter", "'stop' does not apply to documents and images");
     if (cr.top_logprobs >= 0) throw bad_request("unsupported_parameter", "'logprobs' does not apply to documents and images");
+    if (cr.n > 1) throw bad_request("unsupported_parameter", "'n' > 1 does not apply to documents and images: a document has one reading");
     if (!chat_documents(req, cr, ids, res)) return;
   } else {
-    auto ch = std::make_shared<ChatChannel>();
-    const RequestId rid = submit_chat(chat_sequence(cr, ch));
-    if (!cr.stream) return chat_whole(req, cr, ids, ch, rid, res);
-    chat_stream(cr, ids, ch, rid, res);
+    std::vector<Choice> choices = submit_choices(cr, [&](std::shared_ptr<ChatChannel> ch) { return chat_sequence(cr, std::move(ch)); });
+    if (!cr.stream) return chat_whole(req, cr, ids, choices, res);
+    chat_stream(cr, ids, std::move(choices), res);
   }
   counted.release();  // the stream's releaser ends this request's flight
 }
@@ -698,10 +698,9 @@ void Service::completions(const HttpRequest& req, HttpResponse& res) {
       if (is_text(t)) text_ids.push_back(t);
     ids.echo = tokenizer_->decode(text_ids);
   }
-  auto ch = std::make_shared<ChatChannel>();
-  const RequestId rid = submit_chat(text_sequence(std::move(prompt), q.gen, ch));
-  if (!q.gen.stream) return chat_whole(req, q.gen, ids, ch, rid, res);
-  chat_stream(q.gen, ids, ch, rid, res);
+  std::vector<Choice> choices = submit_choices(q.gen, [&](std::shared_ptr<ChatChannel> ch) { return text_sequence(prompt, q.gen, std::move(ch)); });
+  if (!q.gen.stream) return chat_whole(req, q.gen, ids, choices, res);
+  chat_stream(q.gen, ids, std::move(choices), res);
   counted.release();  // the stream's releaser ends this request's flight
 }
 
@@ -806,10 +805,27 @@ json Service::logprobs_json(std::span<const TokenLogprob> ts, const AnswerIds& i
   return json{{"content", content}};
 }
 
-// Not streamed: waits for the result. With stop strings the text is matched as it comes, and the
-// sequence cancelled at the first.
-void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
-                         HttpResponse& res) {
+std::vector<Service::Choice> Service::submit_choices(const ChatRequest& cr,
+                                                     const std::function<SequenceRequest(std::shared_ptr<ChatChannel>)>& make) {
+  std::vector<Choice> out;
+  for (int i = 0; i < cr.n; ++i) {
+    auto ch = std::make_shared<ChatChannel>();
+    SequenceRequest sr = make(ch);
+    sr.sampling.seed += static_cast<uint64_t>(i);  // sampled choices differ; greedy ones are equal
+    try {
+      out.push_back({ch, submit_chat(std::move(sr))});
+    } catch (...) {
+      for (const Choice& c : out) scheduler_->cancel(c.rid);
+      throw;
+    }
+  }
+  return out;
+}
+
+// One choice, not streamed: waits for its result. With stop strings the text is matched as it
+// comes, and the sequence cancelled at the first.
+std::optional<Service::ChoiceText> Service::collect_choice(const HttpRequest& req, const ChatRequest& cr, const Choice& c) {
+  ChatChannel& ch = *c.ch;
   SequenceResult r;
   StopStrings stops(cr.stop);
   StreamingDetokenizer detok(*tokenizer_);
@@ -817,34 +833,34 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const An
   {
     // Without stop strings only the result wakes this thread, not every token.
     const bool match = !stops.empty();
-    std::unique_lock lk(ch->mu);
+    std::unique_lock lk(ch.mu);
     bool cancelled = false;
     while (true) {
       // Wakes every 100 ms to look at the connection: a client that left cancels its sequence,
       // whose KV is freed at the scheduler's next step.
-      ch->cv.wait_for(lk, std::chrono::milliseconds(100),
-                      [&] { return (match && !stops.stopped() && ch->tokens.size() > ch->taken) || ch->result.has_value(); });
-      if (!cancelled && !ch->result && req.client_gone()) {
+      ch.cv.wait_for(lk, std::chrono::milliseconds(100),
+                     [&] { return (match && !stops.stopped() && ch.tokens.size() > ch.taken) || ch.result.has_value(); });
+      if (!cancelled && !ch.result && req.client_gone()) {
         cancelled = true;
         lk.unlock();
-        scheduler_->cancel(rid);
+        scheduler_->cancel(c.rid);
         metrics_.count_cancelled_by_client();
         lk.lock();
       }
-      for (; match && !stops.stopped() && ch->taken < ch->tokens.size(); ++ch->taken)
-        if (is_text(ch->tokens[ch->taken])) stopped_text += stops.push(detok.push(ch->tokens[ch->taken]));
-      if (ch->result) break;
+      for (; match && !stops.stopped() && ch.taken < ch.tokens.size(); ++ch.taken)
+        if (is_text(ch.tokens[ch.taken])) stopped_text += stops.push(detok.push(ch.tokens[ch.taken]));
+      if (ch.result) break;
       if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
         lk.unlock();
-        scheduler_->cancel(rid);
+        scheduler_->cancel(c.rid);
         lk.lock();
       }
     }
-    r = *ch->result;
+    r = *ch.result;
     if (cancelled) {
       note_result(r);
       t_access.finish = "client_closed";
-      return;  // nobody to answer
+      return std::nullopt;  // nobody to answer
     }
   }
   std::string text;
@@ -860,129 +876,195 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const An
     text += stops.finish();
   }
   if (stops.stopped()) r.stop_reason = StopReason::StopString;  // the sequence was cancelled for it: not an error
-  note_result(r);
-  if (auto e = generation_error(r, cfg_.server.request_timeout_s)) throw *e;
+  return ChoiceText{std::move(r), std::move(text)};
+}
+
+namespace {
+
+// Usage of an answer of several choices: the prompt once, every choice's tokens.
+json choices_usage(const SequenceResult& first, int64_t completion) {
+  return {{"prompt_tokens", first.prompt_tokens},
+          {"completion_tokens", completion},
+          {"total_tokens", first.prompt_tokens + completion},
+          {"prompt_tokens_details", {{"cached_tokens", first.cached_prompt_tokens}}}};
+}
+
+}  // namespace
+
+// Not streamed: every choice in order (they are generated side by side in the running batch).
+void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, const std::vector<Choice>& choices,
+                         HttpResponse& res) {
   const auto answer = ids.text_completion ? text_completion : chat_completion;
-  json body = answer(ids.id, ids.created, model_id_, ids.echo + text, finish_reason(r.stop_reason), usage_json(r),
-                     cr.return_token_ids ? &r.tokens : nullptr);
-  if (cr.top_logprobs >= 0) {
-    std::lock_guard lk(ch->mu);
-    body["choices"][0]["logprobs"] = logprobs_json(ch->logprobs, ids, ids.echo.size());
+  auto cancel_from = [&](size_t k) {
+    for (; k < choices.size(); ++k) scheduler_->cancel(choices[k].rid);
+  };
+  json body, list = json::array();
+  SequenceResult first;
+  int64_t completion = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    std::optional<ChoiceText> c = collect_choice(req, cr, choices[i]);
+    if (!c) return cancel_from(i + 1);  // the client left: the other choices go too
+    if (auto e = generation_error(c->result, cfg_.server.request_timeout_s)) {
+      note_result(c->result);
+      cancel_from(i + 1);
+      throw *e;
+    }
+    json one = answer(ids.id, ids.created, model_id_, ids.echo + c->text, finish_reason(c->result.stop_reason), usage_json(c->result),
+                      cr.return_token_ids ? &c->result.tokens : nullptr);
+    if (cr.top_logprobs >= 0) {
+      std::lock_guard lk(choices[i].ch->mu);
+      one["choices"][0]["logprobs"] = logprobs_json(choices[i].ch->logprobs, ids, ids.echo.size());
+    }
+    one["choices"][0]["index"] = i;
+    list.push_back(one["choices"][0]);
+    completion += static_cast<int64_t>(c->result.tokens.size());
+    if (i == 0) {
+      first = c->result;
+      body = std::move(one);
+    }
   }
+  body["choices"] = std::move(list);
+  body["usage"] = choices_usage(first, completion);
+  note_result(first);
+  t_access.completion_tokens = completion;
   res.set_content(dump(body), "application/json");
 }
 
-// One streamed chat answer, between the provider's calls (shared by them and the releaser).
-// With `stop`, text goes through StopStrings: at the first stop string nothing more is sent, the
-// sequence is cancelled, and the stream ends (finish "stop") once the cancelled result arrives.
+// A streamed answer, between the provider's calls (shared by them and the releaser): one state
+// per choice. With `stop`, a choice's text goes through StopStrings: at its first stop string
+// nothing more is sent for it, its sequence is cancelled, and it ends (finish "stop") once the
+// cancelled result arrives. The stream ends when every choice has.
 struct Service::ChatStreamState {
-  std::shared_ptr<ChatChannel> ch;
-  RequestId rid;
+  struct One {
+    std::shared_ptr<ChatChannel> ch;
+    RequestId rid;
+    StreamingDetokenizer detok;
+    StopStrings stops;
+    bool role_sent = false;
+    bool finished = false;
+    size_t text_bytes = 0;  // of its text sent so far (completions' text_offset)
+  };
+  std::vector<One> choices;
   AnswerIds ids;
   std::string model_id;
   bool with_ids, with_usage;
-  StreamingDetokenizer detok;
-  StopStrings stops;
-  bool role_sent = false;
-  bool finished = false;
-  bool logprobs;           // the request asked for them: each token's chunk carries its own
-  size_t text_bytes = 0;   // of the answer's text sent so far (completions' text_offset)
+  bool logprobs;  // the request asked for them: each token's chunk carries its own
+  std::optional<SequenceResult> first;  // choice 0's result, for the usage
+  int64_t completion = 0;
 
-  ChatStreamState(const ChatRequest& cr, const AnswerIds& i, std::shared_ptr<ChatChannel> c, RequestId r, std::string model,
-                  const Tokenizer& t)
-      : ch(std::move(c)), rid(r), ids(i), model_id(std::move(model)), with_ids(cr.return_token_ids),
-        with_usage(cr.include_usage), detok(t), stops(cr.stop), logprobs(cr.top_logprobs >= 0) {}
-  json chunk(json delta, json finish) const {
-    if (!ids.text_completion) return chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish));
-    return text_chunk(ids.id, ids.created, model_id, delta.value("content", ""), std::move(finish));
+  ChatStreamState(const ChatRequest& cr, const AnswerIds& i, std::vector<Choice> cs, std::string model, const Tokenizer& t)
+      : ids(i), model_id(std::move(model)), with_ids(cr.return_token_ids), with_usage(cr.include_usage), logprobs(cr.top_logprobs >= 0) {
+    for (Choice& c : cs) choices.push_back(One{std::move(c.ch), c.rid, StreamingDetokenizer(t), StopStrings(cr.stop)});
+  }
+  json chunk(size_t index, json delta, json finish) const {
+    json j = ids.text_completion ? text_chunk(ids.id, ids.created, model_id, delta.value("content", ""), std::move(finish))
+                                 : chat_chunk(ids.id, ids.created, model_id, std::move(delta), std::move(finish));
+    j["choices"][0]["index"] = index;
+    return j;
+  }
+  bool all_finished() const {
+    return std::all_of(choices.begin(), choices.end(), [](const One& o) { return o.finished; });
   }
 };
 
 // Streaming: the provider runs on this worker thread after the handler returns, pulling tokens as
 // the scheduler produces them. It wakes at least every 100 ms to notice a client that went away
-// (is_writable fails) and end the response: the releaser then cancels the sequence, which frees
-// its KV before the next step.
-void Service::chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid,
-                          HttpResponse& res) {
-  auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(ch), rid, model_id_, *tokenizer_);
+// (is_writable fails) and end the response: the releaser then cancels the sequences, which frees
+// their KV before the next step.
+void Service::chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::vector<Choice> choices, HttpResponse& res) {
+  auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(choices), model_id_, *tokenizer_);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [this, st](size_t, DataSink& sink) { return chat_stream_step(*st, sink); },
       [this, st](bool) {
-        if (!st->finished) {
-          // The client went away (or the server is stopping) before the end: stop generating.
-          scheduler_->cancel(st->rid);
-          metrics_.count_cancelled_by_client();
-        }
+        bool cut = false;
+        for (const ChatStreamState::One& c : st->choices)
+          if (!c.finished) scheduler_->cancel(c.rid), cut = true;  // the client went away (or the server is stopping)
+        if (cut) metrics_.count_cancelled_by_client();
         --in_flight_;
       });
 }
 
 bool Service::chat_stream_step(ChatStreamState& st, DataSink& sink) {
-  std::vector<int32_t> fresh;
-  std::vector<TokenLogprob> lps;
-  std::optional<SequenceResult> result;
-  {
-    ChatChannel& c = *st.ch;
-    std::unique_lock lk(c.mu);
-    c.cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return c.tokens.size() > c.taken || c.result.has_value(); });
-    fresh.assign(c.tokens.begin() + static_cast<std::ptrdiff_t>(c.taken), c.tokens.end());
-    if (st.logprobs) lps.assign(c.logprobs.begin() + static_cast<std::ptrdiff_t>(c.taken), c.logprobs.end());
-    c.taken = c.tokens.size();
-    result = c.result;
-  }
-  if (!result && !sink.is_writable()) return client_closed();
   auto send = [&sink](const json& j) {
     const std::string s = "data: " + dump(j) + "\n\n";
     return sink.write(s.data(), s.size()) || client_closed();
   };
-  if (!st.role_sent) {
-    st.role_sent = true;
-    // Chat opens with the role; a text completion with the echoed prompt, if asked for.
-    const bool opening = !st.ids.text_completion || !st.ids.echo.empty();
-    if (opening && !send(st.chunk({{"role", "assistant"}, {"content", st.ids.echo}}, nullptr))) return false;
+  const auto wait = std::chrono::milliseconds(std::max<int64_t>(10, 100 / static_cast<int64_t>(st.choices.size())));
+  for (size_t i = 0; i < st.choices.size(); ++i)
+    if (!st.choices[i].finished && !stream_choice(st, i, wait, sink, send)) return false;
+  if (!st.all_finished()) return true;
+  if (st.first) {
+    note_result(*st.first);
+    t_access.completion_tokens = st.completion;
   }
-  const bool was_stopped = st.stops.stopped();
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    const int32_t t = fresh[i];
-    if (st.stops.stopped()) break;
-    std::string text = is_text(t) ? st.detok.push(t) : std::string();
-    if (!st.stops.empty()) text = st.stops.push(text);
-    if (text.empty() && !st.with_ids && !(st.logprobs && is_text(t))) continue;
-    json j = st.chunk({{"content", text}}, nullptr);
-    if (st.with_ids) j["choices"][0]["token_ids"] = {t};
-    if (st.logprobs && i < lps.size()) {
-      j["choices"][0]["logprobs"] = logprobs_json(std::span<const TokenLogprob>(&lps[i], 1), st.ids, st.ids.echo.size() + st.text_bytes);
-    }
-    st.text_bytes += text.size();
-    if (!send(j)) return false;
+  // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
+  if (st.with_usage && st.first) {
+    json usage = st.chunk(0, json::object(), nullptr);
+    usage["choices"] = json::array();
+    usage["usage"] = choices_usage(*st.first, st.completion);
+    if (!send(usage)) return false;
   }
-  if (st.stops.stopped() && !was_stopped && !result) scheduler_->cancel(st.rid);
-  if (!result) return true;
-  st.finished = true;
-  if (!chat_stream_end(st, *result, send)) return false;
   const std::string done = "data: [DONE]\n\n";
   if (!sink.write(done.data(), done.size())) return false;
   sink.done();
   return true;
 }
 
-bool Service::chat_stream_end(ChatStreamState& st, SequenceResult& result, const std::function<bool(const json&)>& send) {
+bool Service::stream_choice(ChatStreamState& st, size_t i, std::chrono::milliseconds wait, DataSink& sink,
+                            const std::function<bool(const json&)>& send) {
+  ChatStreamState::One& c = st.choices[i];
+  std::vector<int32_t> fresh;
+  std::vector<TokenLogprob> lps;
+  std::optional<SequenceResult> result;
+  {
+    ChatChannel& ch = *c.ch;
+    std::unique_lock lk(ch.mu);
+    ch.cv.wait_for(lk, wait, [&] { return ch.tokens.size() > ch.taken || ch.result.has_value(); });
+    fresh.assign(ch.tokens.begin() + static_cast<std::ptrdiff_t>(ch.taken), ch.tokens.end());
+    if (st.logprobs) lps.assign(ch.logprobs.begin() + static_cast<std::ptrdiff_t>(ch.taken), ch.logprobs.end());
+    ch.taken = ch.tokens.size();
+    result = ch.result;
+  }
+  if (!result && !sink.is_writable()) return client_closed();
+  if (!c.role_sent) {
+    c.role_sent = true;
+    // Chat opens with the role; a text completion with the echoed prompt, if asked for.
+    const bool opening = !st.ids.text_completion || !st.ids.echo.empty();
+    if (opening && !send(st.chunk(i, {{"role", "assistant"}, {"content", st.ids.echo}}, nullptr))) return false;
+  }
+  const bool was_stopped = c.stops.stopped();
+  for (size_t k = 0; k < fresh.size(); ++k) {
+    const int32_t t = fresh[k];
+    if (c.stops.stopped()) break;
+    std::string text = is_text(t) ? c.detok.push(t) : std::string();
+    if (!c.stops.empty()) text = c.stops.push(text);
+    if (text.empty() && !st.with_ids && !(st.logprobs && is_text(t))) continue;
+    json j = st.chunk(i, {{"content", text}}, nullptr);
+    if (st.with_ids) j["choices"][0]["token_ids"] = {t};
+    if (st.logprobs && k < lps.size())
+      j["choices"][0]["logprobs"] = logprobs_json(std::span<const TokenLogprob>(&lps[k], 1), st.ids, st.ids.echo.size() + c.text_bytes);
+    c.text_bytes += text.size();
+    if (!send(j)) return false;
+  }
+  if (c.stops.stopped() && !was_stopped && !result) scheduler_->cancel(c.rid);
+  if (!result) return true;
+  c.finished = true;
+  return chat_stream_end(st, i, *result, send);
+}
+
+bool Service::chat_stream_end(ChatStreamState& st, size_t i, SequenceResult& result, const std::function<bool(const json&)>& send) {
+  ChatStreamState::One& c = st.choices[i];
   // The text held back (an unfinished character, a possible stop string) first: it may still hold
   // a stop string, which decides the finish reason.
-  std::string tail = st.stops.stopped() ? std::string() : st.detok.flush();
-  if (!st.stops.empty()) tail = st.stops.push(tail) + st.stops.finish();
-  if (st.stops.stopped()) result.stop_reason = StopReason::StopString;
-  note_result(result);
+  std::string tail = c.stops.stopped() ? std::string() : c.detok.flush();
+  if (!c.stops.empty()) tail = c.stops.push(tail) + c.stops.finish();
+  if (c.stops.stopped()) result.stop_reason = StopReason::StopString;
+  if (i == 0) st.first = result;
+  st.completion += static_cast<int64_t>(result.tokens.size());
   if (auto e = generation_error(result, cfg_.server.request_timeout_s)) return send(e->body());
-  if (!tail.empty() && !send(st.chunk({{"content", tail}}, nullptr))) return false;
-  if (!send(st.chunk(json::object(), finish_reason(result.stop_reason)))) return false;
-  // As OpenAI: usage only when asked for, in a chunk of its own with no choices.
-  if (!st.with_usage) return true;
-  json usage = st.chunk(json::object(), nullptr);
-  usage["choices"] = json::array();
-  usage["usage"] = usage_json(result);
-  return send(usage);
+  if (!tail.empty() && !send(st.chunk(i, {{"content", tail}}, nullptr))) return false;
+  return send(st.chunk(i, json::object(), finish_reason(result.stop_reason)));
 }
 
 }  // namespace folio

@@ -142,13 +142,32 @@ class Service {
   // The `logprobs` of an answer's tokens (text tokens only): chat's {"content": [...]}, or the
   // legacy completions object whose text offsets start at `offset`.
   nlohmann::json logprobs_json(std::span<const TokenLogprob> ts, const AnswerIds& ids, size_t offset) const;
-  void chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
-  void chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::shared_ptr<ChatChannel> ch, RequestId rid, HttpResponse& res);
+  // One choice being generated (a request has `n` of them): its channel and scheduler id.
+  struct Choice {
+    std::shared_ptr<ChatChannel> ch;
+    RequestId rid;
+  };
+  // Submits cr.n sequences made by `make`, the i-th sampled with seed + i; when one is refused,
+  // the ones already submitted are cancelled and the refusal thrown.
+  std::vector<Choice> submit_choices(const ChatRequest& cr, const std::function<SequenceRequest(std::shared_ptr<ChatChannel>)>& make);
+  // A choice answered whole: its result and text (stop strings applied), or nullopt when the client
+  // left first (the choice is then cancelled and counted).
+  struct ChoiceText {
+    SequenceResult result;
+    std::string text;
+  };
+  std::optional<ChoiceText> collect_choice(const HttpRequest& req, const ChatRequest& cr, const Choice& c);
+  void chat_whole(const HttpRequest& req, const ChatRequest& cr, const AnswerIds& ids, const std::vector<Choice>& choices, HttpResponse& res);
+  void chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::vector<Choice> choices, HttpResponse& res);
   struct ChatStreamState;
-  // One call of the stream's provider: sends the tokens that arrived (false: the client is gone).
+  // One call of the stream's provider: each choice's news, then, once all have ended, usage when
+  // asked for and [DONE] (false: the client is gone).
   bool chat_stream_step(ChatStreamState& st, DataSink& sink);
-  // The end of a stream: held-back text, the finish chunk or the error, and usage when asked for.
-  bool chat_stream_end(ChatStreamState& st, SequenceResult& result, const std::function<bool(const nlohmann::json&)>& send);
+  // Choice i's tokens that arrived within `wait` (false: the client is gone).
+  bool stream_choice(ChatStreamState& st, size_t i, std::chrono::milliseconds wait, DataSink& sink,
+                     const std::function<bool(const nlohmann::json&)>& send);
+  // The end of choice i: held-back text, then its finish chunk or its error.
+  bool chat_stream_end(ChatStreamState& st, size_t i, SequenceResult& result, const std::function<bool(const nlohmann::json&)>& send);
   // 404 model_not_found unless `model` is empty or one of the served names (model.served_names).
   void check_model(const std::string& model) const;
   void ocr(const HttpRequest& req, HttpResponse& res);

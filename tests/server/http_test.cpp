@@ -380,6 +380,66 @@ TEST_F(Http, LogprobsMatchTheLogSoftmaxOfTheModelsLogits) {
   EXPECT_EQ(lp["tokens"].size(), lp["token_logprobs"].size());
 }
 
+// n > 1: that many choices generated side by side, choice i sampled with seed + i (each equal to
+// Generator's with that seed), greedy ones equal; streamed chunks carry their choice's index; usage
+// counts the prompt once and every choice's tokens.
+TEST_F(Http, SeveralChoicesAreSampledWithTheirOwnSeeds) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  auto expected_with = [&](uint64_t seed) {
+    ThreadPool threads(1);
+    KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
+    Generator gen(*reference_->decoder, pool, threads);
+    GenerationOptions o;
+    o.policy = {KVPolicyKind::RSwa, 8};
+    o.max_tokens = 12;
+    o.sampling = {1.0f, 0, 1.0f, seed};
+    return gen.generate(expected_prompt("choose"), o);
+  };
+  json body = chat_body("choose", 12);
+  body["n"] = 3;
+  body["temperature"] = 1.0;
+  body["seed"] = 40;
+  auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  ASSERT_EQ(j["choices"].size(), 3u);
+  size_t tokens = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& c = j["choices"][i];
+    EXPECT_EQ(c["index"], i);
+    EXPECT_EQ(c["token_ids"].get<std::vector<int32_t>>(), expected_with(40 + i).tokens) << "choice " << i;
+    tokens += c["token_ids"].size();
+  }
+  EXPECT_NE(j["choices"][0]["token_ids"], j["choices"][1]["token_ids"]);
+  EXPECT_EQ(j["usage"]["completion_tokens"], tokens);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], expected_prompt("choose").size());
+  // Streamed: every choice's tokens under its index, one finish each, then [DONE].
+  body["stream"] = true;
+  r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  bool done = false;
+  std::vector<std::vector<int32_t>> ids(3);
+  std::vector<int> finishes(3, 0);
+  for (const json& e : sse_events(r->body, done)) {
+    const json& c = e["choices"][0];
+    const size_t i = c["index"].get<size_t>();
+    ASSERT_LT(i, 3u);
+    if (c.contains("token_ids")) for (int32_t t : c["token_ids"]) ids[i].push_back(t);
+    if (!c["finish_reason"].is_null()) ++finishes[i];
+  }
+  EXPECT_TRUE(done);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ids[i], j["choices"][i]["token_ids"].get<std::vector<int32_t>>()) << "choice " << i;
+    EXPECT_EQ(finishes[i], 1);
+  }
+  // Greedy: the same answer n times.
+  body = chat_body("choose", 12);
+  body["n"] = 2;
+  j = json::parse(cli.Post("/v1/chat/completions", body.dump(), "application/json")->body);
+  EXPECT_EQ(j["choices"][0]["message"], j["choices"][1]["message"]);
+}
+
 TEST_F(Http, ConcurrentRequestsAreBatchedAndExact) {
   ServerConfig c = config();
   c.inference.batch_size = 4;
@@ -741,7 +801,7 @@ TEST_F(Http, MalformedRequestsGet4xxAndTheServerGoesOn) {
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":100000})", 400, "invalid_value", "inference.max_output_length"},
       {R"({"messages":[{"role":"user","content":"x"}],"temperature":7})", 400, "invalid_value", "'temperature'"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", 400, "invalid_value", "'top_p'"},
-      {R"({"messages":[{"role":"user","content":"x"}],"n":2})", 400, "invalid_value", "'n' must be 1"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":17})", 400, "invalid_value", "'n' must be between 1 and 16"},
       {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", 400, "invalid_type", "'stream'"},
       {R"({"model":"gpt-9","messages":[{"role":"user","content":"x"}]})", 404, "model_not_found", "gpt-9"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]})", 400,
