@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang + ASan/UBSan) in build-fuzz and runs each for a bounded
-# time. Not part of scripts/test.sh or CI: see docs/fuzzing.md.
+# time. scripts/test.sh (so CI) runs it for 20 s per target: see docs/fuzzing.md.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]
 #
