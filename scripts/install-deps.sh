@@ -13,7 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libpoppler-cpp-dev libstb-dev \
   libcpp-httplib-dev libboost1.81-dev libyaml-cpp-dev libssl-dev libspdlog-dev gnuplot-nox \
   openssl curl haproxy \
-  clang libclang-rt-14-dev \
+  clang libclang-rt-14-dev prometheus \
   > /dev/null
 # Node.js and npm for the openai npm client test (tests/server/openai_client): the machine's own
 # when it has them, else Debian's.

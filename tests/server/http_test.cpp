@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -874,6 +875,36 @@ TEST_F(Http, MetricsCountWhatHappened) {
   EXPECT_EQ(metric(text, "folio_kv_capacity_bytes"), static_cast<double>(svc->config().inference.kv_budget_bytes));
   EXPECT_EQ(metric(text, "folio_ready"), 1);
   EXPECT_NE(text.find("# TYPE folio_time_to_first_token_seconds histogram"), std::string::npos);
+}
+
+// Prometheus's own linter accepts /metrics after traffic of every kind (answers, errors, a
+// stream), and histogram bounds print as written (le="0.005", not float noise).
+TEST_F(Http, PromtoolAcceptsTheMetrics) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  cli.Post("/v1/chat/completions", chat_body("lint", 4).dump(), "application/json");
+  cli.Post("/v1/chat/completions", chat_body("lint", 4, true).dump(), "application/json");
+  cli.Post("/v1/chat/completions", "{", "application/json");
+  cli.Get("/nowhere");
+  const std::string text = cli.Get("/metrics")->body;
+  const fs::path file = g_dir / "metrics.txt";
+  std::ofstream(file) << text;
+  ASSERT_EQ(std::system("command -v promtool > /dev/null"), 0) << "promtool (Debian's prometheus) is installed by scripts/install-deps.sh";
+  const fs::path report = g_dir / "promtool.txt";
+  const int rc = std::system(("promtool check metrics < " + file.string() + " > " + report.string() + " 2>&1").c_str());
+  std::ifstream in(report);
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << said;
+  EXPECT_EQ(said, "") << said;
+  size_t buckets = 0;
+  for (size_t p = text.find("le=\""); p != std::string::npos; p = text.find("le=\"", p + 1), ++buckets) {
+    const std::string le = text.substr(p + 4, text.find('"', p + 4) - p - 4);
+    EXPECT_LE(le.size(), 6u) << le;
+  }
+  EXPECT_GT(buckets, 10u);
+  // And promtool does complain about a bad exposition, so the check above can fail.
+  std::ofstream(file) << "# TYPE folio_bad counter\nfolio_bad 1\n";
+  EXPECT_NE(std::system(("promtool check metrics < " + file.string() + " > /dev/null 2>&1").c_str()), 0);
 }
 
 TEST_F(Http, ReadinessFollowsLoading) {

@@ -274,24 +274,34 @@ TEST_F(HttpTransport, NonStreamingClientThatLeavesIsCancelledAndItsKVFreed) {
   EXPECT_LT(metric(metrics(*svc), "folio_generation_tokens_total"), 3000);
 }
 
+// A 21-page document (the page 21 times: two passes, decoded side by side) streamed, and cut while
+// its first pages are being written.
 TEST_F(HttpTransport, OcrStreamCutMidPageIsCancelledAndItsKVFreed) {
   auto svc = serve(config("slow-ocr"));
   std::ifstream png(std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/layout_page.png", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(png)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(bytes.empty());
-  const std::string body = json{{"file", test_base64(bytes)}, {"filename", "page.png"}, {"stream", true}, {"max_tokens", 3000}}.dump();
+  json files = json::array();
+  for (int i = 0; i < 21; ++i) files.push_back({{"file", test_base64(bytes)}, {"filename", "page" + std::to_string(i + 1) + ".png"}});
+  const std::string body = json{{"files", files}, {"stream", true}, {"max_tokens", 3000}}.dump();
   const int fd = connect_to(svc->port());
   ASSERT_TRUE(send_all(fd, "POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                                std::to_string(body.size()) + "\r\n\r\n" + body));
-  ASSERT_EQ(wait_metric(*svc, "folio_running_sequences", 1), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the page
+  double running = 0;
+  for (int i = 0; i < 1000 && running < 2; ++i) {
+    running = metric(metrics(*svc), "folio_running_sequences");
+    if (running < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(running, 2) << "both passes decoding";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the first pages
   const std::string before = read_some(fd, std::chrono::milliseconds(10));
   EXPECT_EQ(before.find("ocr.page"), std::string::npos) << "no page is final yet";
   close(fd);
   EXPECT_EQ(wait_metric(*svc, "folio_kv_bytes{tier=\"ram\"}", 0), 0);
+  EXPECT_EQ(wait_metric(*svc, "folio_running_sequences", 0), 0);
   EXPECT_EQ(wait_metric(*svc, "folio_client_disconnects_total", 1), 1);
-  EXPECT_EQ(wait_metric(*svc, "folio_generations_total{reason=\"cancelled\"}", 1), 1);
-  EXPECT_LT(metric(metrics(*svc), "folio_generation_tokens_total"), 3000);
+  EXPECT_EQ(wait_metric(*svc, "folio_generations_total{reason=\"cancelled\"}", 2), 2);
+  EXPECT_LT(metric(metrics(*svc), "folio_generation_tokens_total"), 2 * 3000);
 }
 
 TEST_F(HttpTransport, ContinueHeadAndPipelinedRequests) {
