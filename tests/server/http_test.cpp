@@ -114,13 +114,17 @@ class Http : public ::testing::Test {
     return p;
   }
   static GenerationResult expected(const std::string& user, int max_tokens) {
+    GenerationOptions o;
+    o.max_tokens = max_tokens;
+    return generate(expected_prompt(user), o);
+  }
+  // Generator's answer to `prompt` with the server's policy (R-SWA, window 8) and f32 KV.
+  static GenerationResult generate(const std::vector<int32_t>& prompt, GenerationOptions o) {
     ThreadPool threads(1);
     KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
     Generator gen(*reference_->decoder, pool, threads);
-    GenerationOptions o;
     o.policy = {KVPolicyKind::RSwa, 8};
-    o.max_tokens = max_tokens;
-    return gen.generate(expected_prompt(user), o);
+    return gen.generate(prompt, o);
   }
   static std::string text_of(const std::vector<int32_t>& tokens) {
     std::vector<int32_t> ids;
@@ -262,13 +266,9 @@ TEST_F(Http, TextCompletionsMatchGenerator) {
   auto cli = client(*svc);
   std::vector<int32_t> prompt{reference_->config.bos_id};
   for (int32_t t : reference_->tokenizer->encode("Once upon a time")) prompt.push_back(t);
-  ThreadPool threads(1);
-  KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
-  Generator gen(*reference_->decoder, pool, threads);
   GenerationOptions o;
-  o.policy = {KVPolicyKind::RSwa, 8};
   o.max_tokens = 16;  // OpenAI's default for completions
-  const GenerationResult want = gen.generate(prompt, o);
+  const GenerationResult want = generate(prompt, o);
 
   json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"return_token_ids", true}};
   auto r = cli.Post("/v1/completions", body.dump(), "application/json");
@@ -318,11 +318,7 @@ TEST_F(Http, TextCompletionsMatchGenerator) {
 TEST_F(Http, LogprobsMatchTheLogSoftmaxOfTheModelsLogits) {
   auto svc = serve(config());
   auto cli = client(*svc);
-  ThreadPool threads(1);
-  KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
-  Generator gen(*reference_->decoder, pool, threads);
   GenerationOptions o;
-  o.policy = {KVPolicyKind::RSwa, 8};
   o.max_tokens = 10;
   std::vector<std::vector<double>> logsoftmax;
   o.on_logits = [&](std::span<const float> row) {
@@ -333,7 +329,7 @@ TEST_F(Http, LogprobsMatchTheLogSoftmaxOfTheModelsLogits) {
     for (float v : row) ls.push_back(v - mx - std::log(sum));
     logsoftmax.push_back(std::move(ls));
   };
-  const GenerationResult want = gen.generate(expected_prompt("rank me"), o);
+  const GenerationResult want = generate(expected_prompt("rank me"), o);
   json body = chat_body("rank me", 10);
   body["logprobs"] = true;
   body["top_logprobs"] = 3;
@@ -388,14 +384,10 @@ TEST_F(Http, SeveralChoicesAreSampledWithTheirOwnSeeds) {
   auto svc = serve(config());
   auto cli = client(*svc);
   auto expected_with = [&](uint64_t seed) {
-    ThreadPool threads(1);
-    KVBlockPool pool(reference_->decoder->kv_layout(DType::F32), 0);
-    Generator gen(*reference_->decoder, pool, threads);
     GenerationOptions o;
-    o.policy = {KVPolicyKind::RSwa, 8};
     o.max_tokens = 12;
     o.sampling = {1.0f, 0, 1.0f, seed};
-    return gen.generate(expected_prompt("choose"), o);
+    return generate(expected_prompt("choose"), o);
   };
   json body = chat_body("choose", 12);
   body["n"] = 3;
