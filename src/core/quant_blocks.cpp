@@ -336,7 +336,9 @@ void quantize_act_q8k(const float* x, ActQ8K* dst, int64_t n) {
       continue;
     }
     const float iscale = -127.f / max;
-    for (int i = 0; i < 256; ++i) b.q[i] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(iscale * x[i]))));
+    // lrint rounds half to even as nearbyint does; with -fno-math-errno it is one vectorisable
+    // conversion instead of a libm call per element (4% of a decode step).
+    for (int i = 0; i < 256; ++i) b.q[i] = static_cast<int8_t>(std::min(127L, std::lrint(iscale * x[i])));
     for (int g = 0; g < 16; ++g) {
       int s = 0;
       for (int i = 0; i < 16; ++i) s += b.q[16 * g + i];

@@ -113,16 +113,27 @@ inline void scale_min_k4(int j, const uint8_t* s, uint8_t* sc, uint8_t* m) {
 
 // All eight scales and mins at once, by 32-bit word operations on the same packing (the kernels
 // unpack every block of every row; scale_min_k4 per sub-block cost them a third of their time).
-inline void scales_mins_k4(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
-  uint32_t w[3], out[4];
+// Byte i of sc / m is scale / min i. Returned in registers: the kernels' vector loads of the bytes
+// stored through memory stalled on store forwarding (two 4-byte stores read as one 8-byte load).
+struct ScalesMinsK4 {
+  uint64_t sc, m;
+};
+inline ScalesMinsK4 scales_mins_k4(const uint8_t* s) {
+  uint32_t w[3];
   std::memcpy(w, s, 12);
   constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0xc0c0c0c0;
-  out[0] = w[0] & low6;                                  // scales 0-3
-  out[1] = (w[2] & low4) | ((w[0] & top2) >> 2);         // scales 4-7: low nibbles of bytes 8-11, top bits of 0-3
-  out[2] = w[1] & low6;                                  // mins 0-3
-  out[3] = ((w[2] >> 4) & low4) | ((w[1] & top2) >> 2);  // mins 4-7: high nibbles of bytes 8-11, top bits of 4-7
-  std::memcpy(sc, out, 8);
-  std::memcpy(m, out + 2, 8);
+  const uint32_t sc_lo = w[0] & low6;                                  // scales 0-3
+  const uint32_t sc_hi = (w[2] & low4) | ((w[0] & top2) >> 2);         // scales 4-7: low nibbles of bytes 8-11, top bits of 0-3
+  const uint32_t m_lo = w[1] & low6;                                   // mins 0-3
+  const uint32_t m_hi = ((w[2] >> 4) & low4) | ((w[1] & top2) >> 2);  // mins 4-7: high nibbles of bytes 8-11, top bits of 4-7
+  return {sc_lo | (uint64_t{sc_hi} << 32), m_lo | (uint64_t{m_hi} << 32)};
+}
+inline void scales_mins_k4(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+  const ScalesMinsK4 u = scales_mins_k4(s);
+  for (int i = 0; i < 8; ++i) {
+    sc[i] = static_cast<uint8_t>(u.sc >> (8 * i));
+    m[i] = static_cast<uint8_t>(u.m >> (8 * i));
+  }
 }
 
 // Dequantise n elements (a multiple of the format's block size) of one format to f32.

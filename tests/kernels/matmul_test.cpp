@@ -208,6 +208,46 @@ TEST(Matmul, SameBitsForOneAndTwoThreadsAndAnyBatch) {
   }
 }
 
+// matmul_many shares one pass over the jobs' rows, cut where each thread's weight bytes balance:
+// the decode mix (q4_k gate/up beside q5_0 / q8_0 down rows of another width, float weights, a
+// job of two rows, jobs with equal inputs) gives every job the bits matmul() gives it alone, for 1-3 threads and every ISA.
+TEST(Matmul, ManyEqualsOneByOneWhateverTheCuts) {
+  IsaGuard guard;
+  struct Spec {
+    DType t;
+    int64_t out, in, n;
+  };
+  const std::vector<Spec> specs = {{DType::Q4_K, 96, 512, 1},  {DType::Q4_K, 96, 512, 1}, {DType::Q5_0, 40, 288, 1},
+                                   {DType::Q8_0, 200, 288, 1}, {DType::BF16, 24, 100, 1}, {DType::Q6_K, 17, 256, 2},
+                                   {DType::Q4_0, 3, 64, 1},    {DType::Q4_K, 8, 512, 1}};
+  std::vector<StoredWeight> ws;
+  std::vector<std::vector<float>> xs;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    ws.push_back(make_weight(specs[k].t, specs[k].out, specs[k].in, static_cast<uint32_t>(40 + k)));
+    xs.push_back(random_floats(specs[k].n * specs[k].in, static_cast<uint32_t>(80 + k)));
+  }
+  xs[1] = xs[0];  // equal inputs share one quantised copy; the last q4_k job's differ and must not
+  ThreadPool one(1);
+  for (Isa isa : supported_isas()) {
+    set_isa(isa);
+    std::vector<std::vector<float>> want;
+    for (size_t k = 0; k < specs.size(); ++k) {
+      want.emplace_back(static_cast<size_t>(specs[k].n * specs[k].out));
+      matmul(ws[k].view, xs[k].data(), specs[k].n, want.back().data(), one);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> got;
+      std::vector<MatmulJob> jobs;
+      for (size_t k = 0; k < specs.size(); ++k) got.emplace_back(want[k].size(), std::nanf(""));
+      for (size_t k = 0; k < specs.size(); ++k) jobs.push_back({&ws[k].view, xs[k].data(), specs[k].n, got[k].data()});
+      matmul_many(jobs, pool);
+      for (size_t k = 0; k < specs.size(); ++k)
+        EXPECT_EQ(got[k], want[k]) << "job " << k << " " << dtype_name(specs[k].t) << " " << isa_name(isa) << " threads=" << threads;
+    }
+  }
+}
+
 // The SIMD paths must agree with each other closely, not just with the reference; for block-
 // quantised weights (exact integer sums, one fixed float order) bit for bit with the scalar kernels.
 TEST(Matmul, IsasAgree) {

@@ -31,6 +31,7 @@ struct IAvx2 {
     const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
   }
+  static bytes with_bits32(bytes b, uint32_t u) { return or_(b, bits32(u)); }
   // Q6_K: 2 high bits of `quarter` from qh moved to bits 4-5 and joined to the low nibbles.
   static bytes q6(bytes lo, bytes qh, int quarter) {
     const __m256i m = _mm256_set1_epi8(0x30);
@@ -48,6 +49,7 @@ struct IAvx2 {
   // u8 x s8 pairs summed to saturating i16 (never saturates here: |u| <= 127, |s| <= 127 and
   // u <= 63 for the K formats), then pairs of i16 summed to i32: lane k = bytes 4k .. 4k + 3.
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+  static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm256_add_epi32(acc, dot_u8s8(u, s)); }
   // The scale applied to maddubs' i16 pair sums by madd (instead of madd by 1): cheaper than an
   // i32 multiply after the fact, and exact (|pair sum| <= 16002, |scale| <= 127). VNNI keeps this.
   static i16 scale16(int a, int b) {
@@ -58,8 +60,8 @@ struct IAvx2 {
   // A block's 8 scales widened to i16 once, in both 128-bit halves; scale_pair(t, a, b) is then
   // scale16(scale a, scale b) in one shuffle (a, b: constants after unrolling).
   using scales = __m256i;
-  static scales scales_u8(const uint8_t* s8) {
-    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))));
+  static scales scales_u8(uint64_t s8) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(s8))));
   }
   static scales scales_i8(const int8_t* s8) {
     return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))));
@@ -78,8 +80,8 @@ struct IAvx2 {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
   }
-  static int32_t dot8_u8(const uint8_t* m, const int16_t* v) {
-    const __m128i a = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+  static int32_t dot8_u8(uint64_t m, const int16_t* v) {
+    const __m128i a = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m)));
     return hsum4(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
   }
   static int32_t dot16_i8(const int8_t* s, const int16_t* v) {

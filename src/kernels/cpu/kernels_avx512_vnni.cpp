@@ -29,6 +29,12 @@ namespace folio::kernels::detail {
 namespace {
 struct IVnni : IAvx2 {
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm256_dpbusd_epi32(acc, u, s); }
+  // The fifth bits of q5 codes as a byte mask (AVX-512BW/VL): 16 added where set, in one masked add
+  // instead of AVX2's broadcast, shuffle, compare and two ands.
+  static bytes with_bits32(bytes b, uint32_t u) {
+    return _mm256_mask_add_epi8(b, static_cast<__mmask32>(u), b, _mm256_set1_epi8(16));
+  }
   // vpdpwssd adds the scaled pair sums straight into the accumulator (madd + add in one).
   static i32 dot_scaled_add(i32 acc, bytes u, bytes s, i16 scale) {
     return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scale);

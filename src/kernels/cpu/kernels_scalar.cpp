@@ -130,6 +130,7 @@ struct IScalar {
     for (int i = 0; i < 32; ++i) r.b[i] = static_cast<int16_t>(((u >> i) & 1) ? 16 : 0);
     return r;
   }
+  static bytes with_bits32(bytes b, uint32_t u) { return or_(b, bits32(u)); }
   static bytes q6(bytes lo, bytes qh, int quarter) {
     for (int i = 0; i < 32; ++i)
       lo.b[i] = static_cast<int16_t>(lo.b[i] | (((static_cast<uint8_t>(qh.b[i]) >> (2 * quarter)) & 3) << 4));
@@ -151,6 +152,7 @@ struct IScalar {
     }
     return r;
   }
+  static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return add(acc, dot_u8s8(u, s)); }
   static i32 add(i32 a, i32 b) {
     for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
     return a;
@@ -170,9 +172,9 @@ struct IScalar {
   struct scales {
     int v[8];
   };
-  static scales scales_u8(const uint8_t* s8) {
+  static scales scales_u8(uint64_t s8) {
     scales t;
-    for (int i = 0; i < 8; ++i) t.v[i] = s8[i];
+    for (int i = 0; i < 8; ++i) t.v[i] = static_cast<uint8_t>(s8 >> (8 * i));
     return t;
   }
   static scales scales_i8(const int8_t* s8) {
@@ -181,9 +183,9 @@ struct IScalar {
     return t;
   }
   static i16 scale_pair(const scales& t, int a, int b) { return scale16(t.v[a], t.v[b]); }
-  static int32_t dot8_u8(const uint8_t* m, const int16_t* v) {
+  static int32_t dot8_u8(uint64_t m, const int16_t* v) {
     int32_t s = 0;
-    for (int i = 0; i < 8; ++i) s += m[i] * v[i];
+    for (int i = 0; i < 8; ++i) s += static_cast<uint8_t>(m >> (8 * i)) * v[i];
     return s;
   }
   static int32_t dot16_i8(const int8_t* m, const int16_t* v) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -97,6 +99,15 @@ void quantize_activations(DType t, const float* x, int64_t n, int64_t in, uint8_
   }
 }
 
+// True when b's activations quantise to the bytes a's did: both block formats of one activation
+// kind (per 32 or per 256 elements), the same shape, and the same input values.
+bool same_quantized_input(const MatmulJob& a, const MatmulJob& b) {
+  const DType ta = a.w->dtype, tb = b.w->dtype;
+  if (!dtype_is_block_quantized(ta) || !dtype_is_block_quantized(tb) || (ta >= DType::Q4_K) != (tb >= DType::Q4_K)) return false;
+  if (a.n != b.n || a.w->shape[1] != b.w->shape[1]) return false;
+  return a.x == b.x || std::memcmp(a.x, b.x, static_cast<size_t>(a.n * a.w->shape[1]) * sizeof(float)) == 0;
+}
+
 // One decode-sized product: GEMV rows [b, e) of w against x (or its quantised rows xq).
 void gemv_range(const detail::KernelTable& table, const TensorView& w, const float* x, const uint8_t* xq, int64_t n,
                 float* y, int64_t b, int64_t e) {
@@ -107,6 +118,29 @@ void gemv_range(const detail::KernelTable& table, const TensorView& w, const flo
     table.qgemv[t - static_cast<int>(DType::Q8_0)](wb, w.row_bytes(), in, b, e, xq, n, y, out);
   else
     table.gemv[t](wb, w.row_bytes(), in, b, e, x, n, y, out);
+}
+
+// Where each thread's share of matmul_many's concatenated rows begins (threads + 1 cuts, the last
+// the row count). Shares hold equal weight bytes rather than equal rows: the jobs mix formats
+// (q4_k gate/up beside q8_0 or q5_0 down rows of other widths), and a decode GEMV's time follows
+// the bytes it reads. Cuts fall on multiples of kRowGrain within a job; a row's result does not
+// depend on where the cuts are.
+std::vector<int64_t> byte_balanced_cuts(const std::vector<const MatmulJob*>& jobs, const std::vector<int64_t>& start,
+                                        int threads) {
+  std::vector<double> cost = {0};  // bytes before each job
+  for (const MatmulJob* j : jobs) cost.push_back(cost.back() + static_cast<double>(j->w->nbytes()) * static_cast<double>(j->n));
+  std::vector<int64_t> cuts = {0};
+  size_t k = 0;
+  for (int t = 1; t < threads; ++t) {
+    const double target = cost.back() * t / threads;
+    while (k + 1 < jobs.size() && cost[k + 1] <= target) ++k;
+    const int64_t rows = jobs[k]->w->shape[0];
+    const double per_row = (cost[k + 1] - cost[k]) / static_cast<double>(std::max<int64_t>(rows, 1));
+    int64_t r = per_row > 0 ? std::llround((target - cost[k]) / per_row / kRowGrain) * kRowGrain : 0;
+    cuts.push_back(std::max(cuts.back(), start[k] + std::clamp<int64_t>(r, 0, rows)));
+  }
+  cuts.push_back(start.back());
+  return cuts;
 }
 
 int dtype_index_for_vector_op(DType t, const char* op) {
@@ -172,30 +206,38 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   }
   if (fused.empty()) return;
   thread_local std::vector<uint8_t> xq_buffer;  // as in matmul(): workers see it through `xq`
+  // Jobs with the same input (q, k and v; an expert's gate and up; the experts one token chose,
+  // each with its own copy of that token) share one quantised copy of it.
   size_t act_bytes = 0;
-  for (const MatmulJob* j : fused) {
-    act_start.push_back(act_bytes);
-    if (dtype_is_block_quantized(j->w->dtype)) act_bytes += static_cast<size_t>(j->n) * act_row_bytes(j->w->dtype, j->w->shape[1]);
+  std::vector<bool> quantize_here;
+  for (size_t k = 0; k < fused.size(); ++k) {
+    const MatmulJob& j = *fused[k];
+    size_t at = act_bytes;
+    bool fresh = dtype_is_block_quantized(j.w->dtype);
+    for (size_t i = 0; i < k && fresh; ++i)
+      if (same_quantized_input(*fused[i], j)) at = act_start[i], fresh = false;
+    act_start.push_back(at);
+    quantize_here.push_back(fresh);
+    if (fresh) act_bytes += static_cast<size_t>(j.n) * act_row_bytes(j.w->dtype, j.w->shape[1]);
   }
   xq_buffer.resize(act_bytes);
   uint8_t* xq = xq_buffer.data();
   for (size_t k = 0; k < fused.size(); ++k) {
     const TensorView& w = *fused[k]->w;
-    if (dtype_is_block_quantized(w.dtype)) quantize_activations(w.dtype, fused[k]->x, fused[k]->n, w.shape[1], xq + act_start[k]);
+    if (quantize_here[k]) quantize_activations(w.dtype, fused[k]->x, fused[k]->n, w.shape[1], xq + act_start[k]);
   }
-  pool.parallel_for(
-      start.back(),
-      [&](int64_t b, int64_t e) {
-        // Jobs overlapping [b, e), each on its local row range.
-        size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
-        for (; k < fused.size() && start[k] < e; ++k) {
-          const MatmulJob& j = *fused[k];
-          const int64_t out = j.w->shape[0];
-          const int64_t r0 = std::max<int64_t>(b - start[k], 0), r1 = std::min<int64_t>(e - start[k], out);
-          gemv_range(table, *j.w, j.x, xq + act_start[k], j.n, j.y, r0, r1);
-        }
-      },
-      kRowGrain);
+  const std::vector<int64_t> cuts = byte_balanced_cuts(fused, start, pool.size());
+  pool.run_on_all([&](int t) {
+    const int64_t b = cuts[static_cast<size_t>(t)], e = cuts[static_cast<size_t>(t) + 1];
+    // Jobs overlapping [b, e), each on its local row range.
+    size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
+    for (; k < fused.size() && start[k] < e; ++k) {
+      const MatmulJob& j = *fused[k];
+      const int64_t out = j.w->shape[0];
+      const int64_t r0 = std::max<int64_t>(b - start[k], 0), r1 = std::min<int64_t>(e - start[k], out);
+      if (r0 < r1) gemv_range(table, *j.w, j.x, xq + act_start[k], j.n, j.y, r0, r1);
+    }
+  });
 }
 
 float dot(const float* a, const void* b, DType bt, int64_t n) {

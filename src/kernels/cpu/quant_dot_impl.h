@@ -6,13 +6,15 @@
 //   bytes (32 x 8-bit), i32 (8 x int32), f32 (8 x float),
 //   load(p), nibbles_lo(b) / nibbles_hi(b) (each byte's low / high 4 bits),
 //   expand16(p) (16 bytes -> 32: low nibbles then high nibbles), splat8(k), or_(a, b),
-//   bit_set(b, mask) (16 where the byte has the mask's bit, else 0), bits32(u) (byte i: 16 if bit i of u), q6(lo, hi, quarter),
+//   bit_set(b, mask) (16 where the byte has the mask's bit, else 0), with_bits32(b, u) (b with 16 added
+//   to byte i where bit i of u is set; b's bytes below 16), q6(lo, hi, quarter),
 //   abs8(w), sign8(x, w) (x negated where w < 0, 0 where w = 0),
 //   dot_u8s8(u, s) -> i32 whose lane k is the exact sum of u[i] s[i] for i = 4k .. 4k + 3,
+//   dot_u8s8_add(acc, u, s) = add(acc, dot_u8s8(u, s)),
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
-//   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(p) / scales_i8(p)
-//   (8 scale bytes unpacked once) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), dot8_u8(m[8], v[8]) and dot16_i8(s[16], v[16]) (exact
+//   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
+//   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
+//   add(i32, i32), sub(i32, i32), set1(int), dot8_u8(m (8 bytes of a u64), v[8]) and dot16_i8(s[16], v[16]) (exact
 //   int32 sums of u8 / int8 times int16),
 //   fzero(), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
 //
@@ -61,7 +63,7 @@ template <class I>
 typename I::bytes five_bit_codes(const uint8_t* qs, const uint8_t* qh_bytes) {
   uint32_t qh;
   std::memcpy(&qh, qh_bytes, 4);
-  return I::or_(I::expand16(qs), I::bits32(qh));
+  return I::with_bits32(I::expand16(qs), qh);
 }
 
 template <class I>
@@ -111,10 +113,10 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
   float mins[R][G] = {};  // q5_1: the blocks' minima against the activation sums
   for (int64_t b = 0; b < nb; ++b) {
     typename I::bytes xv[G];
-    typename I::i32 offset[G];
+    typename I::i32 minus_offset[G];  // the dots start from it: one fused multiply-add on VNNI
     for (int g = 0; g < G; ++g) {
       xv[g] = I::load(x[g * xs + b].q);
-      if constexpr (F::kOffset != 0) offset[g] = I::dot_u8s8(I::splat8(F::kOffset), xv[g]);
+      if constexpr (F::kOffset != 0) minus_offset[g] = I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv[g]));
     }
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = w + r * rb + static_cast<size_t>(b) * F::kBytes;
@@ -123,7 +125,7 @@ inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x,
       const float dw = block_scale<I>(blk);
       for (int g = 0; g < G; ++g) {
         typename I::i32 dot;
-        if constexpr (F::kOffset != 0) dot = I::sub(I::dot_u8s8(wv, xv[g]), offset[g]);
+        if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(minus_offset[g], wv, xv[g]);
         else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv[g]);
         else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv[g], wv));
         acc[r][g] = I::fma(dot, dw * x[g * xs + b].d, acc[r][g]);
@@ -160,12 +162,12 @@ inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
   KSums<I, R, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const Block& blk = *reinterpret_cast<const Block*>(w + r * rb + static_cast<size_t>(b) * sizeof(Block));
       prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), rb, sizeof(Block));
-      uint8_t sc[8], m[8];
-      scales_mins_k4(blk.scales, sc, m);
-      const typename I::scales sv = I::scales_u8(sc);
+      const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
+      const typename I::scales sv = I::scales_u8(sm.sc);
       typename I::i32 acc[G];
       for (int g = 0; g < G; ++g) acc[g] = I::set1(0);
       typename I::bytes qh{};
@@ -188,7 +190,7 @@ inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x
       for (int g = 0; g < G; ++g) {
         const ActQ8K& a = x[g * xs + b];
         sums.lanes[r][g] = I::fma(acc[g], d * a.d, sums.lanes[r][g]);
-        sums.scalar[r][g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(m, a.bsums32)), sums.scalar[r][g]);
+        sums.scalar[r][g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[r][g]);
       }
     }
   }
