@@ -12,7 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev \
   libpoppler-cpp-dev libstb-dev \
   libcpp-httplib-dev libboost1.81-dev libyaml-cpp-dev libssl-dev libspdlog-dev gnuplot-nox \
-  openssl curl haproxy \
+  libhiredis-dev redis-server openssl curl haproxy \
   clang libclang-rt-14-dev prometheus \
   > /dev/null
 # Node.js and npm for the openai npm client test (tests/server/openai_client): the machine's own

@@ -78,6 +78,18 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   }
 }
 
+void ThreadPool::parallel_chunks(int64_t chunks, const std::function<void(int64_t)>& fn) {
+  if (chunks <= 0) return;
+  if (workers_.empty() || chunks == 1) {
+    for (int64_t i = 0; i < chunks; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  run_on_all([&](int) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < chunks; i = next.fetch_add(1, std::memory_order_relaxed)) fn(i);
+  });
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);

@@ -29,6 +29,11 @@ class ThreadPool {
   // (except the last), so kernels can keep SIMD-friendly boundaries.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
+  // Calls fn(i) once for every i in [0, chunks), the threads taking the next chunk as they finish
+  // one: a thread slowed by the machine (an interrupt, another process, the caller's serial work
+  // before the call) takes fewer, so all finish together. Which thread runs a chunk varies.
+  void parallel_chunks(int64_t chunks, const std::function<void(int64_t)>& fn);
+
   // Calls fn(thread_index) once on every thread of the pool (the caller is index 0).
   void run_on_all(const std::function<void(int)>& fn);
 

@@ -24,6 +24,26 @@ void gauge(std::string& out, const char* name, const char* help, double v) {
   out += std::string(name) + " " + shortest_number(v) + "\n";
 }
 
+// Prepared references by tier: this replica's cache, then the one shared through Redis.
+void render_remote_tier(std::string& out, const ReferenceCacheStats& local, const RemoteTierStats& r) {
+  header(out, "folio_reference_tier_hits_total", "counter", "OCR passes whose prepared reference was found, by tier");
+  out += "folio_reference_tier_hits_total{tier=\"local\"} " + std::to_string(local.hits) + "\n";
+  out += "folio_reference_tier_hits_total{tier=\"remote\"} " + std::to_string(r.hits) + "\n";
+  header(out, "folio_reference_tier_misses_total", "counter", "OCR passes not found in a tier (remote: asked after a local miss)");
+  out += "folio_reference_tier_misses_total{tier=\"local\"} " + std::to_string(local.misses) + "\n";
+  out += "folio_reference_tier_misses_total{tier=\"remote\"} " + std::to_string(r.misses) + "\n";
+  header(out, "folio_remote_tier_corrupt_total", "counter", "remote values refused by their checks (length, checksum, model) and treated as misses");
+  out += "folio_remote_tier_corrupt_total " + std::to_string(r.corrupt) + "\n";
+  header(out, "folio_remote_tier_errors_total", "counter", "remote reads and writes that could not reach Redis (down, slow, refused)");
+  out += "folio_remote_tier_errors_total " + std::to_string(r.errors) + "\n";
+  header(out, "folio_remote_tier_puts_total", "counter", "prepared references written to the remote tier");
+  out += "folio_remote_tier_puts_total " + std::to_string(r.puts) + "\n";
+  header(out, "folio_remote_tier_bytes_total", "counter", "bytes moved to and from the remote tier");
+  out += "folio_remote_tier_bytes_total{direction=\"read\"} " + std::to_string(r.bytes_read) + "\n";
+  out += "folio_remote_tier_bytes_total{direction=\"written\"} " + std::to_string(r.bytes_written) + "\n";
+  gauge(out, "folio_remote_tier_up", "1 when the last call to Redis succeeded", r.up ? 1 : 0);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -78,7 +98,7 @@ void ServerMetrics::record_generation(const SequenceResult& r) {
 }
 
 std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const ReferenceCacheStats* cache,
-                                  const ConnectionStats* connections) const {
+                                  const ConnectionStats* connections, const RemoteTierStats* remote) const {
   std::string out;
   std::lock_guard lk(mu_);
   header(out, "folio_http_requests_total", "counter", "HTTP requests answered, by path and status");
@@ -111,7 +131,7 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
   if (cache) {
     header(out, "folio_reference_cache_hits_total", "counter", "OCR passes whose prepared reference was reused");
     out += "folio_reference_cache_hits_total " + std::to_string(cache->hits) + "\n";
-    header(out, "folio_reference_cache_misses_total", "counter", "OCR passes prepared (rendered and encoded)");
+    header(out, "folio_reference_cache_misses_total", "counter", "OCR passes not in this replica's cache (encoded here, or found in the remote tier)");
     out += "folio_reference_cache_misses_total " + std::to_string(cache->misses) + "\n";
     header(out, "folio_reference_cache_evictions_total", "counter", "prepared references dropped to stay within the budget");
     out += "folio_reference_cache_evictions_total " + std::to_string(cache->evictions) + "\n";
@@ -119,6 +139,7 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     gauge(out, "folio_reference_cache_entries", "prepared references kept", static_cast<double>(cache->entries));
     gauge(out, "folio_reference_cache_capacity_bytes", "inference.reference_cache_bytes", static_cast<double>(cache->capacity));
   }
+  if (cache && remote) render_remote_tier(out, *cache, *remote);
   if (s) {
     gauge(out, "folio_running_sequences", "sequences in the running batch", static_cast<double>(s->running));
     gauge(out, "folio_queued_sequences", "requests waiting for admission", static_cast<double>(s->queued));

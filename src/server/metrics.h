@@ -14,6 +14,7 @@
 
 #include "runtime/scheduler.h"
 #include "server/reference_cache.h"
+#include "server/remote_reference_tier.h"
 
 namespace folio {
 
@@ -52,8 +53,9 @@ class ServerMetrics {
 
   // Prometheus text exposition (version 0.0.4). `stats` is null before the model is loaded; `cache`
   // and `connections` may be null (not shown).
+  // `remote` (the shared reference tier) may be null too.
   std::string render(const SchedulerStats* stats, bool ready, const ReferenceCacheStats* cache = nullptr,
-                     const ConnectionStats* connections = nullptr) const;
+                     const ConnectionStats* connections = nullptr, const RemoteTierStats* remote = nullptr) const;
 
  private:
   mutable std::mutex mu_;

@@ -17,6 +17,7 @@
 #include "runtime/ocr_pipeline.h"
 #include "core/content_hash.h"
 #include "runtime/ocr_sequence.h"
+#include "server/remote_pass.h"
 #include "text/tokenizer.h"
 
 namespace folio {
@@ -125,9 +126,11 @@ std::string pass_key(const OcrEngine& engine, const OcrPages& pages, size_t firs
   return h.hex();
 }
 
-// Encodes pages first..first+count-1 into a pass whose every part is produced (rolling: every
-// later page too, since the uploads are deleted once the job has started).
-std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages& pages, size_t first, size_t count) {
+// The pass of pages first..first+count-1 with every part produced (rolling: every later page too,
+// since the uploads are deleted once the job has started): its rows from the remote tier when
+// another replica stored them under `key` (remote_hit), else encoded here and offered to it.
+std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
+                                         size_t count, bool& remote_hit) {
   OcrModel& model = *engine.model;
   const KVPolicy& policy = engine.scheduler->options().policy;
   const int64_t hidden = model.decoder().config().hidden;
@@ -135,9 +138,14 @@ std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages
   fresh->pass = policy.rolls() ? model.prepare_rolling(pages, first, count, static_cast<size_t>(policy.resident_pages),
                                                        VisionMode::Base, *engine.encode_threads, {})
                                : model.prepare(pages, first, count, VisionMode::Base, *engine.encode_threads, {});
+  const bool shared = engine.remote && remote_pass_eligible(fresh->pass);
+  if (shared) {
+    const std::optional<std::string> payload = engine.remote->get("pass", key);
+    remote_hit = payload && fill_pass_rows(fresh->pass, *payload, hidden);
+  }
   for (ReferencePart& part : fresh->pass.reference) {
     if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
-    produce_keyed(part, hidden);  // here, not on the scheduler thread
+    if (!remote_hit) produce_keyed(part, hidden);  // here, not on the scheduler thread
   }
   if (fresh->pass.generation.rolling) {
     auto& next = fresh->pass.generation.rolling->next_page;
@@ -150,12 +158,13 @@ std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const OcrPages
     next = nullptr;
   }
   fresh->bytes = reference_bytes(fresh->pass.reference, hidden) + reference_bytes(fresh->later_pages, hidden);
+  if (shared && !remote_hit) engine.remote->put("pass", key, encode_pass_rows(fresh->pass, hidden));
   return fresh;
 }
 
-// The prepared pass of `key`: from the reference cache (cached_rows: the embedding rows it saved),
-// or encoded now and cached. One request encodes at a time; another may have prepared the same
-// pages while this one waited for the encoder.
+// The prepared pass of `key`: from the reference cache or the remote tier (cached_rows: the
+// embedding rows they saved encoding), or encoded now and cached. One request encodes at a time;
+// another may have prepared the same pages while this one waited for the encoder.
 std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
                                                   size_t count, const StagedUploads& u, int64_t& cached_rows) {
   std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
@@ -164,13 +173,15 @@ std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const
     cached = engine.cache->find(key);
     if (!cached) {
       std::shared_ptr<CachedPass> fresh;
+      bool remote_hit = false;
       try {
-        fresh = prepare_pass(engine, pages, first, count);
+        fresh = prepare_pass(engine, key, pages, first, count, remote_hit);
       } catch (const Error& e) {
         if (e.kind() == Error::Kind::Internal) throw;
         throw u.invalid_document(e);
       }
       engine.cache->insert(key, fresh);
+      if (remote_hit) cached_rows = fresh->embedding_rows;
       return fresh;
     }
   }

@@ -36,6 +36,7 @@
 #include "server/api_error.h"
 #include "server/ocr_request.h"
 #include "server/reference_cache.h"
+#include "server/remote_reference_tier.h"
 
 namespace folio {
 
@@ -44,6 +45,7 @@ struct OcrEngine {
   OcrModel* model = nullptr;
   Scheduler* scheduler = nullptr;
   ReferenceCache* cache = nullptr;
+  RemoteReferenceTier* remote = nullptr;                  // null: no tier shared with other replicas
   ThreadPool* encode_threads = nullptr;
   std::mutex* encode_mu = nullptr;                        // held while encoding (encode_threads is not re-entrant)
   std::function<void(const SequenceResult&)> on_pass_done;  // e.g. metrics; runs on the scheduler thread

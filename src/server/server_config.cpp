@@ -15,6 +15,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "server/redis_client.h"
 
 namespace folio {
 
@@ -187,6 +188,28 @@ const std::vector<Key>& keys() {
                  [](ServerConfig& c, const Value& v) { c.inference.kv_hot_bytes = v.u; return std::string(); }});
     k.push_back({"inference.kv_cold_bytes", Type::UInt, "tiered reference: bytes of the file tier at most",
                  [](ServerConfig& c, const Value& v) { c.inference.kv_cold_bytes = v.u; return std::string(); }});
+    k.push_back({"remote.redis", Type::String, "Redis shared by replicas for prepared OCR references (host:port or redis://host:port; '' = none)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.remote.redis = v.s;
+                   if (!v.s.empty()) parse_redis_address(v.s);  // refuses a malformed address here, naming it
+                   return std::string();
+                 }});
+    k.push_back({"remote.ttl_s", Type::Int, "seconds a value stays in Redis (0 = until Redis's maxmemory policy evicts it)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.remote.ttl_s = v.i;
+                   return in_range(v.i, 0, int64_t{1} << 31);
+                 }});
+    k.push_back({"remote.timeout_ms", Type::Int, "Redis connect, send and receive deadline each; past it the tier is a miss",
+                 [](ServerConfig& c, const Value& v) {
+                   c.remote.timeout_ms = v.i;
+                   return in_range(v.i, 1, 60000);
+                 }});
+    k.push_back({"remote.retry_s", Type::Float, "after a Redis failure, seconds before the next attempt",
+                 [](ServerConfig& c, const Value& v) {
+                   c.remote.retry_s = v.f;
+                   if (!(v.f >= 0) || !std::isfinite(v.f)) return "must be a finite number >= 0, got " + std::to_string(v.f);
+                   return std::string();
+                 }});
     k.push_back({"server.host", Type::String, "address to listen on",
                  [](ServerConfig& c, const Value& v) {
                    c.server.host = v.s;

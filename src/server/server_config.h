@@ -52,6 +52,13 @@ struct ServerConfig {
     std::string kv_offload_dir;
     uint64_t kv_hot_bytes = uint64_t{64} << 20, kv_cold_bytes = uint64_t{64} << 30;
   } inference;
+  struct Remote {
+    // Prepared OCR references shared by replicas (server/remote_reference_tier.h).
+    std::string redis;         // "host:port" or redis://host:port; "" = no remote tier
+    int64_t ttl_s = 86400;     // expiry of a value; 0 = none (Redis's maxmemory policy bounds the bytes)
+    int64_t timeout_ms = 250;  // connect, send and receive, each
+    double retry_s = 2;        // after a failure, no attempt for this long
+  } remote;
   struct Server {
     std::string host = "127.0.0.1";
     int64_t port = 8080;               // 0 = any free port

@@ -166,6 +166,7 @@ void Service::load() {
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
   if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
     ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
+    if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(path));
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();
   } else {
@@ -249,6 +250,20 @@ void Service::add_route(const std::string& method, const std::string& path, Hand
 }
 
 void Service::mount(const std::string& method, const std::string& path, Handler handler) { router_.add(method, path, std::move(handler)); }
+
+RemoteReferenceTier::Options Service::remote_options(const std::string& path) const {
+  RemoteReferenceTier::Options o;
+  o.address = cfg_.remote.redis;
+  o.ttl_s = cfg_.remote.ttl_s;
+  o.timeout_ms = cfg_.remote.timeout_ms;
+  o.retry_s = cfg_.remote.retry_s;
+  std::vector<std::string> files = {path};
+  if (!cfg_.model.mmproj.empty()) files.push_back(cfg_.model.mmproj);
+  // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,
+  // but it is part of what was loaded, so replicas must agree on it too.
+  o.fingerprint = model_fingerprint(files) + "/" + cfg_.model.weights;
+  return o;
+}
 
 HttpServerOptions Service::transport_options() const {
   const ServerConfig::Server& sc = cfg_.server;
@@ -406,7 +421,9 @@ void Service::mount_endpoints() {
     if (loaded_) s = scheduler_->stats();
     const ReferenceCacheStats cache = cache_.stats();
     const ConnectionStats conns{http_->open_connections(), http_->refused_connections()};
-    res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache, &conns), "text/plain; version=0.0.4");
+    std::optional<RemoteTierStats> remote;
+    if (remote_) remote = remote_->stats();
+    res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache, &conns, remote ? &*remote : nullptr), "text/plain; version=0.0.4");
   });
   auto model_object = [](const std::string& name) { return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}}; };
   mount("GET", "/v1/models", guarded([this, model_object](const HttpRequest&, HttpResponse& res) {
@@ -484,6 +501,7 @@ std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, 
   e.model = ocr_model_.get();
   e.scheduler = scheduler_.get();
   e.cache = &cache_;
+  e.remote = remote_.get();
   e.encode_threads = encode_threads_.get();
   e.encode_mu = &encode_mu_;
   e.on_pass_done = [this](const SequenceResult& r) { metrics_.record_generation(r); };

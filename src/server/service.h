@@ -56,6 +56,7 @@
 #include "server/metrics.h"
 #include "server/ocr_job.h"
 #include "server/reference_cache.h"
+#include "server/remote_reference_tier.h"
 #include "server/request_ids.h"
 #include "server/rate_limiter.h"
 #include "server/server_config.h"
@@ -104,6 +105,8 @@ class Service {
  private:
   // The transport's settings from server.*, and its hooks (below).
   HttpServerOptions transport_options() const;
+  // The remote tier's settings (remote.*) for the model loaded from `path` (and model.mmproj).
+  RemoteReferenceTier::Options remote_options(const std::string& path) const;
   // Every request: the gate, then its route (404 / 405 when none), errors as JSON.
   void handle(HttpRequest& req, HttpResponse& res);
   void route(HttpRequest& req, HttpResponse& res);
@@ -202,6 +205,7 @@ class Service {
   Decoder* decoder_ = nullptr;             // of whichever was loaded
   const Tokenizer* tokenizer_ = nullptr;
   ReferenceCache cache_;
+  std::unique_ptr<RemoteReferenceTier> remote_;  // remote.redis; null when not set
   std::unique_ptr<ThreadPool> encode_threads_;
   std::mutex encode_mu_;
   std::unique_ptr<ThreadPool> threads_;

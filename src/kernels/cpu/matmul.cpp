@@ -28,6 +28,10 @@ std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 
 // Rows per thread chunk are multiples of this, so GEMV tiles (8 rows) never straddle chunks.
 constexpr int64_t kRowGrain = 8;
+// A decode GEMV is cut into this many chunks per thread, taken as threads come free
+// (ThreadPool::parallel_chunks): on a shared machine one core is often slower for a moment, and
+// equal fixed halves left the other waiting (10% of a decode step in spin-waits).
+constexpr int64_t kChunksPerThread = 4;
 
 // Threading of the sgemm path: our pool owns all parallelism. W is cut into tiles of rows whose
 // boundaries depend only on W's shape; each pool thread takes whole tiles, converts each into a
@@ -120,19 +124,19 @@ void gemv_range(const detail::KernelTable& table, const TensorView& w, const flo
     table.gemv[t](wb, w.row_bytes(), in, b, e, x, n, y, out);
 }
 
-// Where each thread's share of matmul_many's concatenated rows begins (threads + 1 cuts, the last
-// the row count). Shares hold equal weight bytes rather than equal rows: the jobs mix formats
+// Where each chunk of matmul_many's concatenated rows begins (chunks + 1 cuts, the last the row
+// count). Chunks hold equal weight bytes rather than equal rows: the jobs mix formats
 // (q4_k gate/up beside q8_0 or q5_0 down rows of other widths), and a decode GEMV's time follows
 // the bytes it reads. Cuts fall on multiples of kRowGrain within a job; a row's result does not
 // depend on where the cuts are.
 std::vector<int64_t> byte_balanced_cuts(const std::vector<const MatmulJob*>& jobs, const std::vector<int64_t>& start,
-                                        int threads) {
+                                        int chunks) {
   std::vector<double> cost = {0};  // bytes before each job
   for (const MatmulJob* j : jobs) cost.push_back(cost.back() + static_cast<double>(j->w->nbytes()) * static_cast<double>(j->n));
   std::vector<int64_t> cuts = {0};
   size_t k = 0;
-  for (int t = 1; t < threads; ++t) {
-    const double target = cost.back() * t / threads;
+  for (int t = 1; t < chunks; ++t) {
+    const double target = cost.back() * t / chunks;
     while (k + 1 < jobs.size() && cost[k + 1] <= target) ++k;
     const int64_t rows = jobs[k]->w->shape[0];
     const double per_row = (cost[k + 1] - cost[k]) / static_cast<double>(std::max<int64_t>(rows, 1));
@@ -184,8 +188,11 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
     quantize_activations(w.dtype, x, n, in, xq_buffer.data());
   }
   const uint8_t* xq = xq_buffer.data();
-  pool.parallel_for(
-      out, [&](int64_t b, int64_t e) { gemv_range(table, w, x, xq, n, y, b, e); }, kRowGrain);
+  const int64_t units = (out + kRowGrain - 1) / kRowGrain;
+  const int64_t chunks = std::min<int64_t>(units, kChunksPerThread * pool.size());
+  pool.parallel_chunks(chunks, [&](int64_t c) {
+    gemv_range(table, w, x, xq, n, y, std::min(out, units * c / chunks * kRowGrain), std::min(out, units * (c + 1) / chunks * kRowGrain));
+  });
 }
 
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
@@ -226,8 +233,8 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
     const TensorView& w = *fused[k]->w;
     if (quantize_here[k]) quantize_activations(w.dtype, fused[k]->x, fused[k]->n, w.shape[1], xq + act_start[k]);
   }
-  const std::vector<int64_t> cuts = byte_balanced_cuts(fused, start, pool.size());
-  pool.run_on_all([&](int t) {
+  const std::vector<int64_t> cuts = byte_balanced_cuts(fused, start, static_cast<int>(kChunksPerThread * pool.size()));
+  pool.parallel_chunks(static_cast<int64_t>(cuts.size()) - 1, [&](int64_t t) {
     const int64_t b = cuts[static_cast<size_t>(t)], e = cuts[static_cast<size_t>(t) + 1];
     // Jobs overlapping [b, e), each on its local row range.
     size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;

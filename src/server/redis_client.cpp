@@ -1,0 +1,117 @@
+#include "server/redis_client.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <charconv>
+#include <memory>
+
+#include "core/error.h"
+
+namespace folio {
+
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const {
+    if (r) freeReplyObject(r);
+  }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+}  // namespace
+
+RedisAddress parse_redis_address(const std::string& text) {
+  std::string rest = text;
+  const std::string scheme = "redis://";
+  if (rest.rfind(scheme, 0) == 0) rest = rest.substr(scheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const auto bad = [&](const std::string& why) { throw_invalid("Redis address '" + text + "': " + why + " (want host:port or redis://host:port)"); };
+  if (rest.find("://") != std::string::npos) bad("only the redis:// scheme is supported");
+  RedisAddress a;
+  const size_t colon = rest.rfind(':');
+  a.host = rest.substr(0, colon);
+  if (colon != std::string::npos) {
+    const std::string port = rest.substr(colon + 1);
+    int p = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) bad("port '" + port + "' is not 1-65535");
+    a.port = p;
+  }
+  if (a.host.empty()) bad("no host");
+  return a;
+}
+
+RedisClient::RedisClient(RedisAddress address, std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after)
+    : address_(std::move(address)), timeout_(timeout), retry_after_(retry_after) {}
+
+RedisClient::~RedisClient() {
+  if (ctx_) redisFree(ctx_);
+}
+
+std::string RedisClient::describe() const { return address_.host + ":" + std::to_string(address_.port); }
+
+bool RedisClient::up() const {
+  std::lock_guard lk(mu_);
+  return up_;
+}
+
+void RedisClient::fail_locked() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+  up_ = false;
+  next_attempt_ = std::chrono::steady_clock::now() + retry_after_;
+}
+
+bool RedisClient::connected_locked() {
+  if (ctx_) return true;
+  if (std::chrono::steady_clock::now() < next_attempt_) return false;
+  ctx_ = redisConnectWithTimeout(address_.host.c_str(), address_.port, to_timeval(timeout_));
+  if (!ctx_ || ctx_->err || redisSetTimeout(ctx_, to_timeval(timeout_)) != REDIS_OK) {
+    fail_locked();
+    return false;
+  }
+  return true;
+}
+
+std::optional<RedisClient::Got> RedisClient::get(std::string_view key) {
+  std::lock_guard lk(mu_);
+  if (!connected_locked()) return std::nullopt;
+  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "GET %b", key.data(), key.size())));
+  if (!r) {  // I/O: timeout, reset, closed
+    fail_locked();
+    return std::nullopt;
+  }
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return std::nullopt;  // an error reply
+  up_ = true;
+  Got g;
+  if (r->type == REDIS_REPLY_STRING) {
+    g.found = true;
+    g.value.assign(r->str, r->len);
+  }
+  return g;
+}
+
+bool RedisClient::set(std::string_view key, std::string_view value, int64_t ttl_s) {
+  std::lock_guard lk(mu_);
+  if (!connected_locked()) return false;
+  Reply r(ttl_s > 0 ? static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b EX %lld", key.data(), key.size(), value.data(), value.size(),
+                                                            static_cast<long long>(ttl_s)))
+                    : static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b", key.data(), key.size(), value.data(), value.size())));
+  if (!r) {
+    fail_locked();
+    return false;
+  }
+  if (r->type != REDIS_REPLY_STATUS) return false;  // an error reply (e.g. over maxmemory): the connection stays
+  up_ = true;
+  return true;
+}
+
+}  // namespace folio

@@ -1,0 +1,76 @@
+// RemoteReferenceTier: prepared OCR references shared by replicas through Redis, behind each
+// replica's local reference cache (server/reference_cache.h).
+//
+// What is stored: under "folio:pass:<key>" (the local cache's key: model, DPI, layout, each page's
+// file SHA-256 and index), the encoder's rows of every page of a pass (server/remote_pass.h), so a
+// replica that never saw the document skips rendering and encoding (seconds per page) when another
+// replica did. Values expire after `ttl_s`; Redis's own maxmemory policy bounds the bytes.
+//
+// Every value is sealed: magic, format version, the kind, this model's fingerprint (a hash of its
+// weight files, so replicas serving other weights never use each other's rows), the payload's
+// length and a SHA-256 of all of it. open() refuses anything else, and a refused value is a miss
+// (counted as corrupt), never a wrong answer.
+//
+// Degrades, never fails: Redis down, slow (past `timeout_ms`) or refusing is a miss on get and a
+// dropped write on put, counted in stats(); RedisClient waits `retry_s` before trying again.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/redis_client.h"
+
+namespace folio {
+
+struct RemoteTierStats {
+  uint64_t hits = 0, misses = 0;  // gets that returned a usable value / found nothing usable
+  uint64_t corrupt = 0;           // values refused by open() (also counted as misses)
+  uint64_t errors = 0;            // gets and puts that could not reach Redis
+  uint64_t puts = 0;              // values written
+  uint64_t bytes_read = 0, bytes_written = 0;
+  bool up = true;
+};
+
+// The seal (exposed for tests): the bytes stored for `payload`.
+std::string seal_remote_value(std::string_view kind, std::string_view fingerprint, std::string_view payload);
+// The payload of a sealed value, or nullopt when anything disagrees (magic, version, kind,
+// fingerprint, length, checksum).
+std::optional<std::string> open_remote_value(std::string_view kind, std::string_view fingerprint, std::string_view sealed);
+
+class RemoteReferenceTier {
+ public:
+  struct Options {
+    std::string address;          // "host:port" or redis://host:port
+    int64_t ttl_s = 86400;        // 0 = no expiry
+    int64_t timeout_ms = 250;     // connect, send and receive, each
+    double retry_s = 2;           // after a failure, no attempt for this long
+    std::string fingerprint;      // the model's (model_fingerprint)
+  };
+  explicit RemoteReferenceTier(Options options);
+
+  // The payload stored under kind:key, checked; nullopt on a miss of any cause (counted).
+  std::optional<std::string> get(std::string_view kind, const std::string& key);
+  // Stores payload under kind:key (failures counted, never thrown).
+  void put(std::string_view kind, const std::string& key, std::string_view payload);
+  RemoteTierStats stats() const;
+  std::string describe() const { return client_.describe(); }
+
+ private:
+  std::string redis_key(std::string_view kind, const std::string& key) const;
+
+  const Options options_;
+  RedisClient client_;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, corrupt_{0}, errors_{0}, puts_{0}, bytes_read_{0}, bytes_written_{0};
+};
+
+// A fingerprint of the files a model is loaded from: each file's name, size and SHA-256 of its
+// first and last MiB (weights differ there when they differ at all: headers and tensor data).
+// A directory contributes its regular files, sorted. Throws Error(Io) if a file cannot be read.
+std::string model_fingerprint(const std::vector<std::string>& paths);
+
+}  // namespace folio
