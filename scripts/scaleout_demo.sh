@@ -5,7 +5,13 @@
 # stopped here; nothing outside OUT_DIR is written.
 #
 #   scripts/scaleout_demo.sh [--replicas 3] [--requests 300] [--concurrency 24] [--kill] [--no-cache]
+#                            [--redis] [--redis-outage] [--model PATH]
 #                            [--file examples/sample-1page.pdf] [--out OUT_DIR] [--folio PATH]
+#
+# --redis: a redis-server (in memory, loopback) that the replicas share prepared references through
+# (remote.redis); --redis-outage also stops it a third of the way into the load and starts it again
+# (empty) at two thirds. --model: the replicas' model.path (default: the shipped model, whose
+# passes keep recognizer state and do not go to the remote tier; an Unlimited-OCR checkpoint does).
 #
 # --no-cache: replicas without their reference and prefix caches (every request encoded and
 # prefilled, as distinct documents would be; the same document otherwise costs one encode per
@@ -22,6 +28,9 @@ requests=300
 concurrency=24
 kill_one=0
 cache_flags=()
+model_flags=()
+use_redis=0
+redis_outage=0
 file=$root/examples/sample-1page.pdf
 out=$(mktemp -d /tmp/folio-scaleout.XXXXXX)
 folio=$root/build/folio
@@ -32,6 +41,9 @@ while [ $# -gt 0 ]; do
     --concurrency) concurrency=$2; shift 2 ;;
     --kill) kill_one=1; shift ;;
     --no-cache) cache_flags=(--inference.reference_cache_bytes 0 --inference.prefix_cache_bytes 0); shift ;;
+    --redis) use_redis=1; shift ;;
+    --redis-outage) use_redis=1; redis_outage=1; shift ;;
+    --model) model_flags=(--model.path "$2"); shift 2 ;;
     --file) file=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --folio) folio=$2; shift 2 ;;
@@ -69,9 +81,24 @@ free_port() {
   done
 }
 
+remote_flags=()
+if [ "$use_redis" = 1 ]; then
+  command -v redis-server > /dev/null || { echo "scaleout_demo: redis-server is not installed (apt-get install redis-server)" >&2; exit 2; }
+  redis_port=$(free_port)
+  start_redis() {
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --loglevel warning >> "$out/redis.log" 2>&1 &
+    redis_pid=$!
+    pids+=("$redis_pid")
+    for _ in $(seq 1 100); do (echo > "/dev/tcp/127.0.0.1/$redis_port") 2> /dev/null && return; sleep 0.05; done
+  }
+  start_redis
+  remote_flags=(--remote.redis "127.0.0.1:$redis_port")
+fi
+
 ports=()
 for i in $(seq 1 "$replicas"); do
-  "$folio" serve --server.port 0 --server.access_log off "${cache_flags[@]}" > "$out/replica$i.log" 2>&1 &
+  "$folio" serve --server.port 0 --server.access_log off "${cache_flags[@]}" "${model_flags[@]}" "${remote_flags[@]}" \
+    > "$out/replica$i.log" 2>&1 &
   pids+=($!)
   replica_pids[$i]=$!
 done
@@ -94,20 +121,37 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
+# Blocks until the replicas together have answered $1 OCR requests.
+wait_answered() {
+  for _ in $(seq 1 3000); do
+    local done_now=0
+    for i in $(seq 1 "$replicas"); do
+      n=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
+      done_now=$((done_now + ${n:-0}))
+    done
+    [ "$done_now" -ge "$1" ] && return
+    sleep 0.05
+  done
+}
+
+outage=""
+if [ "$redis_outage" = 1 ]; then
+  (
+    wait_answered $((requests / 3))
+    kill -9 "$redis_pid"
+    wait_answered $((2 * requests / 3))
+    start_redis
+    wait "$redis_pid" 2> /dev/null || true
+  ) &
+  pids+=($!)
+  outage="redis stopped at 1/3 of the load, started again (empty) at 2/3"
+fi
+
 killed=""
 if [ "$kill_one" = 1 ]; then
   # Kill replica 1 once a third of the load has been answered (counted at the balancer's replicas).
   (
-    target=$((requests / 3))
-    for _ in $(seq 1 3000); do
-      done_now=0
-      for i in $(seq 1 "$replicas"); do
-        n=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
-        done_now=$((done_now + ${n:-0}))
-      done
-      [ "$done_now" -ge "$target" ] && break
-      sleep 0.05
-    done
+    wait_answered $((requests / 3))
     kill -9 "${replica_pids[1]}"
   ) &
   killer=$!
@@ -120,15 +164,23 @@ status=0
 
 # Each live replica's answered requests (a killed one's count went with it).
 shares=""
+remote=""
 for i in $(seq 1 "$replicas"); do
-  n=$(curl -s --max-time 2 "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
+  m=$(curl -s --max-time 2 "http://127.0.0.1:${ports[$i]}/metrics" || true)
+  n=$(echo "$m" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p')
   shares="$shares${shares:+, }\"folio$i\": ${n:-null}"
+  # Passes prepared from the tier (encoded by another replica), and encoded here (local misses
+  # that the remote tier did not answer).
+  h=$(echo "$m" | sed -n 's|^folio_reference_tier_hits_total{tier="remote"} ||p')
+  e=$(echo "$m" | sed -n 's|^folio_reference_tier_misses_total{tier="remote"} ||p')
+  x=$(echo "$m" | sed -n 's|^folio_remote_tier_errors_total ||p')
+  remote="$remote${remote:+, }\"folio$i\": {\"remote_hits\": ${h:-null}, \"encoded\": ${e:-null}, \"redis_errors\": ${x:-null}}"
 done
 ok=$(sed -n 's|.*"ok": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
 errors=$(sed -n 's|.*"errors": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
 lost=$(sed -n 's|.*"lost": *\([0-9-]*\).*|\1|p' "$out/load.json" | head -1)
 cat > "$out/summary.json" << EOF
-{"replicas": $replicas, "requests": $requests, "concurrency": $concurrency, "ok": ${ok:-0}, "errors": ${errors:-0}, "lost": ${lost:-0}, "killed": "${killed}", "answered_by_replica": {$shares}}
+{"replicas": $replicas, "requests": $requests, "concurrency": $concurrency, "ok": ${ok:-0}, "errors": ${errors:-0}, "lost": ${lost:-0}, "killed": "${killed}", "redis": "${outage:-$([ "$use_redis" = 1 ] && echo up || echo none)}", "references_by_replica": {$remote}, "answered_by_replica": {$shares}}
 EOF
 echo "scaleout: $(cat "$out/summary.json")"
 if [ "${lost:-1}" != 0 ]; then exit 1; fi

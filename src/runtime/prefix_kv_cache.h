@@ -35,6 +35,7 @@ struct PrefixKVStats {
   uint64_t misses = 0;      // sequences with a keyed first part that reused nothing
   uint64_t evictions = 0;
   uint64_t tokens_reused = 0;  // reference tokens not prefilled thanks to the cache
+  uint64_t offers_kept = 0, offers_refused = 0;  // entries offered from elsewhere (Scheduler::offer_prefix)
   size_t bytes = 0, entries = 0, capacity = 0;
 };
 
@@ -65,6 +66,7 @@ class PrefixKVCache {
   // Whether an entry with exactly these keys and (if `need_logits`) logits is kept.
   bool contains(const std::vector<std::string>& keys, bool need_logits) const;
   const PrefixKVStats& stats() const { return stats_; }
+  void count_offer(bool kept) { ++(kept ? stats_.offers_kept : stats_.offers_refused); }
 
  private:
   std::list<std::shared_ptr<const Entry>> lru_;  // front = most recent

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kv/kv_footprint.h"
 #include "kv/sequence_kv.h"
+#include "runtime/prefix_entry_codec.h"
 #include "text/no_repeat_ngram.h"
 
 namespace folio {
@@ -311,7 +313,30 @@ void Scheduler::keep_prefix(Active& a) {
   e.keys = std::move(keys);
   e.kv = std::make_shared<const ReferenceSnapshot>(a.kv->snapshot(n));
   if (whole) e.logits = std::move(a.final_logits);
+  if (opt_.on_prefix_kept) opt_.on_prefix_kept(e);
   prefix_.insert(std::move(e));
+}
+
+void Scheduler::offer_prefix(PrefixKVCache::Entry entry) {
+  std::lock_guard lk(mu_);
+  if (prefix_.enabled()) offered_.push_back(std::move(entry));
+}
+
+void Scheduler::adopt_offered(std::vector<PrefixKVCache::Entry>& offered) {
+  const int64_t block_tokens = KVFootprint(pool_, opt_.policy, opt_.block_tokens).block_tokens();
+  for (PrefixKVCache::Entry& e : offered) {
+    const bool kept = e.kv && prefix_entry_fits(e, pool_, block_tokens, dec_.config().vocab) && !prefix_.contains(e.keys, !e.logits.empty());
+    prefix_.count_offer(kept);
+    if (kept) prefix_.insert(std::move(e));
+  }
+  offered.clear();
+}
+
+std::string Scheduler::prefix_layout_id() const {
+  const KVTypes& t = pool_.layout().types;
+  return t.name() + "/rotated=" + (t.rotated ? "1" : "0") + "/block=" +
+         std::to_string(KVFootprint(pool_, opt_.policy, opt_.block_tokens).block_tokens()) + "/" + opt_.policy.name() + ":" +
+         std::to_string(opt_.policy.window) + ":" + std::to_string(opt_.policy.unit_tokens);
 }
 
 void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at, std::vector<Done>& done) {
@@ -600,9 +625,11 @@ bool Scheduler::cancel_requested(RequestId id) const {
 void Scheduler::iterate() {
   std::vector<Done> done;
   std::set<RequestId> cancels;
+  std::vector<PrefixKVCache::Entry> offered;
   {
     std::lock_guard lk(mu_);
     cancels.swap(cancels_);
+    offered.swap(offered_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if (cancels.count(it->id)) {
         end_waiting(*it, StopReason::Cancelled, "", done);
@@ -614,6 +641,7 @@ void Scheduler::iterate() {
   }
   for (auto& a : running_)
     if (cancels.count(a->id)) a->cancel = true;
+  adopt_offered(offered);  // before admission: a request offered with its KV finds it
   try {
     reap(done);  // before admission, so freed bytes count for newcomers
     admit(done);

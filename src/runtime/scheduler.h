@@ -96,6 +96,9 @@ struct SchedulerOptions {
   // forward pass with prefill rows, so on the GEMV path (batches under matmul_gemm_min_rows rows)
   // every sequence gets exactly the tokens it gets alone (the CLI's passes side by side).
   bool prefill_before_decode = false;
+  // Called on the scheduler thread with each entry the prefix cache keeps (a copy sharing its KV),
+  // e.g. to hand it to other replicas; it must return quickly (queue the work elsewhere).
+  std::function<void(const PrefixKVCache::Entry&)> on_prefix_kept = nullptr;
 };
 
 enum class Rejection { None, QueueFull, ExceedsKVBudget, Stopped };
@@ -164,6 +167,14 @@ class Scheduler {
     return kv_bytes_needed(std::span<const int64_t>(&prompt_tokens, 1), max_tokens);
   }
 
+  // Offers reference KV from elsewhere (another replica) to the prefix cache; thread-safe. The
+  // scheduler thread keeps it before it admits the next request, if prefix_entry_fits() its pool
+  // and the cache has no such entry; otherwise drops it (stats: prefix_cache.offers_refused).
+  void offer_prefix(PrefixKVCache::Entry entry);
+  // What the reference KV of this scheduler depends on besides the model and the content: storage
+  // types, rotation, block size, policy ("bf16/rotated=0/block=16/rswa:128").
+  std::string prefix_layout_id() const;
+
   // Ends every request ("cancelled") and the thread. Idempotent.
   void stop();
 
@@ -210,6 +221,7 @@ class Scheduler {
   void reuse_prefix(Active& a);
   void refocus(Active& a);
   void keep_prefix(Active& a);
+  void adopt_offered(std::vector<PrefixKVCache::Entry>& offered);
   // Samples the next token of `a` from `row` (its logits) and applies the stopping rules.
   void take_token(Active& a, std::span<float> row, std::chrono::steady_clock::time_point at, std::vector<Done>& done);
   void publish_stats();
@@ -223,6 +235,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Waiting> waiting_;     // guarded by mu_
   std::set<RequestId> cancels_;     // guarded by mu_
+  std::vector<PrefixKVCache::Entry> offered_;  // guarded by mu_
   bool stop_ = false;               // guarded by mu_
   SchedulerStats stats_;            // guarded by mu_
   RequestId next_id_ = 1;           // guarded by mu_

@@ -24,20 +24,30 @@ void gauge(std::string& out, const char* name, const char* help, double v) {
   out += std::string(name) + " " + shortest_number(v) + "\n";
 }
 
-// Prepared references by tier: this replica's cache, then the one shared through Redis.
+// Prepared references by tier (this replica's cache, then the one shared through Redis), and the
+// remote tier itself: reference KV it gave, values refused, calls that failed, bytes.
 void render_remote_tier(std::string& out, const ReferenceCacheStats& local, const RemoteTierStats& r) {
   header(out, "folio_reference_tier_hits_total", "counter", "OCR passes whose prepared reference was found, by tier");
   out += "folio_reference_tier_hits_total{tier=\"local\"} " + std::to_string(local.hits) + "\n";
-  out += "folio_reference_tier_hits_total{tier=\"remote\"} " + std::to_string(r.hits) + "\n";
+  out += "folio_reference_tier_hits_total{tier=\"remote\"} " + std::to_string(r.pass.hits) + "\n";
   header(out, "folio_reference_tier_misses_total", "counter", "OCR passes not found in a tier (remote: asked after a local miss)");
   out += "folio_reference_tier_misses_total{tier=\"local\"} " + std::to_string(local.misses) + "\n";
-  out += "folio_reference_tier_misses_total{tier=\"remote\"} " + std::to_string(r.misses) + "\n";
-  header(out, "folio_remote_tier_corrupt_total", "counter", "remote values refused by their checks (length, checksum, model) and treated as misses");
-  out += "folio_remote_tier_corrupt_total " + std::to_string(r.corrupt) + "\n";
+  out += "folio_reference_tier_misses_total{tier=\"remote\"} " + std::to_string(r.pass.misses) + "\n";
+  // Per kind (pass: encoded pages; kv: reference KV), one family at a time.
+  const std::pair<const char*, RemoteKindStats> kinds[] = {{"pass", r.pass}, {"kv", r.kv}};
+  auto per_kind = [&](const char* name, const char* help, uint64_t RemoteKindStats::*field) {
+    header(out, name, "counter", help);
+    for (const auto& [kind, k] : kinds) out += std::string(name) + "{kind=\"" + kind + "\"} " + std::to_string(k.*field) + "\n";
+  };
+  per_kind("folio_remote_tier_hits_total", "remote values used, by kind (pass: encoded pages; kv: reference KV)", &RemoteKindStats::hits);
+  per_kind("folio_remote_tier_misses_total", "remote values asked for and not usable, by kind", &RemoteKindStats::misses);
+  per_kind("folio_remote_tier_corrupt_total", "remote values refused by their checks (length, checksum, model) and treated as misses",
+           &RemoteKindStats::corrupt);
+  per_kind("folio_remote_tier_puts_total", "values written to the remote tier, by kind", &RemoteKindStats::puts);
   header(out, "folio_remote_tier_errors_total", "counter", "remote reads and writes that could not reach Redis (down, slow, refused)");
   out += "folio_remote_tier_errors_total " + std::to_string(r.errors) + "\n";
-  header(out, "folio_remote_tier_puts_total", "counter", "prepared references written to the remote tier");
-  out += "folio_remote_tier_puts_total " + std::to_string(r.puts) + "\n";
+  header(out, "folio_remote_tier_dropped_total", "counter", "remote writes dropped because too many were waiting");
+  out += "folio_remote_tier_dropped_total " + std::to_string(r.dropped) + "\n";
   header(out, "folio_remote_tier_bytes_total", "counter", "bytes moved to and from the remote tier");
   out += "folio_remote_tier_bytes_total{direction=\"read\"} " + std::to_string(r.bytes_read) + "\n";
   out += "folio_remote_tier_bytes_total{direction=\"written\"} " + std::to_string(r.bytes_written) + "\n";
@@ -168,6 +178,9 @@ std::string ServerMetrics::render(const SchedulerStats* s, bool ready, const Ref
     out += "folio_prefix_cache_evictions_total " + std::to_string(p.evictions) + "\n";
     header(out, "folio_prefix_cache_reused_tokens_total", "counter", "reference tokens not prefilled thanks to reused KV");
     out += "folio_prefix_cache_reused_tokens_total " + std::to_string(p.tokens_reused) + "\n";
+    header(out, "folio_prefix_cache_offers_total", "counter", "reference KV offered by other replicas (remote tier): kept, or refused (another layout, already held)");
+    out += "folio_prefix_cache_offers_total{outcome=\"kept\"} " + std::to_string(p.offers_kept) + "\n";
+    out += "folio_prefix_cache_offers_total{outcome=\"refused\"} " + std::to_string(p.offers_refused) + "\n";
     gauge(out, "folio_prefix_cache_entries", "reference KV copies kept", static_cast<double>(p.entries));
     gauge(out, "folio_prefix_cache_capacity_bytes", "inference.prefix_cache_bytes", static_cast<double>(p.capacity));
     gauge(out, "folio_batch_size_max", "most sequences in one forward pass", static_cast<double>(s->max_batch_seen));

@@ -17,6 +17,7 @@
 #include "runtime/ocr_pipeline.h"
 #include "core/content_hash.h"
 #include "runtime/ocr_sequence.h"
+#include "runtime/prefix_entry_codec.h"
 #include "server/remote_pass.h"
 #include "text/tokenizer.h"
 
@@ -65,6 +66,7 @@ struct OcrJob::Pass {
   RequestId id = -1;
   bool stop_at_eos = true;
   int64_t cached_rows = 0;
+  bool local_hit = false;  // its prepared pass came from this replica's cache (its KV likely too)
   std::optional<StreamingDetokenizer> detok;
   // The model's own text for its tokens, when its tokens are not text (OcrPass::write_token).
   std::function<std::string(int32_t)> write_token;
@@ -166,7 +168,7 @@ std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const std::str
 // embedding rows they saved encoding), or encoded now and cached. One request encodes at a time;
 // another may have prepared the same pages while this one waited for the encoder.
 std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
-                                                  size_t count, const StagedUploads& u, int64_t& cached_rows) {
+                                                  size_t count, const StagedUploads& u, int64_t& cached_rows, bool& local_hit) {
   std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
   if (!cached) {
     std::lock_guard lk(*engine.encode_mu);
@@ -186,7 +188,20 @@ std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const
     }
   }
   cached_rows = cached->embedding_rows;
+  local_hit = true;
   return cached;
+}
+
+// Reference KV another replica kept for this request's whole reference, offered to the scheduler
+// before the request is submitted (it adopts offers before admitting), so its prefill is skipped.
+void fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& sr) {
+  if (!engine.remote) return;
+  const std::vector<std::string> keys = prefix_keys(sr.reference);
+  if (keys.empty() || keys.size() != sr.reference.size()) return;
+  const std::optional<std::string> payload = engine.remote->get("kv", remote_prefix_key(*engine.scheduler, keys));
+  if (!payload) return;
+  std::optional<PrefixKVCache::Entry> entry = decode_prefix_entry(*payload);
+  if (entry && entry->keys == keys) engine.scheduler->offer_prefix(std::move(*entry));
 }
 
 // Tokens of a request's reference.
@@ -197,6 +212,12 @@ int64_t reference_length(const SequenceRequest& sr) {
 }
 
 }  // namespace
+
+std::string remote_prefix_key(const Scheduler& scheduler, const std::vector<std::string>& chain_keys) {
+  Sha256 h;
+  h.field(scheduler.prefix_layout_id()).field(chain_keys.back());
+  return h.hex();
+}
 
 std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
                                       std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {
@@ -230,7 +251,8 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     p->count = plan[k].second;
     p->detok.emplace(engine.model->tokenizer());
     const std::string key = pass_key(engine, job->ocr_pages_, p->first, p->count, uploads);
-    std::shared_ptr<const CachedPass> cached = find_or_prepare(engine, key, job->ocr_pages_, p->first, p->count, uploads, p->cached_rows);
+    std::shared_ptr<const CachedPass> cached = find_or_prepare(engine, key, job->ocr_pages_, p->first, p->count, uploads, p->cached_rows,
+                                                                 p->local_hit);
     job->submit_pass(k, *p, std::move(cached), max_tokens, deadline);
     job->passes_.push_back(std::move(p));
   }
@@ -295,6 +317,7 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
     sh->slots[k].result = std::move(res);
     sh->cv.notify_all();
   };
+  if (!p.local_hit) fetch_remote_prefix(engine_, sr);
   Submission sub;
   try {
     sub = engine_.scheduler->submit(std::move(sr));
@@ -424,7 +447,8 @@ json OcrJob::usage() const {
   for (const auto& p : passes_) {
     if (p->result) prompt += p->result->prompt_tokens;
     completion += static_cast<int64_t>(p->tokens.size());
-    cached += p->cached_rows;
+    // Reused KV (a whole reference: every prompt token) or at least reused image rows.
+    cached += p->result ? p->result->cached_prompt_tokens : p->cached_rows;
   }
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},

@@ -78,31 +78,69 @@ std::optional<std::string> open_remote_value(std::string_view kind, std::string_
 RemoteReferenceTier::RemoteReferenceTier(Options options)
     : options_(std::move(options)),
       client_(parse_redis_address(options_.address), std::chrono::milliseconds(options_.timeout_ms),
-              std::chrono::milliseconds(static_cast<int64_t>(options_.retry_s * 1000))) {}
+              std::chrono::milliseconds(static_cast<int64_t>(options_.retry_s * 1000))),
+      writer_([this] { write_loop(); }) {}
+
+RemoteReferenceTier::~RemoteReferenceTier() {
+  {
+    std::lock_guard lk(wmu_);
+    wstop_ = true;
+    pending_.clear();
+  }
+  wcv_.notify_all();
+  writer_.join();
+}
+
+void RemoteReferenceTier::put_later(std::string kind, std::string key, std::function<std::string()> make) {
+  {
+    std::lock_guard lk(wmu_);
+    if (pending_.size() >= kMaxPending) {
+      ++dropped_;
+      return;
+    }
+    pending_.push_back({std::move(kind), std::move(key), std::move(make)});
+  }
+  wcv_.notify_one();
+}
+
+void RemoteReferenceTier::write_loop() {
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock lk(wmu_);
+      wcv_.wait(lk, [&] { return wstop_ || !pending_.empty(); });
+      if (wstop_) return;
+      p = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    put(p.kind, p.key, p.make());
+  }
+}
 
 std::string RemoteReferenceTier::redis_key(std::string_view kind, const std::string& key) const {
   return "folio:" + std::string(kind) + ":" + key;
 }
 
 std::optional<std::string> RemoteReferenceTier::get(std::string_view kind, const std::string& key) {
+  KindCounters& c = counters(kind);
   const std::optional<RedisClient::Got> got = client_.get(redis_key(kind, key));
   if (!got) {
     ++errors_;
-    ++misses_;
+    ++c.misses;
     return std::nullopt;
   }
   if (!got->found) {
-    ++misses_;
+    ++c.misses;
     return std::nullopt;
   }
   bytes_read_ += got->value.size();
   std::optional<std::string> payload = open_remote_value(kind, options_.fingerprint, got->value);
   if (!payload) {
-    ++corrupt_;
-    ++misses_;
+    ++c.corrupt;
+    ++c.misses;
     return std::nullopt;
   }
-  ++hits_;
+  ++c.hits;
   return payload;
 }
 
@@ -112,14 +150,14 @@ void RemoteReferenceTier::put(std::string_view kind, const std::string& key, std
     ++errors_;
     return;
   }
-  ++puts_;
+  ++counters(kind).puts;
   bytes_written_ += sealed.size();
 }
 
 RemoteTierStats RemoteReferenceTier::stats() const {
   RemoteTierStats s;
-  s.hits = hits_, s.misses = misses_, s.corrupt = corrupt_, s.errors = errors_, s.puts = puts_;
-  s.bytes_read = bytes_read_, s.bytes_written = bytes_written_;
+  s.pass = pass_.read(), s.kv = kv_.read();
+  s.errors = errors_, s.dropped = dropped_, s.bytes_read = bytes_read_, s.bytes_written = bytes_written_;
   s.up = client_.up();
   return s;
 }

@@ -17,21 +17,33 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "server/redis_client.h"
 
 namespace folio {
 
-struct RemoteTierStats {
+// Values the tier holds, by kind: "pass" (a pass's encoded pages, server/remote_pass.h) and "kv"
+// (reference KV with its last logits, runtime/prefix_entry_codec.h).
+struct RemoteKindStats {
   uint64_t hits = 0, misses = 0;  // gets that returned a usable value / found nothing usable
   uint64_t corrupt = 0;           // values refused by open() (also counted as misses)
-  uint64_t errors = 0;            // gets and puts that could not reach Redis
   uint64_t puts = 0;              // values written
+};
+
+struct RemoteTierStats {
+  RemoteKindStats pass, kv;
+  uint64_t errors = 0;            // gets and puts that could not reach Redis
+  uint64_t dropped = 0;           // put_later writes dropped because too many were waiting
   uint64_t bytes_read = 0, bytes_written = 0;
   bool up = true;
 };
@@ -52,20 +64,44 @@ class RemoteReferenceTier {
     std::string fingerprint;      // the model's (model_fingerprint)
   };
   explicit RemoteReferenceTier(Options options);
+  ~RemoteReferenceTier();  // drops writes still waiting and joins the writer
 
-  // The payload stored under kind:key, checked; nullopt on a miss of any cause (counted).
+  // The payload stored under kind:key ("pass" or "kv"), checked; nullopt on a miss of any cause
+  // (counted under its kind).
   std::optional<std::string> get(std::string_view kind, const std::string& key);
   // Stores payload under kind:key (failures counted, never thrown).
   void put(std::string_view kind, const std::string& key, std::string_view payload);
+  // put() on the tier's writer thread, with the payload `make` produces there (serialising reference
+  // KV takes milliseconds the caller, the scheduler thread, must not spend). At most kMaxPending
+  // writes wait; more are dropped (stats().dropped).
+  void put_later(std::string kind, std::string key, std::function<std::string()> make);
+  static constexpr size_t kMaxPending = 8;
   RemoteTierStats stats() const;
   std::string describe() const { return client_.describe(); }
 
  private:
   std::string redis_key(std::string_view kind, const std::string& key) const;
 
+  void write_loop();
+
+  struct Pending {
+    std::string kind, key;
+    std::function<std::string()> make;
+  };
   const Options options_;
   RedisClient client_;
-  std::atomic<uint64_t> hits_{0}, misses_{0}, corrupt_{0}, errors_{0}, puts_{0}, bytes_read_{0}, bytes_written_{0};
+  struct KindCounters {
+    std::atomic<uint64_t> hits{0}, misses{0}, corrupt{0}, puts{0};
+    RemoteKindStats read() const { return {hits, misses, corrupt, puts}; }
+  };
+  KindCounters& counters(std::string_view kind) { return kind == "kv" ? kv_ : pass_; }
+  KindCounters pass_, kv_;
+  std::atomic<uint64_t> errors_{0}, dropped_{0}, bytes_read_{0}, bytes_written_{0};
+  std::mutex wmu_;
+  std::condition_variable wcv_;
+  std::deque<Pending> pending_;  // guarded by wmu_
+  bool wstop_ = false;           // guarded by wmu_
+  std::thread writer_;
 };
 
 // A fingerprint of the files a model is loaded from: each file's name, size and SHA-256 of its

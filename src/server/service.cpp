@@ -1,4 +1,6 @@
 #include "server/service.h"
+
+#include "runtime/prefix_entry_codec.h"
 #include "server/stop_strings.h"
 #include "server/tokenize_request.h"
 #include "kv/file_tier.h"
@@ -200,6 +202,14 @@ void Service::load() {
         std::make_unique<RamTier>(static_cast<size_t>(cfg_.inference.kv_hot_bytes)),
         std::make_unique<FileTier>(cfg_.inference.kv_offload_dir, static_cast<size_t>(cfg_.inference.kv_cold_bytes)));
     so.reference_store = reference_store_.get();
+  }
+  if (remote_ && so.prefix_cache_bytes > 0) {
+    // Whole references (with the logits their first token is sampled from) go to the other
+    // replicas; serialised and written on the tier's writer thread, not the scheduler's.
+    so.on_prefix_kept = [this](const PrefixKVCache::Entry& e) {
+      if (e.logits.empty()) return;
+      remote_->put_later("kv", remote_prefix_key(*scheduler_, e.keys), [e] { return encode_prefix_entry(e); });
+    };
   }
   scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
   loaded_ = true;

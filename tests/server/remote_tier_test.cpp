@@ -234,14 +234,14 @@ class RemoteTier : public ::testing::Test {
     fs::remove_all(*dir_);
     delete dir_;
   }
-  static ServerConfig config(int redis_port) {
+  static ServerConfig config(int redis_port, bool prefix_cache = false) {
     ServerConfig c;
     c.model.path = (*dir_ / "uocr").string();
     c.server.port = 0;
     c.server.access_log = "off";
     c.inference.kv_dtype = "f32";
     c.inference.threads = 1;
-    c.inference.prefix_cache_bytes = 0;  // every pass prefills: only the reference tiers are tested
+    if (!prefix_cache) c.inference.prefix_cache_bytes = 0;  // every pass prefills: the pages' tier alone
     if (redis_port > 0) c.remote.redis = "127.0.0.1:" + std::to_string(redis_port);
     c.remote.timeout_ms = 200;
     c.remote.retry_s = 0;
@@ -287,11 +287,11 @@ TEST_F(RemoteTier, ReplicasShareEncodedPagesWithTheSameAnswers) {
   auto b = serve(config(port));
   const json from_a = ocr(*a, pdf(3));
   EXPECT_EQ(get(*a, "folio_reference_tier_misses_total{tier=\"remote\"}"), 1);
-  EXPECT_EQ(get(*a, "folio_remote_tier_puts_total"), 1);
+  EXPECT_EQ(get(*a, "folio_remote_tier_puts_total{kind=\"pass\"}"), 1);
   EXPECT_GT(get(*a, "folio_remote_tier_bytes_total{direction=\"written\"}"), 0);
   const json from_b = ocr(*b, pdf(3));
   EXPECT_EQ(get(*b, "folio_reference_tier_hits_total{tier=\"remote\"}"), 1) << "B encoded nothing";
-  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total"), 0);
+  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total{kind=\"pass\"}"), 0);
   EXPECT_EQ(get(*b, "folio_remote_tier_bytes_total{direction=\"read\"}"), get(*a, "folio_remote_tier_bytes_total{direction=\"written\"}"));
   EXPECT_EQ(get(*b, "folio_remote_tier_up"), 1);
   for (const json* j : {&from_a, &from_b}) {
@@ -316,7 +316,7 @@ TEST_F(RemoteTier, RedisDownIsAMissNotAnErrorAndItsReturnIsPickedUp) {
   redis.start();
   auto b = serve(config(port));
   const json first = ocr(*b, pdf(1));  // Redis is back but empty: B encodes and stores
-  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total"), 1);
+  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total{kind=\"pass\"}"), 1);
   auto c = serve(config(port));
   const json second = ocr(*c, pdf(1));
   EXPECT_EQ(get(*c, "folio_reference_tier_hits_total{tier=\"remote\"}"), 1);
@@ -340,12 +340,44 @@ TEST_F(RemoteTier, CorruptedValueIsCountedAndTreatedAsAMiss) {
   auto b = serve(config(port));
   const json got = ocr(*b, pdf(1));
   EXPECT_EQ(got["markdown"], alone["markdown"]);
-  EXPECT_EQ(get(*b, "folio_remote_tier_corrupt_total"), 1);
+  EXPECT_EQ(get(*b, "folio_remote_tier_corrupt_total{kind=\"pass\"}"), 1);
   EXPECT_EQ(get(*b, "folio_reference_tier_hits_total{tier=\"remote\"}"), 0);
-  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total"), 1) << "encoded again and the damaged value replaced";
+  EXPECT_EQ(get(*b, "folio_remote_tier_puts_total{kind=\"pass\"}"), 1) << "encoded again and the damaged value replaced";
   auto c = serve(config(port));
   ocr(*c, pdf(1));
   EXPECT_EQ(get(*c, "folio_reference_tier_hits_total{tier=\"remote\"}"), 1);
+}
+
+// With prefix caches, a replica that reads a document hands its reference KV on: another replica
+// reading it encodes nothing and prefills nothing, and answers the same.
+TEST_F(RemoteTier, ReferenceKVGoesToTheOtherReplicas) {
+  const json alone = ocr(*serve(config(0, true)), pdf(3));
+  const int port = free_port();
+  RedisServer redis(port);
+  auto a = serve(config(port, true));
+  const json from_a = ocr(*a, pdf(3));
+  // Written by the tier's writer thread after the pass ended.
+  for (int i = 0; i < 200 && get(*a, "folio_remote_tier_puts_total{kind=\"kv\"}") != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(get(*a, "folio_remote_tier_puts_total{kind=\"kv\"}"), 1);
+  auto b = serve(config(port, true));
+  const json from_b = ocr(*b, pdf(3));
+  EXPECT_EQ(get(*b, "folio_remote_tier_hits_total{kind=\"pass\"}"), 1);
+  EXPECT_EQ(get(*b, "folio_remote_tier_hits_total{kind=\"kv\"}"), 1);
+  EXPECT_EQ(get(*b, "folio_prefix_cache_offers_total{outcome=\"kept\"}"), 1);
+  EXPECT_EQ(get(*b, "folio_prefix_cache_hits_total"), 1);
+  EXPECT_EQ(get(*b, "folio_prefix_cache_reused_tokens_total"), from_b["usage"]["prompt_tokens"].get<double>()) << "nothing prefilled";
+  EXPECT_EQ(from_b["usage"]["prompt_tokens_details"]["cached_tokens"], from_b["usage"]["prompt_tokens"]);
+  for (const json* j : {&from_a, &from_b}) {
+    EXPECT_EQ((*j)["markdown"], alone["markdown"]);
+    EXPECT_EQ((*j)["usage"]["completion_tokens"], alone["usage"]["completion_tokens"]);
+  }
+  // A replica storing KV another way (q8) keys it apart: it finds no KV, prefills, answers alike.
+  ServerConfig q8 = config(port, true);
+  q8.inference.kv_dtype = "q8";
+  auto c = serve(q8);
+  ocr(*c, pdf(3));
+  EXPECT_EQ(get(*c, "folio_remote_tier_hits_total{kind=\"kv\"}"), 0);
+  EXPECT_EQ(get(*c, "folio_prefix_cache_hits_total"), 0);
 }
 
 }  // namespace
