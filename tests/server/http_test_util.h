@@ -1,10 +1,12 @@
 // Helpers the loopback server tests share.
 #pragma once
 
+#include <memory>
 #include <sstream>
 #include <string>
 
 #include "runtime/model_factory.h"
+#include "server/service.h"
 
 namespace folio {
 
@@ -15,6 +17,15 @@ inline double metric(const std::string& text, const std::string& series) {
   while (std::getline(in, line))
     if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
   return -1;
+}
+
+// A Service bound to its port, serving, with its model loaded.
+inline std::unique_ptr<Service> serve_loaded(const ServerConfig& c) {
+  auto s = std::make_unique<Service>(c);
+  s->bind();
+  s->start();
+  s->load();
+  return s;
 }
 
 // A llama of about 57 MB of f32 weights: several ms per token on one thread, so a request of

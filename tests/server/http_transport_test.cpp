@@ -119,13 +119,7 @@ class HttpTransport : public ::testing::Test {
     c.inference.threads = 1;
     return c;
   }
-  static std::unique_ptr<Service> serve(const ServerConfig& c) {
-    auto s = std::make_unique<Service>(c);
-    s->bind();
-    s->start();
-    s->load();
-    return s;
-  }
+  static std::unique_ptr<Service> serve(const ServerConfig& c) { return serve_loaded(c); }
   static std::string metrics(const Service& s) {
     httplib::Client c("127.0.0.1", s.port());
     auto r = c.Get("/metrics");

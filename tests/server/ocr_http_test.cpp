@@ -23,6 +23,7 @@
 #include "runtime/ocr_mini.h"
 #include "runtime/ocr_pipeline.h"
 #include "server/service.h"
+#include "http_test_util.h"
 #include "test_base64.h"
 
 namespace folio {
@@ -37,14 +38,6 @@ std::string read_bytes(const std::string& path) {
 }
 
 std::string base64(const std::string& in) { return test_base64(in); }
-
-double metric(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
 
 std::vector<json> sse_events(const std::string& body, bool& done) {
   std::vector<json> out;
@@ -100,13 +93,7 @@ class OcrHttp : public ::testing::Test {
     c.inference.threads = 1;
     return c;
   }
-  static std::unique_ptr<Service> serve(const ServerConfig& c) {
-    auto s = std::make_unique<Service>(c);
-    s->bind();
-    s->start();
-    s->load();
-    return s;
-  }
+  static std::unique_ptr<Service> serve(const ServerConfig& c) { return serve_loaded(c); }
   static httplib::Client client(const Service& s) {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(120, 0);

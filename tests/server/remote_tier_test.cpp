@@ -247,13 +247,7 @@ class RemoteTier : public ::testing::Test {
     c.remote.retry_s = 0;
     return c;
   }
-  static std::unique_ptr<Service> serve(const ServerConfig& c) {
-    auto s = std::make_unique<Service>(c);
-    s->bind();
-    s->start();
-    s->load();
-    return s;
-  }
+  static std::unique_ptr<Service> serve(const ServerConfig& c) { return serve_loaded(c); }
   static json ocr(const Service& s, const std::string& pdf) {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(120, 0);
