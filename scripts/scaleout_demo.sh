@@ -172,7 +172,8 @@ for i in $(seq 1 "$replicas"); do
   # Passes prepared from the tier (encoded by another replica), and encoded here (local misses
   # that the remote tier did not answer).
   h=$(echo "$m" | sed -n 's|^folio_reference_tier_hits_total{tier="remote"} ||p')
-  e=$(echo "$m" | sed -n 's|^folio_reference_tier_misses_total{tier="remote"} ||p')
+  l=$(echo "$m" | sed -n 's|^folio_reference_tier_misses_total{tier="local"} ||p')
+  e=$([ -n "$h" ] && [ -n "$l" ] && echo $((l - h)) || true)
   x=$(echo "$m" | sed -n 's|^folio_remote_tier_errors_total ||p')
   remote="$remote${remote:+, }\"folio$i\": {\"remote_hits\": ${h:-null}, \"encoded\": ${e:-null}, \"redis_errors\": ${x:-null}}"
 done

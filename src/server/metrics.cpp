@@ -48,6 +48,8 @@ void render_remote_tier(std::string& out, const ReferenceCacheStats& local, cons
   out += "folio_remote_tier_errors_total " + std::to_string(r.errors) + "\n";
   header(out, "folio_remote_tier_dropped_total", "counter", "remote writes dropped because too many were waiting");
   out += "folio_remote_tier_dropped_total " + std::to_string(r.dropped) + "\n";
+  header(out, "folio_remote_tier_waits_total", "counter", "passes waited for because another replica was encoding them");
+  out += "folio_remote_tier_waits_total " + std::to_string(r.waits) + "\n";
   header(out, "folio_remote_tier_bytes_total", "counter", "bytes moved to and from the remote tier");
   out += "folio_remote_tier_bytes_total{direction=\"read\"} " + std::to_string(r.bytes_read) + "\n";
   out += "folio_remote_tier_bytes_total{direction=\"written\"} " + std::to_string(r.bytes_written) + "\n";

@@ -128,68 +128,87 @@ std::string pass_key(const OcrEngine& engine, const OcrPages& pages, size_t firs
   return h.hex();
 }
 
-// The pass of pages first..first+count-1 with every part produced (rolling: every later page too,
-// since the uploads are deleted once the job has started): its rows from the remote tier when
-// another replica stored them under `key` (remote_hit), else encoded here and offered to it.
-std::shared_ptr<CachedPass> prepare_pass(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
-                                         size_t count, bool& remote_hit) {
+// The pass of pages first..first+count-1 as the model lays it out (most models encode its pages
+// lazily, when produce_pass asks). Under the encoder lock: a model may encode here.
+std::shared_ptr<CachedPass> lay_out_pass(const OcrEngine& engine, const OcrPages& pages, size_t first, size_t count) {
   OcrModel& model = *engine.model;
   const KVPolicy& policy = engine.scheduler->options().policy;
-  const int64_t hidden = model.decoder().config().hidden;
   auto fresh = std::make_shared<CachedPass>();
   fresh->pass = policy.rolls() ? model.prepare_rolling(pages, first, count, static_cast<size_t>(policy.resident_pages),
                                                        VisionMode::Base, *engine.encode_threads, {})
                                : model.prepare(pages, first, count, VisionMode::Base, *engine.encode_threads, {});
-  const bool shared = engine.remote && remote_pass_eligible(fresh->pass);
-  if (shared) {
-    const std::optional<std::string> payload = engine.remote->get("pass", key);
-    remote_hit = payload && fill_pass_rows(fresh->pass, *payload, hidden);
+  return fresh;
+}
+
+// Produces every part of the pass (rolling: every later page too, since the uploads are deleted
+// once the job has started), except rows already filled from the remote tier.
+void produce_pass(const OcrEngine& engine, CachedPass& fresh, bool rows_filled) {
+  const int64_t hidden = engine.model->decoder().config().hidden;
+  for (ReferencePart& part : fresh.pass.reference) {
+    if (part.is_embedding()) fresh.embedding_rows += static_cast<int64_t>(part.ids.size());
+    if (!rows_filled) produce_keyed(part, hidden);  // here, not on the scheduler thread
   }
-  for (ReferencePart& part : fresh->pass.reference) {
-    if (part.is_embedding()) fresh->embedding_rows += static_cast<int64_t>(part.ids.size());
-    if (!remote_hit) produce_keyed(part, hidden);  // here, not on the scheduler thread
-  }
-  if (fresh->pass.generation.rolling) {
-    auto& next = fresh->pass.generation.rolling->next_page;
+  if (fresh.pass.generation.rolling) {
+    auto& next = fresh.pass.generation.rolling->next_page;
     while (next) {
       std::optional<ReferencePart> page = next();
       if (!page) break;
       produce_keyed(*page, hidden);
-      fresh->later_pages.push_back(std::move(*page));
+      fresh.later_pages.push_back(std::move(*page));
     }
     next = nullptr;
   }
-  fresh->bytes = reference_bytes(fresh->pass.reference, hidden) + reference_bytes(fresh->later_pages, hidden);
-  if (shared && !remote_hit) engine.remote->put("pass", key, encode_pass_rows(fresh->pass, hidden));
-  return fresh;
+  fresh.bytes = reference_bytes(fresh.pass.reference, hidden) + reference_bytes(fresh.later_pages, hidden);
 }
 
-// The prepared pass of `key`: from the reference cache or the remote tier (cached_rows: the
-// embedding rows they saved encoding), or encoded now and cached. One request encodes at a time;
-// another may have prepared the same pages while this one waited for the encoder.
+// The pass's rows from the remote tier, into `pass`.
+bool fill_from_remote(const OcrEngine& engine, const std::string& key, OcrPass& pass) {
+  const std::optional<std::string> payload = engine.remote->get("pass", key);
+  return payload && fill_pass_rows(pass, *payload, engine.model->decoder().config().hidden);
+}
+
+// The prepared pass of `key`: from this replica's reference cache (local_hit), from the remote tier
+// (another replica encoded it; if another replica is encoding it now, after waiting for it, without
+// holding the encoder), or encoded here, cached and offered to the tier. cached_rows: the
+// embedding rows not encoded here. One request encodes at a time.
 std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const std::string& key, const OcrPages& pages, size_t first,
                                                   size_t count, const StagedUploads& u, int64_t& cached_rows, bool& local_hit) {
-  std::shared_ptr<const CachedPass> cached = engine.cache->find(key);
-  if (!cached) {
-    std::lock_guard lk(*engine.encode_mu);
-    cached = engine.cache->find(key);
-    if (!cached) {
-      std::shared_ptr<CachedPass> fresh;
-      bool remote_hit = false;
-      try {
-        fresh = prepare_pass(engine, key, pages, first, count, remote_hit);
-      } catch (const Error& e) {
-        if (e.kind() == Error::Kind::Internal) throw;
-        throw u.invalid_document(e);
+  auto local = [&](std::shared_ptr<const CachedPass> c) {
+    cached_rows = c->embedding_rows;
+    local_hit = true;
+    return c;
+  };
+  if (std::shared_ptr<const CachedPass> c = engine.cache->find(key)) return local(std::move(c));
+  std::unique_lock lk(*engine.encode_mu);
+  if (std::shared_ptr<const CachedPass> c = engine.cache->find(key)) return local(std::move(c));
+  std::shared_ptr<CachedPass> fresh;
+  bool shared = false, remote_hit = false, claimed = false;
+  try {
+    fresh = lay_out_pass(engine, pages, first, count);
+    shared = engine.remote && remote_pass_eligible(fresh->pass);
+    if (shared) remote_hit = fill_from_remote(engine, key, fresh->pass);
+    if (shared && !remote_hit) {
+      claimed = engine.remote->claim("pass", key);
+      if (!claimed) {
+        lk.unlock();  // other documents may encode meanwhile
+        const bool ready = engine.remote->wait_for("pass", key);
+        lk.lock();
+        if (std::shared_ptr<const CachedPass> c = engine.cache->find(key)) return local(std::move(c));
+        remote_hit = ready && fill_from_remote(engine, key, fresh->pass);
       }
-      engine.cache->insert(key, fresh);
-      if (remote_hit) cached_rows = fresh->embedding_rows;
-      return fresh;
     }
+    produce_pass(engine, *fresh, remote_hit);
+  } catch (const Error& e) {
+    if (claimed) engine.remote->release("pass", key);
+    if (e.kind() == Error::Kind::Internal) throw;
+    throw u.invalid_document(e);
   }
-  cached_rows = cached->embedding_rows;
-  local_hit = true;
-  return cached;
+  engine.cache->insert(key, fresh);  // before the lock goes: a request for the same pages finds it
+  lk.unlock();
+  if (shared && !remote_hit) engine.remote->put("pass", key, encode_pass_rows(fresh->pass, engine.model->decoder().config().hidden));
+  if (claimed) engine.remote->release("pass", key);  // after the value is stored: waiters see it
+  if (remote_hit) cached_rows = fresh->embedding_rows;
+  return fresh;
 }
 
 // Reference KV another replica kept for this request's whole reference, offered to the scheduler

@@ -114,4 +114,45 @@ bool RedisClient::set(std::string_view key, std::string_view value, int64_t ttl_
   return true;
 }
 
+bool RedisClient::set_if_absent(std::string_view key, std::string_view value, int64_t ttl_s, bool& failed) {
+  std::lock_guard lk(mu_);
+  failed = true;
+  if (!connected_locked()) return false;
+  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b NX EX %lld", key.data(), key.size(), value.data(), value.size(),
+                                                 static_cast<long long>(ttl_s))));
+  if (!r) {
+    fail_locked();
+    return false;
+  }
+  if (r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_NIL) return false;
+  up_ = true;
+  failed = false;
+  return r->type == REDIS_REPLY_STATUS;  // OK: set; nil: the key existed
+}
+
+std::optional<bool> RedisClient::exists(std::string_view key) {
+  std::lock_guard lk(mu_);
+  if (!connected_locked()) return std::nullopt;
+  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "EXISTS %b", key.data(), key.size())));
+  if (!r) {
+    fail_locked();
+    return std::nullopt;
+  }
+  if (r->type != REDIS_REPLY_INTEGER) return std::nullopt;
+  up_ = true;
+  return r->integer > 0;
+}
+
+bool RedisClient::del(std::string_view key) {
+  std::lock_guard lk(mu_);
+  if (!connected_locked()) return false;
+  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "DEL %b", key.data(), key.size())));
+  if (!r) {
+    fail_locked();
+    return false;
+  }
+  up_ = true;
+  return r->type == REDIS_REPLY_INTEGER;
+}
+
 }  // namespace folio

@@ -46,6 +46,13 @@ class RedisClient {
   std::optional<Got> get(std::string_view key);
   // SET key value EX ttl_s (ttl_s > 0) or without expiry; false when it failed.
   bool set(std::string_view key, std::string_view value, int64_t ttl_s);
+  // SET key value NX EX ttl_s: true when this call created the key; false when it existed or the
+  // call failed (`failed` tells which).
+  bool set_if_absent(std::string_view key, std::string_view value, int64_t ttl_s, bool& failed);
+  // EXISTS key; nullopt when the call failed.
+  std::optional<bool> exists(std::string_view key);
+  // DEL key; false when the call failed.
+  bool del(std::string_view key);
   // Whether the last call reached the server (true before any call).
   bool up() const;
   std::string describe() const;  // "host:port"

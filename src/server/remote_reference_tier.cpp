@@ -154,10 +154,38 @@ void RemoteReferenceTier::put(std::string_view kind, const std::string& key, std
   bytes_written_ += sealed.size();
 }
 
+bool RemoteReferenceTier::claim(std::string_view kind, const std::string& key) {
+  if (options_.claim_wait_s <= 0) return true;
+  bool failed = false;
+  const bool mine = client_.set_if_absent("folio:claim:" + std::string(kind) + ":" + key, "1", kClaimTtlS, failed);
+  if (failed) ++errors_;
+  return mine || failed;
+}
+
+bool RemoteReferenceTier::wait_for(std::string_view kind, const std::string& key) {
+  ++waits_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.claim_wait_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The claim first: its holder stores the value before it drops the claim, so a claim seen gone
+    // and then no value means it failed.
+    const std::optional<bool> claimed = client_.exists("folio:claim:" + std::string(kind) + ":" + key);
+    const std::optional<bool> value = client_.exists(redis_key(kind, key));
+    if (!claimed || !value) return false;  // Redis went away: work alone
+    if (*value) return true;
+    if (!*claimed) return false;
+  }
+  return false;
+}
+
+void RemoteReferenceTier::release(std::string_view kind, const std::string& key) {
+  if (options_.claim_wait_s > 0) client_.del("folio:claim:" + std::string(kind) + ":" + key);
+}
+
 RemoteTierStats RemoteReferenceTier::stats() const {
   RemoteTierStats s;
   s.pass = pass_.read(), s.kv = kv_.read();
-  s.errors = errors_, s.dropped = dropped_, s.bytes_read = bytes_read_, s.bytes_written = bytes_written_;
+  s.errors = errors_, s.dropped = dropped_, s.waits = waits_, s.bytes_read = bytes_read_, s.bytes_written = bytes_written_;
   s.up = client_.up();
   return s;
 }

@@ -44,6 +44,7 @@ struct RemoteTierStats {
   RemoteKindStats pass, kv;
   uint64_t errors = 0;            // gets and puts that could not reach Redis
   uint64_t dropped = 0;           // put_later writes dropped because too many were waiting
+  uint64_t waits = 0;             // values waited for because another replica had claimed them
   uint64_t bytes_read = 0, bytes_written = 0;
   bool up = true;
 };
@@ -61,6 +62,7 @@ class RemoteReferenceTier {
     int64_t ttl_s = 86400;        // 0 = no expiry
     int64_t timeout_ms = 250;     // connect, send and receive, each
     double retry_s = 2;           // after a failure, no attempt for this long
+    double claim_wait_s = 300;    // how long a replica waits for another's claimed value; 0 = no claims
     std::string fingerprint;      // the model's (model_fingerprint)
   };
   explicit RemoteReferenceTier(Options options);
@@ -76,6 +78,16 @@ class RemoteReferenceTier {
   // writes wait; more are dropped (stats().dropped).
   void put_later(std::string kind, std::string key, std::function<std::string()> make);
   static constexpr size_t kMaxPending = 8;
+  // Encoding claims, so that replicas sent one document at once encode it once: claim() is true
+  // for the one replica that may produce kind:key now (or when Redis cannot be asked: then every
+  // replica works alone); the others wait_for() its value, which ends at the value (true), or at
+  // `claim_wait_s`, or when the claim is gone without a value (its replica failed or died; false).
+  // release() drops this replica's claim. Claims expire after kClaimTtlS whatever happens.
+  bool claim(std::string_view kind, const std::string& key);
+  bool wait_for(std::string_view kind, const std::string& key);
+  void release(std::string_view kind, const std::string& key);
+  static constexpr int64_t kClaimTtlS = 900;
+
   RemoteTierStats stats() const;
   std::string describe() const { return client_.describe(); }
 
@@ -96,7 +108,7 @@ class RemoteReferenceTier {
   };
   KindCounters& counters(std::string_view kind) { return kind == "kv" ? kv_ : pass_; }
   KindCounters pass_, kv_;
-  std::atomic<uint64_t> errors_{0}, dropped_{0}, bytes_read_{0}, bytes_written_{0};
+  std::atomic<uint64_t> errors_{0}, dropped_{0}, waits_{0}, bytes_read_{0}, bytes_written_{0};
   std::mutex wmu_;
   std::condition_variable wcv_;
   std::deque<Pending> pending_;  // guarded by wmu_

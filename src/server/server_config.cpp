@@ -210,6 +210,12 @@ const std::vector<Key>& keys() {
                    if (!(v.f >= 0) || !std::isfinite(v.f)) return "must be a finite number >= 0, got " + std::to_string(v.f);
                    return std::string();
                  }});
+    k.push_back({"remote.claim_wait_s", Type::Float, "seconds a replica waits for pages another replica is encoding (0 = every replica encodes what it lacks)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.remote.claim_wait_s = v.f;
+                   if (!(v.f >= 0) || !std::isfinite(v.f)) return "must be a finite number >= 0, got " + std::to_string(v.f);
+                   return std::string();
+                 }});
     k.push_back({"server.host", Type::String, "address to listen on",
                  [](ServerConfig& c, const Value& v) {
                    c.server.host = v.s;

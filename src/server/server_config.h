@@ -58,6 +58,7 @@ struct ServerConfig {
     int64_t ttl_s = 86400;     // expiry of a value; 0 = none (Redis's maxmemory policy bounds the bytes)
     int64_t timeout_ms = 250;  // connect, send and receive, each
     double retry_s = 2;        // after a failure, no attempt for this long
+    double claim_wait_s = 300; // a replica waits this long for a pass another replica is encoding; 0 = no claims
   } remote;
   struct Server {
     std::string host = "127.0.0.1";

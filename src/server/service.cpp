@@ -267,6 +267,7 @@ RemoteReferenceTier::Options Service::remote_options(const std::string& path) co
   o.ttl_s = cfg_.remote.ttl_s;
   o.timeout_ms = cfg_.remote.timeout_ms;
   o.retry_s = cfg_.remote.retry_s;
+  o.claim_wait_s = cfg_.remote.claim_wait_s;
   std::vector<std::string> files = {path};
   if (!cfg_.model.mmproj.empty()) files.push_back(cfg_.model.mmproj);
   // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,

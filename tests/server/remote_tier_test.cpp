@@ -342,6 +342,28 @@ TEST_F(RemoteTier, CorruptedValueIsCountedAndTreatedAsAMiss) {
   EXPECT_EQ(get(*c, "folio_reference_tier_hits_total{tier=\"remote\"}"), 1);
 }
 
+// The same document sent to two replicas at once: one claims it and encodes, the other waits for
+// its value instead of encoding it too.
+TEST_F(RemoteTier, SimultaneousRequestsEncodeTheDocumentOnce) {
+  const json alone = ocr(*serve(config(0)), pdf(3));
+  const int port = free_port();
+  RedisServer redis(port);
+  auto a = serve(config(port));
+  auto b = serve(config(port));
+  json from_a, from_b;
+  std::thread ta([&] { from_a = ocr(*a, pdf(3)); });
+  std::thread tb([&] { from_b = ocr(*b, pdf(3)); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(get(*a, "folio_remote_tier_puts_total{kind=\"pass\"}") + get(*b, "folio_remote_tier_puts_total{kind=\"pass\"}"), 1)
+      << "encoded once in all";
+  EXPECT_EQ(get(*a, "folio_remote_tier_hits_total{kind=\"pass\"}") + get(*b, "folio_remote_tier_hits_total{kind=\"pass\"}"), 1);
+  EXPECT_EQ(get(*a, "folio_remote_tier_waits_total") + get(*b, "folio_remote_tier_waits_total"), 1);
+  EXPECT_EQ(from_a["markdown"], alone["markdown"]);
+  EXPECT_EQ(from_b["markdown"], alone["markdown"]);
+  EXPECT_EQ(redis.command({"KEYS", "folio:claim:*"}), "") << "claims released";
+}
+
 // With prefix caches, a replica that reads a document hands its reference KV on: another replica
 // reading it encodes nothing and prefills nothing, and answers the same.
 TEST_F(RemoteTier, ReferenceKVGoesToTheOtherReplicas) {
