@@ -214,7 +214,7 @@ std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const
 // Reference KV another replica kept for this request's whole reference, offered to the scheduler
 // before the request is submitted (it adopts offers before admitting), so its prefill is skipped.
 void fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& sr) {
-  if (!engine.remote) return;
+  if (!engine.remote || engine.scheduler->options().prefix_cache_bytes == 0) return;  // nowhere to keep it
   const std::vector<std::string> keys = prefix_keys(sr.reference);
   if (keys.empty() || keys.size() != sr.reference.size()) return;
   const std::optional<std::string> payload = engine.remote->get("kv", remote_prefix_key(*engine.scheduler, keys));
