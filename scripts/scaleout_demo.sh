@@ -54,9 +54,12 @@ command -v haproxy > /dev/null || { echo "scaleout_demo: haproxy is not installe
 mkdir -p "$out"
 
 pids=()
+redis_port=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
+  # A Redis started again by the outage's subshell is that subshell's child: found by its title.
+  if [ -n "$redis_port" ]; then pkill -f "^redis-server 127.0.0.1:$redis_port\$" 2> /dev/null || true; fi
 }
 trap cleanup EXIT
 
