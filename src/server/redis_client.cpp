@@ -4,6 +4,7 @@
 #include <sys/time.h>
 
 #include <charconv>
+#include <cstdarg>
 #include <memory>
 
 #include "core/error.h"
@@ -18,13 +19,6 @@ timeval to_timeval(std::chrono::milliseconds ms) {
   tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
   return tv;
 }
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const {
-    if (r) freeReplyObject(r);
-  }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 }  // namespace
 
@@ -81,15 +75,24 @@ bool RedisClient::connected_locked() {
   return true;
 }
 
+void RedisClient::ReplyDeleter::operator()(redisReply* r) const {
+  if (r) freeReplyObject(r);
+}
+
+RedisClient::Reply RedisClient::command_locked(const char* format, ...) {
+  if (!connected_locked()) return nullptr;
+  va_list args;
+  va_start(args, format);
+  Reply r(static_cast<redisReply*>(redisvCommand(ctx_, format, args)));
+  va_end(args);
+  if (!r) fail_locked();
+  return r;
+}
+
 std::optional<RedisClient::Got> RedisClient::get(std::string_view key) {
   std::lock_guard lk(mu_);
-  if (!connected_locked()) return std::nullopt;
-  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "GET %b", key.data(), key.size())));
-  if (!r) {  // I/O: timeout, reset, closed
-    fail_locked();
-    return std::nullopt;
-  }
-  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return std::nullopt;  // an error reply
+  Reply r = command_locked("GET %b", key.data(), key.size());
+  if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) return std::nullopt;  // failed, or an error reply
   up_ = true;
   Got g;
   if (r->type == REDIS_REPLY_STRING) {
@@ -101,15 +104,10 @@ std::optional<RedisClient::Got> RedisClient::get(std::string_view key) {
 
 bool RedisClient::set(std::string_view key, std::string_view value, int64_t ttl_s) {
   std::lock_guard lk(mu_);
-  if (!connected_locked()) return false;
-  Reply r(ttl_s > 0 ? static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b EX %lld", key.data(), key.size(), value.data(), value.size(),
-                                                            static_cast<long long>(ttl_s)))
-                    : static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b", key.data(), key.size(), value.data(), value.size())));
-  if (!r) {
-    fail_locked();
-    return false;
-  }
-  if (r->type != REDIS_REPLY_STATUS) return false;  // an error reply (e.g. over maxmemory): the connection stays
+  Reply r = ttl_s > 0 ? command_locked("SET %b %b EX %lld", key.data(), key.size(), value.data(), value.size(), static_cast<long long>(ttl_s))
+                      : command_locked("SET %b %b", key.data(), key.size(), value.data(), value.size());
+  // An error reply (e.g. over maxmemory) fails the call; the connection stays.
+  if (!r || r->type != REDIS_REPLY_STATUS) return false;
   up_ = true;
   return true;
 }
@@ -117,14 +115,8 @@ bool RedisClient::set(std::string_view key, std::string_view value, int64_t ttl_
 bool RedisClient::set_if_absent(std::string_view key, std::string_view value, int64_t ttl_s, bool& failed) {
   std::lock_guard lk(mu_);
   failed = true;
-  if (!connected_locked()) return false;
-  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b NX EX %lld", key.data(), key.size(), value.data(), value.size(),
-                                                 static_cast<long long>(ttl_s))));
-  if (!r) {
-    fail_locked();
-    return false;
-  }
-  if (r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_NIL) return false;
+  Reply r = command_locked("SET %b %b NX EX %lld", key.data(), key.size(), value.data(), value.size(), static_cast<long long>(ttl_s));
+  if (!r || (r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_NIL)) return false;
   up_ = true;
   failed = false;
   return r->type == REDIS_REPLY_STATUS;  // OK: set; nil: the key existed
@@ -132,25 +124,16 @@ bool RedisClient::set_if_absent(std::string_view key, std::string_view value, in
 
 std::optional<bool> RedisClient::exists(std::string_view key) {
   std::lock_guard lk(mu_);
-  if (!connected_locked()) return std::nullopt;
-  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "EXISTS %b", key.data(), key.size())));
-  if (!r) {
-    fail_locked();
-    return std::nullopt;
-  }
-  if (r->type != REDIS_REPLY_INTEGER) return std::nullopt;
+  Reply r = command_locked("EXISTS %b", key.data(), key.size());
+  if (!r || r->type != REDIS_REPLY_INTEGER) return std::nullopt;
   up_ = true;
   return r->integer > 0;
 }
 
 bool RedisClient::del(std::string_view key) {
   std::lock_guard lk(mu_);
-  if (!connected_locked()) return false;
-  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "DEL %b", key.data(), key.size())));
-  if (!r) {
-    fail_locked();
-    return false;
-  }
+  Reply r = command_locked("DEL %b", key.data(), key.size());
+  if (!r) return false;
   up_ = true;
   return r->type == REDIS_REPLY_INTEGER;
 }

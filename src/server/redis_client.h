@@ -12,12 +12,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 struct redisContext;
+struct redisReply;
 
 namespace folio {
 
@@ -58,8 +60,16 @@ class RedisClient {
   std::string describe() const;  // "host:port"
 
  private:
+  struct ReplyDeleter {
+    void operator()(redisReply* r) const;
+  };
+  using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
   bool connected_locked();  // connects if needed and allowed; false when not connected
   void fail_locked();       // drops the connection and starts the retry pause
+  // One command (redisCommand's format): its reply, or null when not connected or the I/O failed
+  // (timeout, reset, closed: the connection is then dropped). An error reply is a reply.
+  Reply command_locked(const char* format, ...);
 
   const RedisAddress address_;
   const std::chrono::milliseconds timeout_, retry_after_;
