@@ -27,8 +27,13 @@ void check_dht(std::span<const uint8_t> b, size_t p, long len, const std::string
 }  // namespace
 
 void check_jpeg_for_stb(std::span<const uint8_t> b, const std::string& source) {
-  if (b.size() < 2 || b[0] != 0xFF || b[1] != 0xD8) return;
-  size_t p = 2;
+  // stb_image finds the SOI as it finds every marker: 0xFF, any number of 0xFF fill bytes, then
+  // D8. A file that opens with fill bytes is a JPEG to it, so it must be one here too.
+  if (b.empty() || b[0] != 0xFF) return;
+  size_t p = 1;
+  while (p < b.size() && b[p] == 0xFF) ++p;
+  if (p >= b.size() || b[p] != 0xD8) return;
+  ++p;
   while (p < b.size()) {
     if (b[p] != 0xFF) {  // entropy-coded data, or junk stb_image skips while looking for a marker
       ++p;

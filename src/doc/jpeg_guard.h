@@ -10,7 +10,8 @@
 // their length, bytes outside segments and entropy-coded scan data skipped up to the next marker,
 // stuffed 0xFF00 bytes and RSTn markers passed over, stopping at EOI), so every DHT segment
 // stb_image would parse is seen, and refuses one whose table counts exceed 256 with InvalidInput
-// naming `source`. Bytes that are not a JPEG (no SOI) pass unchecked.
+// naming `source`. Bytes that are not a JPEG to stb_image (no SOI, which it accepts after any
+// number of 0xFF fill bytes) pass unchecked.
 #pragma once
 
 #include <cstdint>

@@ -98,5 +98,21 @@ TEST(JpegGuard, FuzzerFoundDhtOverflowIsAClearError) {
   expect_invalid([] { load_image(fixture("dht_overflow.jpg")); }, {"dht_overflow.jpg", "is corrupt", "Huffman table", "at most 256"});
 }
 
+// The next file it found (fuzz/corpus/document_fuzz/regress-dht-overflow-fill.jpg): the same kind of
+// table, but the file opens with 0xFF fill bytes before its SOI. stb_image skips fill bytes before
+// every marker, the first included, so it decoded the file as a JPEG while the guard, which wanted
+// FF D8 as the first two bytes, had let it through unchecked.
+TEST(JpegGuard, FillBytesBeforeTheSoiDoNotHideTheFile) {
+  Bytes filled = {0xFF, 0xFF, 0xFF};
+  const Bytes bad = jpeg({segment(0xC4, dht(k257))});
+  filled.insert(filled.end(), bad.begin(), bad.end());
+  expect_invalid([&] { check_jpeg_for_stb(filled, "fill.jpg"); }, {"fill.jpg", "257 codes"});
+  // Only fill bytes, or fill bytes then another marker: not a JPEG, nothing to check.
+  EXPECT_NO_THROW(check_jpeg_for_stb(Bytes{0xFF, 0xFF, 0xFF}, "ff.bin"));
+  EXPECT_NO_THROW(check_jpeg_for_stb(Bytes{0xFF, 0xFF, 0xD9, 0xFF, 0xC4}, "eoi.bin"));
+  expect_invalid([] { load_image(fixture("dht_overflow_fill.jpg")); },
+                 {"dht_overflow_fill.jpg", "is corrupt", "Huffman table", "at most 256"});
+}
+
 }  // namespace
 }  // namespace folio
