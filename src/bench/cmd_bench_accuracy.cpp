@@ -99,6 +99,7 @@ struct AccuracyTally {
   double agree_num = 0, agree_den = 0, seconds = 0, forced_same = 0, forced_steps = 0;
   double encode_ms = 0;  // rendering, preprocessing and vision encoding of the run's pages (not the baseline's)
   size_t kv_peak = 0, base_kv_peak = 0, kv_active = 0, base_kv_active = 0, offloaded = 0;
+  size_t kv_decoding = 0, base_kv_decoding = 0;  // the most pool bytes held at a generated token
   size_t passes = 0, base_passes = 0;
   uint64_t cold_reads = 0, acquires = 0;
   bool forced_unavailable = false;
@@ -113,6 +114,8 @@ struct AccuracyTally {
     agree_den += n;
     encode_ms += r.stats.encode_ms;
     kv_peak = std::max(kv_peak, r.stats.kv_bytes_peak);
+    kv_decoding = std::max(kv_decoding, r.stats.kv_bytes_decoding_max);
+    base_kv_decoding = std::max(base_kv_decoding, b.stats.kv_bytes_decoding_max);
     kv_active = std::max(kv_active, r.stats.kv_active_bytes_max);
     offloaded = std::max(offloaded, r.stats.kv_offloaded_bytes_peak);
     cold_reads += r.stats.kv_store_cold_reads;
@@ -159,8 +162,10 @@ AccuracyTally read_with_folio(const AccuracyArgs& a, const std::vector<HeldoutDo
   // The baseline shares the run's policy parameters (window, sparse top-k, resident pages).
   base.policy = run.policy;
   base.policy.kind = KVPolicy::parse(a.baseline_policy, a.policy.window).kind;
+  base.policy.keep = 1.0;  // the baseline's reference is never compressed
   base.kv_types = KVTypes::uniform(parse_kv_type(a.baseline_kv_dtype, "--baseline-kv-dtype"));
-  const bool same = run.policy.name() == base.policy.name() && run.kv_types->name() == base.kv_types->name();
+  const bool same = run.policy.name() == base.policy.name() && run.policy.keep == base.policy.keep &&
+                    run.kv_types->name() == base.kv_types->name();
   AccuracyTally t;
   for (const HeldoutDoc& d : docs) {
     const OcrPages pages = OcrPages::open(d.sources(), d.page_range, dpi);
@@ -180,6 +185,8 @@ AccuracyTally read_with_folio(const AccuracyArgs& a, const std::vector<HeldoutDo
             {"threads", threads.size()}, {"cer", t.cer.cer()}, {"errors", t.cer.errors}, {"chars", t.cer.chars},
             {"baseline_cer", t.base_cer.cer()}, {"token_agreement_with_baseline", t.agree_den > 0 ? t.agree_num / t.agree_den : 1.0},
             {"kv_bytes_peak", t.kv_peak}, {"baseline_kv_bytes_peak", t.base_kv_peak},
+            {"kv_keep", run.policy.keep}, {"kv_observe", run.policy.observe},
+            {"kv_bytes_decoding_max", t.kv_decoding}, {"baseline_kv_bytes_decoding_max", t.base_kv_decoding},
             {"kv_active_bytes_max", t.kv_active}, {"baseline_kv_active_bytes_max", t.base_kv_active},
             {"passes", t.passes}, {"baseline_passes", t.base_passes},
             {"pages_per_s", t.seconds > 0 ? a.docs * a.pages / t.seconds : 0.0}, {"rss_peak_bytes", peak_rss_bytes()},

@@ -47,6 +47,9 @@ KVPolicy PolicyOptions::policy() const {
   p.unit_tokens = unit_tokens;
   p.focus_pages = focus_pages;
   p.resident_pages = resident_pages;
+  p.keep = keep;
+  p.observe = observe;
+  p.rules().validate(p);
   return p;
 }
 
@@ -61,6 +64,12 @@ void add_policy_options(CLI::App& app, PolicyOptions& o) {
                  "sparse: pages read whole from the one the model is reading (needs a model that writes page separators; 0 = none)")
       ->capture_default_str();
   app.add_option("--resident-pages", o.resident_pages, "rolling: pages kept in the reference at once")
+      ->capture_default_str();
+  app.add_option("--kv-keep", o.keep,
+                 "rswa, sparse: fraction of each page's reference rows kept per KV head once the reference is prefilled "
+                 "(SnapKV: the rows the prompt's tail attends to most; the rest is dropped and its bytes freed)")
+      ->capture_default_str();
+  app.add_option("--kv-observe", o.observe, "--kv-keep: reference tokens at the end of the prompt whose attention scores the rows")
       ->capture_default_str();
 }
 

@@ -32,12 +32,14 @@ void add_kv_options(CLI::App& app, KVOptions& o, bool tiers = false);
 struct PolicyOptions {
   std::string name = "rswa";
   int64_t window = 128, top_k = 8, unit_tokens = 64, focus_pages = 1, resident_pages = 4;
+  double keep = 1.0;     // --kv-keep
+  int64_t observe = 32;  // --kv-observe
   // InvalidInput naming the option when a value is out of range.
   KVPolicy policy() const;
 };
 
-// Registers --policy, --window, --sparse-top-k, --sparse-unit, --sparse-focus-pages and
-// --resident-pages on `app`.
+// Registers --policy, --window, --sparse-top-k, --sparse-unit, --sparse-focus-pages,
+// --resident-pages, --kv-keep and --kv-observe on `app`.
 void add_policy_options(CLI::App& app, PolicyOptions& o);
 
 }  // namespace folio::cli

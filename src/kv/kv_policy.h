@@ -16,6 +16,12 @@
 //            appended while generating and old ones dropped, so at most a few pages are resident.
 //            Positions are kept, never re-based: a token keeps the position it was appended at, and
 //            a later segment takes the next free positions (see SequenceKV).
+//
+// keep < 1 (rswa and sparse; --kv-keep) compresses the reference once it is prefilled, as SnapKV
+// does: the last `observe` reference tokens (the prompt's tail) are an observation window whose
+// attention scores every reference row per layer and KV head; each segment (page) keeps its best
+// ceil(keep * length) rows per KV head (scores max-pooled over neighbours first), the others are
+// dropped for good and their bytes go back to the pool. Segments holding observed tokens stay whole.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +42,8 @@ struct KVPolicy {
   int64_t unit_tokens = 64;   // sparse: most tokens of one unit
   int64_t focus_pages = 1;    // sparse: pages read whole from the one being read (0 = none)
   int64_t resident_pages = 4; // rolling: most reference segments kept (the pipeline enforces it)
+  double keep = 1.0;          // fraction of each reference segment's rows kept per KV head (1 = all)
+  int64_t observe = 32;       // keep < 1: reference tokens whose queries score the reference
 
   // Parses "full", "rswa" (also "reference_sliding_window"), "sparse" or "rolling"; rejects unknown
   // names and window < 1.
@@ -48,6 +56,7 @@ struct KVPolicy {
   bool rolls() const;
   bool focuses_pages() const;
   bool reference_reusable() const;
+  bool compresses_reference() const { return keep < 1.0; }
   size_t automatic_pages_per_pass(size_t document_pages, size_t model_max, size_t default_max) const;
 };
 

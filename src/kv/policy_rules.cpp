@@ -11,6 +11,10 @@ size_t PolicyRules::pages_per_pass(size_t, size_t model_max, size_t default_max)
 
 void PolicyRules::validate(const KVPolicy& p) const {
   if (p.window < 1) throw_invalid("window must be at least 1, got " + std::to_string(p.window));
+  if (!(p.keep > 0.0 && p.keep <= 1.0)) throw_invalid("KV keep fraction must be in (0, 1], got " + std::to_string(p.keep));
+  if (p.observe < 1) throw_invalid("KV observation window must be at least 1 token, got " + std::to_string(p.observe));
+  if (p.keep < 1.0 && !compressible_reference())
+    throw_invalid("KV keep < 1 (reference compression) needs the rswa or sparse policy, not " + p.name());
 }
 
 namespace {
@@ -25,6 +29,7 @@ class FullRules final : public PolicyRules {
 class RSwaRules final : public PolicyRules {
  public:
   bool windowed() const override { return true; }
+  bool compressible_reference() const override { return true; }
 };
 
 // rswa's cache; a generated token reads the top units of the reference per layer and KV head, and
@@ -34,6 +39,7 @@ class SparseRules final : public PolicyRules {
   bool windowed() const override { return true; }
   bool selects_units() const override { return true; }
   bool focuses_pages() const override { return true; }
+  bool compressible_reference() const override { return true; }
   size_t pages_per_pass(size_t, size_t model_max, size_t) const override { return model_max; }
   void validate(const KVPolicy& p) const override {
     PolicyRules::validate(p);

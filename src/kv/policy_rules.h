@@ -8,6 +8,7 @@
 //   - focuses_pages(): the page the decoder is on is read whole besides the selection;
 //   - grows_reference_while_generating() / drops_segments(): the reference is a queue of pages;
 //   - reference_reusable(): its KV may be kept for reuse across requests;
+//   - compressible_reference(): the reference may be compressed once prefilled (KVPolicy::keep);
 //   - pages_per_pass(): how many pages one OCR pass takes when the user does not say.
 // The objects are stateless singletons: of() never fails and the references live forever; any
 // thread may use them.
@@ -32,6 +33,7 @@ class PolicyRules {
   virtual bool grows_reference_while_generating() const { return false; }
   virtual bool drops_segments() const { return false; }
   virtual bool reference_reusable() const { return true; }
+  virtual bool compressible_reference() const { return false; }
   // document_pages: the pages of the document; model_max: the most the model's pass takes;
   // default_max: the engine's default for a reference read whole.
   virtual size_t pages_per_pass(size_t document_pages, size_t model_max, size_t default_max) const;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kv/block_rows.h"
 #include "kv/staged_group.h"
 
 namespace folio {
@@ -15,6 +16,8 @@ using kernels::kv_row_bytes;
 
 namespace {
 KVDType stage_type(KVDType t) { return KVFootprint::stage_type(t); }
+// Compression pools scores over this many rows each side before choosing (SnapKV's kernel of 7).
+constexpr int64_t kKeepPoolRadius = 3;
 }  // namespace
 
 SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens)
@@ -148,6 +151,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   const bool start_segment = to_blocks && (segments_.empty() || (reference && (new_segment_ || !open_)));
   // A segment ends when the next one starts or generation takes over.
   if (start_segment || !to_blocks) close_segment();
+  if (!reference && policy_.compresses_reference() && !compressed_) compress_reference();
 
   const bool needs_ring = !to_blocks && ring_[0].empty();
   const bool needs_seg_stage = to_blocks && blocks_quantized() && seg_stage_[0] < 0;
@@ -271,7 +275,7 @@ size_t SequenceKV::snapshot_segments() const {
   for (size_t i = 0; i < segments_.size(); ++i, ++n) {
     const Segment& s = segments_[i];
     const bool last = i + 1 == segments_.size();
-    if (!s.live) break;
+    if (!s.live || s.rows >= 0) break;  // dropped, or compressed (its rows are not positions)
     if (blocks_quantized() && last && open_) break;  // its last group is still in the staging block
     if (last && s.before + s.length > reference_len_ && blocks_quantized()) break;  // `full`: output shares it
   }
@@ -347,6 +351,113 @@ void SequenceKV::restore(const ReferenceSnapshot& snap, size_t count) {
   new_segment_ = true;
 }
 
+void SequenceKV::observe_query(int64_t layer, int64_t pos, const float* q, int64_t n_heads) {
+  if (!policy_.compresses_reference() || sealed_ || compressed_ || !in_reference(pos)) return;
+  if (!observed_) observed_ = std::make_unique<ObservedQueries>(pool_.layout().n_layers, policy_.observe, n_heads * pool_.layout().head_dim);
+  observed_->add(layer, pos, q);
+}
+
+void SequenceKV::compress_reference() {
+  compressed_ = true;
+  if (!observed_) return;  // nothing observed (a reference restored whole): it stays whole
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, group = observed_->width() / (H * D);
+  const int64_t observed_from = observed_->first_position();
+  // Per segment: its rows before the observed tokens may go (keep of them stay), the observed ones
+  // stay. Segments that lose at least one row are the targets.
+  std::vector<int64_t> open_rows(segments_.size()), counts(segments_.size());
+  std::vector<size_t> targets;
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    const Segment& s = segments_[i];
+    open_rows[i] = std::clamp<int64_t>(observed_from - s.first, 0, s.length);
+    counts[i] = static_cast<int64_t>(std::ceil(policy_.keep * static_cast<double>(open_rows[i]))) + (s.length - open_rows[i]);
+    if (s.live && s.rows < 0 && counts[i] < s.length) targets.push_back(i);
+  }
+  if (targets.empty()) return;
+  std::vector<std::vector<float>> k(segments_.size()), v(segments_.size());
+  std::vector<std::vector<std::vector<int64_t>>> keep(segments_.size(), std::vector<std::vector<int64_t>>(static_cast<size_t>(H)));
+  std::vector<float> keys;
+  std::vector<int64_t> positions;
+  for (size_t l = 0; l < static_cast<size_t>(lay.n_layers); ++l) {
+    // Every live row of this layer, read before any of them is replaced.
+    positions.clear();
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      const Segment& s = segments_[i];
+      if (!s.live) continue;
+      read_rows(s, l, k[i], v[i]);
+      for (int64_t r = 0; r < s.length; ++r) positions.push_back(s.first + r);
+    }
+    for (int64_t h = 0; h < H; ++h) {
+      keys.clear();
+      for (size_t i = 0; i < segments_.size(); ++i)
+        if (segments_[i].live) keys.insert(keys.end(), k[i].begin() + h * segments_[i].length * D, k[i].begin() + (h + 1) * segments_[i].length * D);
+      const std::vector<float> mass = attention_mass(*observed_, static_cast<int64_t>(l), h, group, D, keys.data(), positions);
+      size_t off = 0;
+      for (size_t i = 0; i < segments_.size(); ++i) {
+        if (!segments_[i].live) continue;
+        const auto len = static_cast<size_t>(segments_[i].length), open = static_cast<size_t>(open_rows[i]);
+        if (std::find(targets.begin(), targets.end(), i) != targets.end()) {
+          std::vector<int64_t>& rows = keep[i][static_cast<size_t>(h)];
+          rows = select_rows(std::span<const float>(mass).subspan(off, open), counts[i] - static_cast<int64_t>(len - open), kKeepPoolRadius);
+          for (auto r = static_cast<int64_t>(open); r < static_cast<int64_t>(len); ++r) rows.push_back(r);  // observed: kept
+        }
+        off += len;
+      }
+    }
+    for (size_t i : targets) put_kept_rows(segments_[i], l, keep[i], k[i], v[i]);
+  }
+  for (size_t i : targets) {
+    Segment& s = segments_[i];
+    erase_offloaded(s);  // its old blocks in the store; the new ones are in s.blocks
+    s.rows = counts[i];
+    dropped_rows_ += s.length - s.rows;
+    offload(s);
+  }
+}
+
+void SequenceKV::read_rows(const Segment& s, size_t layer, std::vector<float>& k, std::vector<float>& v) const {
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, bt = block_tokens_, len = s.length;
+  k.resize(static_cast<size_t>(H * len * D));
+  v.resize(k.size());
+  std::vector<float> bk(static_cast<size_t>(H * bt * D)), bv(bk.size());
+  for (int64_t i = 0; i * bt < len; ++i) {
+    const int64_t rows = std::min(bt, len - i * bt);
+    read_block_rows(lay, block_at(s, layer, static_cast<size_t>(i), true), rows, bk.data(), bv.data());
+    for (int64_t h = 0; h < H; ++h) {
+      std::copy_n(bk.begin() + h * rows * D, rows * D, k.begin() + (h * len + i * bt) * D);
+      std::copy_n(bv.begin() + h * rows * D, rows * D, v.begin() + (h * len + i * bt) * D);
+    }
+  }
+  release_pins();
+}
+
+void SequenceKV::put_kept_rows(Segment& s, size_t layer, const std::vector<std::vector<int64_t>>& keep,
+                               const std::vector<float>& k, const std::vector<float>& v) {
+  const KVLayout& lay = pool_.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, bt = block_tokens_, len = s.length;
+  const auto n = static_cast<int64_t>(keep[0].size());
+  // The old rows are in k and v now: their blocks go back first, so compression never needs more
+  // of the pool than the segment held (offloaded blocks are erased from the store afterwards).
+  for (int64_t b : s.blocks[layer]) pool_.release(b);
+  s.blocks[layer].clear();
+  std::vector<float> bk(static_cast<size_t>(H * bt * D)), bv(bk.size());
+  for (int64_t i = 0; i * bt < n; ++i) {
+    const int64_t rows = std::min(bt, n - i * bt);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t src = (h * len + keep[static_cast<size_t>(h)][static_cast<size_t>(i * bt + r)]) * D, dst = (h * rows + r) * D;
+        std::copy_n(k.begin() + src, D, bk.begin() + dst);
+        std::copy_n(v.begin() + src, D, bv.begin() + dst);
+      }
+    // Blocks of just the rows they hold (the last one is short; nothing is appended to a compressed
+    // segment), as a quantised segment's last group is.
+    const int64_t id = pool_.allocate(id_, static_cast<int64_t>(layer), rows);
+    write_block_rows(lay, bk.data(), bv.data(), rows, pool_.block(id));
+    s.blocks[layer].push_back(id);
+  }
+}
+
 void SequenceKV::quantize_stage(int64_t stage, int64_t rows, int64_t dst) {
   quantize_staged_rows(pool_.layout(), pool_.block(stage), rows, pool_.block(dst));
 }
@@ -412,6 +523,7 @@ SequenceKV::Slot SequenceKV::float_slot(int64_t layer, int64_t pos, const Where&
   }
   const Segment& s = segments_[static_cast<size_t>(w.segment)];
   if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
+  if (s.rows >= 0) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a compressed segment");
   if (s.offloaded) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in an offloaded segment");
   return {s.blocks[static_cast<size_t>(layer)][static_cast<size_t>(w.row / block_tokens_)], w.row % block_tokens_};
 }
@@ -476,7 +588,7 @@ void SequenceKV::visible_spans_impl(int64_t layer, int64_t pos, std::vector<kern
   for (const Segment& s : segments_) {
     if (!s.live || s.first > pos) continue;
     // Causal inside the reference (and everywhere under `full`); a generated token sees it all.
-    const int64_t rows = window_pos(w) ? s.length : std::min(s.length, pos - s.first + 1);
+    const int64_t rows = window_pos(w) ? stored_rows(s) : std::min(s.length, pos - s.first + 1);
     emit_rows(layer, s, 0, rows, out, pin);
   }
   if (window_pos(w)) emit_window(layer, w.generated, out);
@@ -495,9 +607,11 @@ void SequenceKV::summarise() {
 void SequenceKV::summarise(Segment& s, std::vector<float>& keys) {
   const KVLayout& lay = pool_.layout();
   const int64_t H = lay.n_kv_heads, D = lay.head_dim, bt = block_tokens_;
-  std::vector<int64_t> marks;
-  for (int64_t p : unit_starts_) marks.push_back(p - s.first);
-  s.units.cut(s.length, marks, policy_.unit_tokens);
+  const int64_t length = stored_rows(s);
+  std::vector<int64_t> marks;  // positions: no longer rows once compressed
+  if (s.rows < 0)
+    for (int64_t p : unit_starts_) marks.push_back(p - s.first);
+  s.units.cut(length, marks, policy_.unit_tokens);
   s.units.reset(lay.n_layers, H, D);
   for (int64_t l = 0; l < lay.n_layers; ++l)
     for (int64_t h = 0; h < H; ++h)
@@ -505,7 +619,7 @@ void SequenceKV::summarise(Segment& s, std::vector<float>& keys) {
         const int64_t lo = s.units.starts[u], hi = s.units.unit_end(u);
         for (int64_t i = lo / bt; i * bt < hi; ++i) {
           const KVBlock b = block_at(s, static_cast<size_t>(l), static_cast<size_t>(i), true);
-          const int64_t rows = std::min(bt, s.length - i * bt);
+          const int64_t rows = std::min(bt, length - i * bt);
           const uint8_t* kh = b.k + static_cast<size_t>(h) * b.k_head_stride;
           if (kv_quantized(b.k_type))
             kernels::dequantize_key_rows(b.k_type, kh, b.k_params + h * kernels::kv_params_per_group(b.k_type) * D, rows, D, keys.data());
@@ -564,7 +678,7 @@ size_t SequenceKV::active_bytes(int64_t pos) const {
 int64_t SequenceKV::cached_tokens() const {
   int64_t live = 0;
   for (const Segment& s : segments_)
-    if (s.live) live += s.length;
+    if (s.live) live += stored_rows(s);
   if (!rules_.windowed()) return live;
   return live + std::min(generated_, policy_.window);
 }

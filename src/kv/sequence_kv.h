@@ -20,6 +20,15 @@
 // window keeps ceil(W / G) quantised groups in a ring plus its staging group, and shows exactly the
 // last W tokens like the float ring does.
 //
+// Compressed reference (KVPolicy::keep < 1, SnapKV): the decoder hands observe_query() the query
+// of every reference token it stores; the last policy.observe of them per layer are kept. When
+// generation starts, they score every reference row per layer and KV head (reference_compression.h)
+// and each segment without observed tokens keeps its best ceil(keep * length) rows per KV head: the
+// rows are gathered into new blocks (row i of one head is then not the same token as row i of
+// another; attention does not care, keys carry their positions in RoPE already), the old blocks go
+// back to the pool, and no query reads a dropped row again. A reference restored whole (nothing
+// observed) is kept whole. Quantised segments are dequantised, gathered and quantised again.
+//
 // Tiered reference (offload_reference): a reference segment, once complete, leaves the pool for a
 // TieredStore (hot RAM, cold mapped file, LRU between them), byte for byte. A query then pins the
 // blocks it reads (the selected ones under `sparse`) until the ReadScope around the reads ends
@@ -49,6 +58,7 @@
 #include "kv/kv_policy.h"
 #include "kv/policy_rules.h"
 #include "kv/quest_selector.h"
+#include "kv/reference_compression.h"
 #include "kv/reference_offload.h"
 #include "kv/reference_snapshot.h"
 #include "kv/tiered_store.h"
@@ -136,6 +146,12 @@ class SequenceKV {
   Mark mark() const;
   void rollback(const Mark& m);
 
+  // keep < 1: q ([n_heads * head_dim], as attention sees it: after RoPE and rotation) of the token at
+  // `pos` in `layer`, kept if it is a reference token before generation starts; ignored otherwise.
+  void observe_query(int64_t layer, int64_t pos, const float* q, int64_t n_heads);
+  // keep < 1: reference rows per layer and KV head dropped by compression so far (0 before).
+  int64_t dropped_rows() const { return dropped_rows_; }
+
   // Stores the keys and values of the token at `pos` in `layer`: k and v are its f32 rows
   // ([n_kv_heads * head_dim], rotated keys), converted or quantised into the storage types.
   void store(int64_t layer, int64_t pos, const float* k, const float* v);
@@ -198,7 +214,10 @@ class SequenceKV {
     bool live = true;
     std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
     UnitBounds units;  // sparse: its units and their key bounds (kv/quest_selector.h)
+    int64_t rows = -1;  // compressed: rows kept per KV head (< length); -1 = one row per position
   };
+  // Rows a query past the reference reads in s.
+  static int64_t stored_rows(const Segment& s) { return s.rows >= 0 ? s.rows : s.length; }
   // Where a position lives: reference segment + row, or generated index.
   struct Where {
     int64_t segment = -1, row = 0, generated = -1;
@@ -217,6 +236,13 @@ class SequenceKV {
   void release_pins() const;  // what ReadScope's end does
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
+  void compress_reference();  // keep < 1, at the first generated append
+  // Rows of s in `layer` as head-major f32 k and v ([H][length][D]).
+  void read_rows(const Segment& s, size_t layer, std::vector<float>& k, std::vector<float>& v) const;
+  // Replaces s's blocks in `layer` by new ones holding, per KV head h, the rows keep[h] of k and v
+  // (read_rows' arrays); an offloaded segment's old blocks are left for the caller to erase.
+  void put_kept_rows(Segment& s, size_t layer, const std::vector<std::vector<int64_t>>& keep, const std::vector<float>& k,
+                     const std::vector<float>& v);
   void summarise();      // sparse: unit key bounds of every segment
   void summarise(Segment& s, std::vector<float>& keys);
   void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin = true) const;
@@ -244,6 +270,9 @@ class SequenceKV {
   bool summarised_ = false;
   std::vector<int64_t> unit_starts_;  // positions given by begin_unit
   std::vector<size_t> focus_;         // sparse: segments read whole
+  std::unique_ptr<ObservedQueries> observed_;  // keep < 1: the observation window
+  bool compressed_ = false;
+  int64_t dropped_rows_ = 0;
   ReferenceOffload offload_;          // offload_reference: the segments in the store, and read pins
   std::vector<Segment> segments_;
   // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,

@@ -348,7 +348,10 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
     ~EndReads() { reads.clear(); }
   } end_reads;
   for (const Input& in : batch) reads.push_back(in.kv->read_scope());
-  auto store = [&](SequenceKV& kv, int64_t row, int64_t pos) { kv.store(layer, pos, k + row * kv_row, v + row * kv_row); };
+  auto store = [&](SequenceKV& kv, int64_t row, int64_t pos) {
+    kv.store(layer, pos, k + row * kv_row, v + row * kv_row);
+    kv.observe_query(layer, pos, q + row * cfg_.n_heads * hd, cfg_.n_heads);  // --kv-keep's observation window
+  };
   // Kept between calls like the activations (RunState): single tokens of the batch, attended together.
   thread_local std::vector<AttentionTask> parallel;
   parallel.clear();

@@ -219,10 +219,14 @@ void OcrRun::read_pass(size_t pi, size_t first, size_t count) {
   std::optional<Clock::time_point> first_token;
   const double decode_ms_before = out_.stats.decode_ms;
   const int32_t eos = model_.decoder().config().eos_id;
+  int64_t pass_tokens = 0;
   auto on_token = [&](int32_t tok) {
     if (pass.write_token) emit(pass.write_token(tok));
     else if (!(g.stop_at_eos && tok == eos)) emit(detok.push(tok));
     count_token(first_token, decode_ms_before);
+    // The first token comes from the prefill's logits, before any generated token is stored (and
+    // before --kv-keep compresses the reference): what decoding holds is seen from the second on.
+    if (++pass_tokens > 1) out_.stats.kv_bytes_decoding_max = std::max(out_.stats.kv_bytes_decoding_max, prog_.kv_bytes);
     return true;
   };
   absorb(gen_.generate(pass.reference, g, on_token));
@@ -345,6 +349,7 @@ nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
           {"decode_ms", st.decode_ms},
           {"decode_tokens_per_s", st.tokens_per_s},
           {"kv_bytes_last", st.kv_bytes_last},
+          {"kv_bytes_decoding_max", st.kv_bytes_decoding_max},
           {"kv_bytes_peak", st.kv_bytes_peak},
           {"kv_offloaded_bytes_peak", st.kv_offloaded_bytes_peak},
           {"kv_store_acquires", st.kv_store_acquires},

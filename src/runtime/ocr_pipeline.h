@@ -85,6 +85,7 @@ struct OcrStats {
   double decode_ms = 0;
   double tokens_per_s = 0;         // decode_tokens / decode time
   size_t kv_bytes_last = 0;        // pool bytes in use at the last generated token
+  size_t kv_bytes_decoding_max = 0;  // the most pool bytes in use at a pass's 2nd..last token (after --kv-keep's compression)
   size_t kv_bytes_peak = 0;        // the pool's peak
   size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (sparse: its selection)
   // Tiered reference (kv_offload_dir): the most reference bytes in the store at once, and its

@@ -63,6 +63,7 @@ Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, S
   if (opt_.max_queue < 1) throw_invalid("scheduler: the wait queue must hold at least 1 request");
   if (opt_.block_tokens < 1) throw_invalid("scheduler: KV block size must be at least 1");
   if (opt_.policy.window < 1) throw_invalid("scheduler: window must be at least 1, got " + std::to_string(opt_.policy.window));
+  opt_.policy.rules().validate(opt_.policy);  // here, not at the first admission, where it would end no request
   counters_.kv_bytes_capacity = pool_.capacity_bytes();
   stats_ = counters_;
   if (!opt_.synchronous) thread_ = std::thread([this] { loop(); });

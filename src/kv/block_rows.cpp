@@ -1,0 +1,95 @@
+#include "kv/block_rows.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/attention.h"
+
+namespace folio {
+
+using kernels::kv_quantized;
+using kernels::kv_row_bytes;
+
+namespace {
+
+// Where channel run [c, c + n) of a token's value row lives: the head holding channel c, and the
+// run's length within that head (value groups may span heads; codes of consecutive channels are
+// contiguous in bytes, q4 included, as groups and heads hold an even number of channels).
+struct HeadRun {
+  int64_t head, in_head, n;
+};
+HeadRun head_run(int64_t c, int64_t group_end, int64_t head_dim) {
+  const int64_t h = c / head_dim, in_head = c % head_dim;
+  return {h, in_head, std::min(head_dim - in_head, group_end - c)};
+}
+
+uint8_t* value_codes(const KVBlock& b, int64_t head, int64_t row, int64_t head_dim) {
+  return b.v + static_cast<size_t>(head) * b.v_head_stride + static_cast<size_t>(row) * kv_row_bytes(b.v_type, head_dim);
+}
+
+}  // namespace
+
+void read_block_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k, float* v) {
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
+  const int64_t np_k = kernels::kv_params_per_group(b.k_type), np_v = kernels::kv_params_per_group(b.v_type);
+  for (int64_t h = 0; h < H; ++h) {
+    const uint8_t* src = b.k + static_cast<size_t>(h) * b.k_head_stride;
+    float* out = k + h * rows * D;
+    if (kv_quantized(b.k_type)) kernels::dequantize_key_rows(b.k_type, src, b.k_params + h * np_k * D, rows, D, out);
+    else convert_to_f32(kernels::kv_float_dtype(b.k_type), src, out, rows * D);
+  }
+  if (!kv_quantized(b.v_type)) {
+    for (int64_t h = 0; h < H; ++h)
+      convert_to_f32(kernels::kv_float_dtype(b.v_type), b.v + static_cast<size_t>(h) * b.v_head_stride, v + h * rows * D, rows * D);
+    return;
+  }
+  const int64_t groups = lay.row_elems() / vg;
+  std::vector<uint8_t> codes(kv_row_bytes(KVDType::Q8, vg));
+  std::vector<float> row(static_cast<size_t>(vg));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t c = g * vg; c < (g + 1) * vg;) {  // gather the group's codes from the heads it covers
+        const HeadRun run = head_run(c, (g + 1) * vg, D);
+        std::copy_n(value_codes(b, run.head, r, D) + kv_row_bytes(b.v_type, run.in_head), kv_row_bytes(b.v_type, run.n),
+                    codes.data() + kv_row_bytes(b.v_type, c - g * vg));
+        c += run.n;
+      }
+      kernels::dequantize_value_group(b.v_type, codes.data(), b.v_params + (r * groups + g) * np_v, vg, row.data());
+      for (int64_t c = g * vg; c < (g + 1) * vg; ++c) v[(c / D) * rows * D + r * D + c % D] = row[static_cast<size_t>(c - g * vg)];
+    }
+}
+
+void write_block_rows(const KVLayout& lay, const float* k, const float* v, int64_t rows, const KVBlock& d) {
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
+  for (int64_t h = 0; h < H; ++h) {
+    uint8_t* out = d.k + static_cast<size_t>(h) * d.k_head_stride;
+    if (kv_quantized(d.k_type))
+      kernels::quantize_key_group(d.k_type, k + h * rows * D, rows, D, out, d.k_params + h * kernels::kv_params_per_group(d.k_type) * D);
+    else
+      convert_from_f32(kernels::kv_float_dtype(d.k_type), k + h * rows * D, out, rows * D);
+  }
+  if (!kv_quantized(d.v_type)) {
+    for (int64_t h = 0; h < H; ++h)
+      convert_from_f32(kernels::kv_float_dtype(d.v_type), v + h * rows * D, d.v + static_cast<size_t>(h) * d.v_head_stride, rows * D);
+    return;
+  }
+  // Values: per token, in groups of vg channels that may span heads.
+  const int64_t groups = lay.row_elems() / vg, np = kernels::kv_params_per_group(d.v_type);
+  std::vector<float> row(static_cast<size_t>(lay.row_elems()));
+  std::vector<uint8_t> codes(kv_row_bytes(KVDType::Q8, vg));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t h = 0; h < H; ++h) std::copy_n(v + h * rows * D + r * D, D, row.data() + h * D);
+    for (int64_t g = 0; g < groups; ++g) {
+      kernels::quantize_value_group(d.v_type, row.data() + g * vg, vg, codes.data(), d.v_params + (r * groups + g) * np);
+      for (int64_t c = g * vg; c < (g + 1) * vg;) {  // scatter the group's codes to the heads it covers
+        const HeadRun run = head_run(c, (g + 1) * vg, D);
+        std::copy_n(codes.data() + kv_row_bytes(d.v_type, c - g * vg), kv_row_bytes(d.v_type, run.n),
+                    value_codes(d, run.head, r, D) + kv_row_bytes(d.v_type, run.in_head));
+        c += run.n;
+      }
+    }
+  }
+}
+
+}  // namespace folio

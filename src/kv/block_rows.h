@@ -1,0 +1,27 @@
+// block_rows: a KV block's rows as plain f32, in and out, whatever its storage types.
+//
+// read_block_rows() decodes the first `rows` rows of a block (float rows converted, quantised keys
+// and values dequantised) into head-major f32 arrays; write_block_rows() stores head-major f32 rows
+// into a block, converting to a float type or quantising (keys per channel over the rows given,
+// values per token in the layout's value groups, which may span two heads: kv_quant.h). Writing
+// what was read gives the same bytes back for float types; quantised ones round once more.
+// Pure functions of their arguments: they touch only the arrays and the block named; callers
+// serialise writes to one block.
+#pragma once
+
+#include <cstdint>
+
+#include "kv/block_pool.h"
+#include "kv/kv_layout.h"
+
+namespace folio {
+
+// k and v: [n_kv_heads][rows][head_dim] each. Precondition: rows <= block.tokens, and for a
+// quantised type the rows are the block's whole key group (its parameters cover them all).
+void read_block_rows(const KVLayout& layout, const KVBlock& block, int64_t rows, float* k, float* v);
+
+// Precondition: rows <= block.tokens; for quantised keys, the block holds exactly one key group
+// (at most kKVKeyGroup rows), all written by this call.
+void write_block_rows(const KVLayout& layout, const float* k, const float* v, int64_t rows, const KVBlock& block);
+
+}  // namespace folio
