@@ -281,8 +281,18 @@ void Scheduler::reuse_prefix(Active& a) {
   const size_t all = a.req.reference.size();
   // The first token needs the logits after the last part: the entry has them only if it ended
   // there too; otherwise the last part is prefilled again.
-  const bool whole = parts == all && parts == m.entry->keys.size() && !m.entry->logits.empty();
+  bool whole = parts == all && parts == m.entry->keys.size() && !m.entry->logits.empty();
   if (parts == all && !whole) --parts;
+  if (opt_.policy.compresses_reference()) {
+    // The parts holding the observation window (the last policy.observe reference tokens) are
+    // prefilled here: their queries choose what the compressed reference keeps, so a reused
+    // reference is compressed exactly as a fresh one.
+    size_t before_tail = all;
+    for (int64_t tail = 0; before_tail > 0 && tail < opt_.policy.observe;)
+      tail += static_cast<int64_t>(a.req.reference[--before_tail].ids.size());
+    parts = std::min(parts, before_tail);
+    whole = whole && parts == all;
+  }
   int64_t tokens = 0;
   if (parts > 0) {
     tokens = m.entry->kv->tokens(parts);
@@ -515,6 +525,9 @@ bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row
   if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) return false;  // more prompt to go
   // What the first token is sampled from, for a later request with the same reference.
   if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
+  // A compressed reference cannot be copied once the first generated token compresses it: kept now,
+  // whole (without its last quantised segment, still open).
+  if (opt_.policy.compresses_reference()) keep_prefix(a);
   if (a.req.max_tokens == 0) {
     finish(a, StopReason::Length, "", done);
     return false;

@@ -122,6 +122,18 @@ const std::vector<Key>& keys() {
                    c.attention.resident_pages = v.i;
                    return in_range(v.i, 1, 4096);
                  }});
+    k.push_back({"attention.kv_keep", Type::Float,
+                 "reference_sliding_window, sparse: fraction of each page's reference rows kept once the reference is prefilled (SnapKV; 1 = all, as folio ocr --kv-keep)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.kv_keep = v.f;
+                   if (!(v.f > 0 && v.f <= 1)) return "must be in (0, 1], got " + std::to_string(v.f);
+                   return std::string();
+                 }});
+    k.push_back({"attention.kv_observe", Type::Int, "attention.kv_keep < 1: prompt-tail tokens whose attention scores the reference rows",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.kv_observe = v.i;
+                   return in_range(v.i, 1, 4096);
+                 }});
     k.push_back({"attention.causal", Type::Bool, "causal attention (the only kind the decoder runs)",
                  [](ServerConfig& c, const Value& v) { c.attention.causal = v.b; return std::string(); }});
     k.push_back({"inference.kv_rotate", Type::Bool, "store keys and values rotated per head by a Walsh-Hadamard transform (as folio ocr --kv-rotate): q4 KV keeps its accuracy",

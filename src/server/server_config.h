@@ -33,6 +33,8 @@ struct ServerConfig {
     int64_t sparse_unit_tokens = 64;   // sparse: most tokens of one unit
     int64_t sparse_focus_pages = 1;    // sparse: pages read whole from the one being read
     int64_t resident_pages = 4;        // rolling: pages kept in the reference at once
+    double kv_keep = 1.0;              // rswa, sparse: fraction of each page's reference rows kept (as --kv-keep)
+    int64_t kv_observe = 32;           // kv_keep < 1: prompt-tail tokens whose attention scores the rows
   } attention;
   struct Inference {
     int64_t max_output_length = 4096;  // generated tokens per request at most

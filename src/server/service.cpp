@@ -116,6 +116,8 @@ Service::Service(ServerConfig cfg)
   policy_.unit_tokens = cfg_.attention.sparse_unit_tokens;
   policy_.focus_pages = cfg_.attention.sparse_focus_pages;
   policy_.resident_pages = cfg_.attention.resident_pages;
+  policy_.keep = cfg_.attention.kv_keep;
+  policy_.observe = cfg_.attention.kv_observe;
   policy_.rules().validate(policy_);
   if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
   if (cfg_.inference.dtype != "auto")

@@ -181,6 +181,19 @@ TEST_F(Cli, MissingModelAndBadOptionsExitTwo) {
   EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
 }
 
+// --kv-keep 0.25 with a 4-token observation window: of the 28 reference rows before it, 7 stay per
+// KV head, plus the 4 observed; the pool holds exactly those rows and the window once decoding.
+TEST_F(Cli, BenchDecodeWithKvKeepHoldsTheKeptRows) {
+  fs::path json = dir_ / "bench_keep.json";
+  CmdResult r = folio("bench decode --model " + good() + " --policy rswa --window 8 --kv-dtype bf16 --ref-tokens 32 --gen-tokens 48 "
+                "--kv-keep 0.25 --kv-observe 4 --sample-every 16 --threads 1 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["samples"].size(), 3u);
+  const size_t kept = (7 + 4 + 8) * 2 * 2 * 2 * 16 * 2;
+  for (auto& s : j["samples"]) EXPECT_EQ(s["kv_bytes"].get<size_t>(), kept) << s.dump();
+}
+
 TEST_F(Cli, BenchDecodeWritesTheContract) {
   fs::path json = dir_ / "bench.json";
   CmdResult r = folio("bench decode --model " + good() + " --policy rswa --window 8 --kv-dtype bf16 --ref-tokens 32 --gen-tokens 48 "

@@ -188,6 +188,8 @@ TEST_F(OcrCli, OtherBadInput) {
   expect_refused(ocr(kDoc + "two_pages.pdf --mode tiles"), {"--mode"});
   expect_refused(ocr(kDoc + "two_pages.pdf --policy sliding"), {"sliding"});
   expect_refused(ocr(kDoc + "two_pages.pdf --window 0"), {"window"});
+  expect_refused(ocr(kDoc + "two_pages.pdf --kv-keep 0"), {"keep", "(0, 1]"});
+  expect_refused(ocr(kDoc + "two_pages.pdf --policy full --kv-keep 0.5"), {"keep", "rswa or sparse", "full"});
   expect_refused(ocr(kDoc + "two_pages.pdf --mode gundam --pages-per-pass 2"), {"--pages-per-pass 2", "gundam"});
   expect_refused(folio("ocr --model " + kDoc + " --dpi 50 " + kDoc + "two_pages.pdf", dir_), {"config.json"});
 }

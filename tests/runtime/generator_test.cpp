@@ -129,6 +129,30 @@ TEST(Generator, PartsOfTokensAndEmbeddingsMatchDirectDecoding) {
   EXPECT_NE(gen.generate(plain, greedy_opts(30)).tokens, want);
 }
 
+// --kv-keep at 1, or at a fraction that drops no row of these parts (ceil(0.999 n) = n), is plain
+// rswa token for token: the observation window is scored but nothing is rebuilt or lost. A real
+// fraction drops rows and still generates.
+TEST(Generator, CompressedReferenceThatDropsNothingIsPlainRswa) {
+  Decoder& dec = *model().m.decoder;
+  const int64_t H = dec.config().hidden;
+  std::vector<ReferencePart> parts;
+  parts.push_back(ReferencePart::tokens({0, 17, 42, 99}));
+  parts.push_back(ReferencePart::rows(std::vector<int32_t>(37, 511), fake_rows(37, H, 3)));
+  parts.push_back(ReferencePart::tokens({7, 300, 5}));
+  ThreadPool threads(1);
+  KVBlockPool pool(dec.kv_layout(DType::F32), 0);
+  Generator gen(dec, pool, threads);
+  const std::vector<int32_t> want = gen.generate(parts, greedy_opts(30)).tokens;
+  for (double keep : {1.0, 0.999, 0.25}) {
+    KVPolicy p = KVPolicy::parse("rswa", 8);
+    p.keep = keep;
+    p.observe = 3;
+    const GenerationResult r = gen.generate(parts, greedy_opts(30, p));
+    ASSERT_EQ(r.tokens.size(), want.size()) << keep;
+    if (keep > 0.99) EXPECT_EQ(r.tokens, want) << keep;
+  }
+}
+
 TEST(Generator, TokenIdsAsEmbeddingRowsGiveTheSameTokens) {
   Decoder& dec = *model().m.decoder;
   const std::vector<int32_t> prompt = {0, 5, 77, 123, 400, 401, 9, 10, 11};

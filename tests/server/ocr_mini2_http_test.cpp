@@ -57,5 +57,59 @@ TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   svc.shutdown();
 }
 
+// attention.kv_keep: the served reference is compressed as run_ocr's is (less KV held while
+// decoding than the plain run, another answer on this tiny model), and a second request, whose page
+// KV comes from the prefix cache (kept before compression), is compressed the same way (its
+// observation window is prefilled again), so its answer is the same.
+TEST(OcrMini2Http, CompressedReferenceServesRunOcrsMarkdownFreshAndReused) {
+  auto model = MiniOcr2Model::load(kModel);
+  ThreadPool threads(1);
+  OcrOptions plain;
+  plain.kv_dtype = DType::F32;
+  OcrOptions opt = plain;
+  opt.policy.keep = 0.25;
+  opt.policy.observe = 1;  // the closing BOS: every page row may go
+  const OcrPages pages = OcrPages::open({kPage}, "", model->pdf_dpi());
+  const OcrResult base = run_ocr(*model, pages, plain, threads);
+  const OcrResult want = run_ocr(*model, pages, opt, threads);
+  ASSERT_FALSE(want.markdown.empty());
+  EXPECT_LT(want.stats.kv_bytes_decoding_max, base.stats.kv_bytes_decoding_max);
+  ASSERT_NE(want.markdown, base.markdown);  // compression changes what this tiny model writes
+
+  ServerConfig c;
+  c.model.path = kModel;
+  c.server.port = 0;
+  c.inference.kv_dtype = "f32";
+  c.inference.threads = 1;
+  c.attention.kv_keep = 0.25;
+  c.attention.kv_observe = 1;
+  Service svc(c);
+  svc.bind();
+  svc.start();
+  svc.load();
+  httplib::Client cli("127.0.0.1", svc.port());
+  cli.set_read_timeout(120, 0);
+  std::ifstream f(kPage, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  const std::string body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round ? "second request (pages from the prefix cache)" : "first request");
+    auto r = cli.Post("/v1/ocr", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const nlohmann::json j = nlohmann::json::parse(r->body);
+    EXPECT_EQ(j["markdown"], want.markdown);
+    EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
+  }
+  // The second request took the page's KV from the prefix cache, kept before compression; the
+  // closing part (the observation window, one token) was prefilled again.
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("folio_prefix_cache_hits_total 1\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("folio_prefix_cache_reused_tokens_total " + std::to_string(want.stats.reference_tokens - 1) + "\n"),
+            std::string::npos);
+  svc.shutdown();
+}
+
 }  // namespace
 }  // namespace folio

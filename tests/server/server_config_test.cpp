@@ -149,6 +149,8 @@ TEST_F(ServerConfigTest, OutOfRangeIsNamed) {
   EXPECT_NE(m.find("inference.batch_size must be between 1"), std::string::npos) << m;
   m = error_of({"", {}, {{"attention.decode_window_size", "0"}}});
   EXPECT_NE(m.find("attention.decode_window_size"), std::string::npos) << m;
+  m = error_of({"", {}, {{"attention.kv_keep", "0"}}});
+  EXPECT_NE(m.find("attention.kv_keep must be in (0, 1]"), std::string::npos) << m;
   m = error_of({"", {}, {{"attention.type", "sliding"}}});
   EXPECT_NE(m.find("attention.type must be one of reference_sliding_window, full, sparse, rolling"), std::string::npos) << m;
   m = error_of({"", {}, {{"inference.kv_dtype", "q8_0"}}});
