@@ -110,6 +110,7 @@ int run_divergence(const DivergenceArgs& a) {
   KVPolicy run_policy = a.policy.policy();
   KVPolicy base_policy = run_policy;
   base_policy.kind = KVPolicy::parse(a.baseline_policy, run_policy.window).kind;
+  base_policy.keep = 1.0;  // the baseline's reference is never compressed
   std::vector<std::vector<float>> base_logits, run_logits;
   const GenerationResult base = generate(dec, base_policy, KVTypes::uniform(KVDType::F32), {}, base_logits);
   const GenerationResult run = generate(run_dec, run_policy, a.kv.types(), base.tokens, run_logits);
@@ -120,6 +121,8 @@ int run_divergence(const DivergenceArgs& a) {
                       {"policy", run_policy.name()},
                       {"sparse_top_k", run_policy.top_k},
                       {"window", run_policy.window},
+                      {"kv_keep", run_policy.keep},
+                      {"kv_observe", run_policy.observe},
                       {"kv_dtype", a.kv.types().name()},
                       {"baseline_policy", base_policy.name()},
                       {"baseline_kv_dtype", "f32"},
@@ -135,6 +138,8 @@ int run_divergence(const DivergenceArgs& a) {
                       {"logits_rel_l2_mean", d.rel_sum / n},
                       {"logits_abs_diff_max", d.abs_max},
                       {"kv_bytes_peak", run.kv_bytes_peak},
+                      {"kv_bytes_final", run.kv_bytes_final},
+                      {"baseline_kv_bytes_final", base.kv_bytes_final},
                       {"baseline_kv_bytes_peak", base.kv_bytes_peak},
                       {"kv_active_bytes_max", run.kv_active_bytes_max},
                       {"baseline_kv_active_bytes_max", base.kv_active_bytes_max}};

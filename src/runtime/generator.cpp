@@ -38,6 +38,7 @@ GenerationResult generation_result(SequenceResult s) {
   r.prefill_ms = s.prefill_ms;
   r.decode_ms = s.decode_ms;
   r.kv_bytes_peak = s.kv_bytes_peak;
+  r.kv_bytes_final = s.kv_bytes_final;
   r.kv_active_bytes_max = s.kv_active_bytes_max;
   r.kv_offloaded_bytes_peak = s.kv_offloaded_bytes_peak;
   r.cached_reference_tokens = s.cached_prompt_tokens;

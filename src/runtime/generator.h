@@ -51,6 +51,7 @@ struct GenerationResult {
   double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)
   double decode_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
+  size_t kv_bytes_final = 0;     // its bytes in the pool when it ended (after --kv-keep's compression)
   size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (SequenceKV::active_bytes)
   size_t kv_offloaded_bytes_peak = 0;  // most of this sequence's bytes in the reference store at once
 };

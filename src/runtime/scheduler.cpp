@@ -187,6 +187,7 @@ void Scheduler::finish(Active& a, StopReason reason, const std::string& error, s
   if (a.kv) {
     keep_prefix(a);
     r.reference_tokens = a.kv->reference_length();
+    r.kv_bytes_final = a.kv->bytes();
   }
   a.kv.reset();  // releases every block of the sequence now
   r.id = a.id;

@@ -105,6 +105,7 @@ struct SequenceResult {
   // passes that prefilled this sequence's reference (shared with the batch's other sequences).
   double produce_ms = 0, prefill_ms = 0;
   size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
+  size_t kv_bytes_final = 0;     // its bytes in the pool when it ended (after --kv-keep's compression)
   size_t kv_active_bytes_max = 0;      // most KV bytes one generated token read (SequenceKV::active_bytes)
   size_t kv_offloaded_bytes_peak = 0;  // most of its bytes in the reference store at once
 };

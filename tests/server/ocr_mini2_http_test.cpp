@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "runtime/ocr_mini2.h"
@@ -20,6 +21,44 @@ namespace {
 const std::string kModel = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/structure/model";
 const std::string kPage = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/layout_page.png";
 
+// The tiny model served on loopback (f32 KV, one thread, `tune` applied to the config), and the
+// page posted to /v1/ocr.
+struct Served {
+  Service svc;
+  httplib::Client cli;
+  std::string body;
+  explicit Served(const std::function<void(ServerConfig&)>& tune = {}) : svc(config(tune)), cli("127.0.0.1", start(svc)) {
+    cli.set_read_timeout(120, 0);
+    std::ifstream f(kPage, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
+  }
+  ~Served() { svc.shutdown(); }
+  static ServerConfig config(const std::function<void(ServerConfig&)>& tune) {
+    ServerConfig c;
+    c.model.path = kModel;
+    c.server.port = 0;
+    c.inference.kv_dtype = "f32";
+    c.inference.threads = 1;
+    if (tune) tune(c);
+    return c;
+  }
+  static int start(Service& s) {
+    s.bind();
+    s.start();
+    s.load();
+    return s.port();
+  }
+  // The answer's JSON (a failed request fails the test and returns null).
+  nlohmann::json ocr() {
+    auto r = cli.Post("/v1/ocr", body, "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return nullptr;
+    EXPECT_EQ(r->status, 200) << r->body;
+    return nlohmann::json::parse(r->body, nullptr, false);
+  }
+};
+
 TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   auto model = MiniOcr2Model::load(kModel);
   ThreadPool threads(1);
@@ -27,34 +66,14 @@ TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   opt.kv_dtype = DType::F32;
   const OcrResult want = run_ocr(*model, OcrPages::open({kPage}, "", model->pdf_dpi()), opt, threads);
   ASSERT_FALSE(want.markdown.empty());
-
-  ServerConfig c;
-  c.model.path = kModel;
-  c.server.port = 0;
-  c.inference.kv_dtype = "f32";
-  c.inference.threads = 1;
-  Service svc(c);
-  svc.bind();
-  svc.start();
-  svc.load();
-  httplib::Client cli("127.0.0.1", svc.port());
-  cli.set_read_timeout(120, 0);
-  std::ifstream f(kPage, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-  const std::string body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
+  Served served;
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round ? "second request (prepared pass reused)" : "first request");
-    auto r = cli.Post("/v1/ocr", body, "application/json");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    const nlohmann::json j = nlohmann::json::parse(r->body);
+    const nlohmann::json j = served.ocr();
     EXPECT_EQ(j["markdown"], want.markdown);
     EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
-    if (round == 1) {
-      EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], want.stats.reference_tokens);
-    }
+    if (round == 1) EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], want.stats.reference_tokens);
   }
-  svc.shutdown();
 }
 
 // attention.kv_keep: the served reference is compressed as run_ocr's is (less KV held while
@@ -75,40 +94,23 @@ TEST(OcrMini2Http, CompressedReferenceServesRunOcrsMarkdownFreshAndReused) {
   ASSERT_FALSE(want.markdown.empty());
   EXPECT_LT(want.stats.kv_bytes_decoding_max, base.stats.kv_bytes_decoding_max);
   ASSERT_NE(want.markdown, base.markdown);  // compression changes what this tiny model writes
-
-  ServerConfig c;
-  c.model.path = kModel;
-  c.server.port = 0;
-  c.inference.kv_dtype = "f32";
-  c.inference.threads = 1;
-  c.attention.kv_keep = 0.25;
-  c.attention.kv_observe = 1;
-  Service svc(c);
-  svc.bind();
-  svc.start();
-  svc.load();
-  httplib::Client cli("127.0.0.1", svc.port());
-  cli.set_read_timeout(120, 0);
-  std::ifstream f(kPage, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-  const std::string body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
+  Served served([](ServerConfig& c) {
+    c.attention.kv_keep = 0.25;
+    c.attention.kv_observe = 1;
+  });
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round ? "second request (pages from the prefix cache)" : "first request");
-    auto r = cli.Post("/v1/ocr", body, "application/json");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    const nlohmann::json j = nlohmann::json::parse(r->body);
+    const nlohmann::json j = served.ocr();
     EXPECT_EQ(j["markdown"], want.markdown);
     EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
   }
   // The second request took the page's KV from the prefix cache, kept before compression; the
   // closing part (the observation window, one token) was prefilled again.
-  auto m = cli.Get("/metrics");
+  auto m = served.cli.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("folio_prefix_cache_hits_total 1\n"), std::string::npos) << m->body;
   EXPECT_NE(m->body.find("folio_prefix_cache_reused_tokens_total " + std::to_string(want.stats.reference_tokens - 1) + "\n"),
             std::string::npos);
-  svc.shutdown();
 }
 
 }  // namespace
