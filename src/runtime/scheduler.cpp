@@ -571,6 +571,10 @@ void Scheduler::step(std::vector<Done>& done) {
       if (!advance_prefill(a, b.prefill[i], row, done)) continue;
     } else {
       a.active_max = std::max(a.active_max, a.kv->active_bytes(a.kv->length() - 1));
+      // A compressed reference (--kv-keep) gave bytes back at the first generated token, and a
+      // windowed sequence holds all it will ever hold from then on: what it reserves is what it
+      // holds, so admission counts the compressed size.
+      if (opt_.policy.compresses_reference() && opt_.policy.windowed()) a.need = std::min(a.need, a.kv->bytes());
     }
     take_token(a, row, after, done);
   }

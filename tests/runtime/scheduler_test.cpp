@@ -414,6 +414,41 @@ TEST_F(SchedulerTest, KVBudgetLimitsAdmissionAndIsNeverExceeded) {
   EXPECT_EQ(pool.bytes_in_use(), 0u);
 }
 
+// --kv-keep: once a running sequence's reference is compressed, admission counts what it holds, not
+// its uncompressed worst case: in a pool with room for one and a half uncompressed requests, the
+// next request starts while the first decodes (without compression they run one at a time). Each
+// gets the tokens Generator gives it alone with the same policy.
+TEST_F(SchedulerTest, AdmissionCountsACompressedReferenceAtItsCompressedSize) {
+  ThreadPool threads(1);
+  const int64_t P = 64, N = 40;
+  for (const double keep : {1.0, 0.25}) {
+    SCOPED_TRACE(keep);
+    KVPolicy policy{KVPolicyKind::RSwa, 8};
+    policy.keep = keep;
+    policy.observe = 4;
+    KVBlockPool probe(layout(), 0);
+    const size_t one = Scheduler(dec(), probe, threads, {policy, 4, 64, 8, 16}).kv_bytes_needed(P, N);
+    KVBlockPool pool(layout(), one + one / 2);
+    Collector c;
+    std::vector<SequenceRequest> reqs;
+    std::vector<RequestId> ids;
+    {
+      Scheduler s(dec(), pool, threads, {policy, 4, 64, 8, 16});
+      for (int i = 0; i < 3; ++i) {
+        SequenceRequest r;
+        r.prompt = random_prompt(static_cast<int>(P), 70 + static_cast<uint32_t>(i));
+        r.max_tokens = N;
+        reqs.push_back(r);
+        ids.push_back(s.submit(c.wrap(r, i)).id);
+      }
+      for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c.wait(ids[i]).tokens, alone(reqs[i], policy).tokens) << i;
+      EXPECT_EQ(s.stats().max_batch_seen, keep < 1 ? 2 : 1);
+    }
+    EXPECT_LE(pool.peak_bytes(), one + one / 2);
+    EXPECT_EQ(pool.bytes_in_use(), 0u);
+  }
+}
+
 TEST_F(SchedulerTest, RequestLargerThanTheBudgetIsRefusedAtOnce) {
   KVPolicy policy{KVPolicyKind::RSwa, 8};
   ThreadPool threads(1);
