@@ -13,7 +13,12 @@
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kv/block_rows.h"
+#include "kv/file_tier.h"
+#include "kv/kv_dtype.h"
+#include "kv/ram_tier.h"
 #include "kv/sequence_kv.h"
+#include "sequence_fill.h"
+#include "tier_test_util.h"
 
 namespace folio {
 namespace {
@@ -229,6 +234,44 @@ TEST(ReferenceCompression, SparseSelectsAmongTheKeptRows) {
   for (const kernels::KVSpan& s : spans) rows += s.tokens;
   EXPECT_LE(rows, 4 + 2 + 1);  // at most the kept rows, the prompt and the window
   EXPECT_GE(rows, 1 + 1);
+}
+
+// A tiered reference (pages in a RAM / file store, not the pool) is compressed the same: attention
+// afterwards is bitwise what it is for the same sequence kept in the pool, the store holds only the
+// kept rows, and the pool only the window.
+TEST(ReferenceCompression, AnOffloadedReferenceCompressesAsOneInThePool) {
+  using namespace test;
+  for (const char* types : {"bf16", "q8"}) {
+    SCOPED_TRACE(types);
+    KVPolicy p = KVPolicy::parse("rswa", 16);
+    p.keep = 0.25;
+    p.observe = 8;
+    KVBlockPool pool(KVLayout(kFillLayers, kFillHeads, kFillHd, parse_kv_types(types)), 0);
+    ScratchDir dir;
+    TieredStore store(std::make_unique<RamTier>(size_t{1} << 30), std::make_unique<FileTier>(dir.path(), size_t{1} << 30, 4096));
+    SequenceKV in_pool(pool, 1, p), offloaded(pool, 2, p);
+    offloaded.offload_reference(&store);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    std::vector<float> q(kFillRow);
+    for (SequenceKV* kv : {&in_pool, &offloaded}) {
+      for (int64_t n : {70, 45, 12}) append_segment(*kv, n);
+      for (int64_t l = 0; l < kFillLayers; ++l)
+        for (int64_t pos = kv->length() - 8; pos < kv->length(); ++pos) {
+          rng.seed(static_cast<uint32_t>(pos * 7 + l));
+          for (float& x : q) x = nd(rng);
+          kv->observe_query(l, pos, q.data(), kFillHeads);
+        }
+    }
+    const size_t stored_before = offloaded.offloaded_bytes();
+    generate(in_pool, 3);
+    generate(offloaded, 3);
+    EXPECT_EQ(in_pool.dropped_rows(), offloaded.dropped_rows());
+    EXPECT_EQ(in_pool.dropped_rows(), (70 - 18) + (45 - 12) + (12 - 8 - 1));  // 12: 4 open rows, keep 1, 8 observed
+    EXPECT_EQ(attend_at(in_pool, in_pool.length() - 1), attend_at(offloaded, offloaded.length() - 1));
+    EXPECT_LT(offloaded.offloaded_bytes(), stored_before / 2);
+    EXPECT_EQ(offloaded.bytes() + offloaded.offloaded_bytes(), in_pool.bytes());  // the same blocks, the reference in the store
+  }
 }
 
 TEST(ReferenceCompression, RefusesKeepOutsideItsRangeAndPoliciesWithoutAPinnedReference) {
