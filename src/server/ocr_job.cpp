@@ -17,8 +17,8 @@
 #include "runtime/ocr_pipeline.h"
 #include "core/content_hash.h"
 #include "runtime/ocr_sequence.h"
-#include "runtime/prefix_entry_codec.h"
 #include "server/remote_pass.h"
+#include "server/remote_prefix.h"
 #include "text/tokenizer.h"
 
 namespace folio {
@@ -217,10 +217,8 @@ void fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& sr) {
   if (!engine.remote || engine.scheduler->options().prefix_cache_bytes == 0) return;  // nowhere to keep it
   const std::vector<std::string> keys = prefix_keys(sr.reference);
   if (keys.empty() || keys.size() != sr.reference.size()) return;
-  const std::optional<std::string> payload = engine.remote->get("kv", remote_prefix_key(*engine.scheduler, keys));
-  if (!payload) return;
-  std::optional<PrefixKVCache::Entry> entry = decode_prefix_entry(*payload);
-  if (entry && entry->keys == keys) engine.scheduler->offer_prefix(std::move(*entry));
+  std::optional<PrefixKVCache::Entry> entry = take_remote_prefix(*engine.remote, engine.scheduler->prefix_layout_id(), keys);
+  if (entry) engine.scheduler->offer_prefix(std::move(*entry));
 }
 
 // Tokens of a request's reference.
@@ -231,12 +229,6 @@ int64_t reference_length(const SequenceRequest& sr) {
 }
 
 }  // namespace
-
-std::string remote_prefix_key(const Scheduler& scheduler, const std::vector<std::string>& chain_keys) {
-  Sha256 h;
-  h.field(scheduler.prefix_layout_id()).field(chain_keys.back());
-  return h.hex();
-}
 
 std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
                                       std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {

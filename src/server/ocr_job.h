@@ -52,10 +52,6 @@ struct OcrEngine {
   std::string model_id;
 };
 
-// The remote tier's key of reference KV: what it depends on besides the model (the scheduler's
-// storage layout and policy) and the chain key of its last part (all its parts' contents).
-std::string remote_prefix_key(const Scheduler& scheduler, const std::vector<std::string>& chain_keys);
-
 struct OcrJobLimits {
   size_t max_pages = 100;
   int64_t max_output_length = 4096;    // generated tokens per pass at most

@@ -92,13 +92,17 @@ RemoteReferenceTier::~RemoteReferenceTier() {
 }
 
 void RemoteReferenceTier::put_later(std::string kind, std::string key, std::function<std::string()> make) {
+  put_later(std::move(kind), [key = std::move(key), make = std::move(make)](const PutOne& put) { put(key, make()); });
+}
+
+void RemoteReferenceTier::put_later(std::string kind, std::function<void(const PutOne& put)> job) {
   {
     std::lock_guard lk(wmu_);
     if (pending_.size() >= kMaxPending) {
       ++dropped_;
       return;
     }
-    pending_.push_back({std::move(kind), std::move(key), std::move(make)});
+    pending_.push_back({std::move(kind), std::move(job)});
   }
   wcv_.notify_one();
 }
@@ -113,7 +117,7 @@ void RemoteReferenceTier::write_loop() {
       p = std::move(pending_.front());
       pending_.pop_front();
     }
-    put(p.kind, p.key, p.make());
+    p.job([&](const std::string& key, std::string_view payload) { put(p.kind, key, payload); });
   }
 }
 

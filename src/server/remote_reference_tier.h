@@ -77,6 +77,10 @@ class RemoteReferenceTier {
   // KV takes milliseconds the caller, the scheduler thread, must not spend). At most kMaxPending
   // writes wait; more are dropped (stats().dropped).
   void put_later(std::string kind, std::string key, std::function<std::string()> make);
+  // The same for a job that stores several values of one kind (a reference's parts), one at a time
+  // through `put` (key, payload), so only one of them is in memory at once. One pending write.
+  using PutOne = std::function<void(const std::string& key, std::string_view payload)>;
+  void put_later(std::string kind, std::function<void(const PutOne& put)> job);
   static constexpr size_t kMaxPending = 8;
   // Encoding claims, so that replicas sent one document at once encode it once: claim() is true
   // for the one replica that may produce kind:key now (or when Redis cannot be asked: then every
@@ -97,8 +101,8 @@ class RemoteReferenceTier {
   void write_loop();
 
   struct Pending {
-    std::string kind, key;
-    std::function<std::string()> make;
+    std::string kind;
+    std::function<void(const PutOne& put)> job;
   };
   const Options options_;
   RedisClient client_;

@@ -1,6 +1,6 @@
 #include "server/service.h"
 
-#include "runtime/prefix_entry_codec.h"
+#include "server/remote_prefix.h"
 #include "server/stop_strings.h"
 #include "server/tokenize_request.h"
 #include "kv/file_tier.h"
@@ -210,7 +210,7 @@ void Service::load() {
     // replicas; serialised and written on the tier's writer thread, not the scheduler's.
     so.on_prefix_kept = [this](const PrefixKVCache::Entry& e) {
       if (e.logits.empty()) return;
-      remote_->put_later("kv", remote_prefix_key(*scheduler_, e.keys), [e] { return encode_prefix_entry(e); });
+      put_remote_prefix(*remote_, scheduler_->prefix_layout_id(), e);
     };
   }
   scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);

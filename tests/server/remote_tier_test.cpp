@@ -248,12 +248,13 @@ class RemoteTier : public ::testing::Test {
     return c;
   }
   static std::unique_ptr<Service> serve(const ServerConfig& c) { return serve_loaded(c); }
-  static json ocr(const Service& s, const std::string& pdf) {
+  static json ocr(const Service& s, const std::string& pdf, const std::string& pages = "") {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(120, 0);
     std::ifstream f(pdf, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-    const json body = {{"file", test_base64(bytes)}, {"filename", "doc.pdf"}, {"max_tokens", 12}};
+    json body = {{"file", test_base64(bytes)}, {"filename", "doc.pdf"}, {"max_tokens", 12}};
+    if (!pages.empty()) body["pages"] = pages;
     auto r = c.Post("/v1/ocr", body.dump(), "application/json");
     EXPECT_TRUE(r);
     if (!r) return json();
@@ -398,21 +399,25 @@ TEST_F(RemoteTier, AClaimedPassIsWaitedForNotEncoded) {
   }
 }
 
-// With prefix caches, a replica that reads a document hands its reference KV on: another replica
-// reading it encodes nothing and prefills nothing, and answers the same.
+// With prefix caches, a replica that reads a document hands its reference KV on, one value per
+// part (the prompt's head, each page, the prompt's tail: 5 for 3 pages): another replica reading it
+// encodes nothing and prefills nothing, and answers the same; one reading its first two pages takes
+// their KV and prefills only the prompt's tail.
 TEST_F(RemoteTier, ReferenceKVGoesToTheOtherReplicas) {
   const json alone = ocr(*serve(config(0, true)), pdf(3));
+  const json alone_12 = ocr(*serve(config(0, true)), pdf(3), "1-2");
   const int port = free_port();
   RedisServer redis(port);
   auto a = serve(config(port, true));
   const json from_a = ocr(*a, pdf(3));
   // Written by the tier's writer thread after the pass ended.
-  for (int i = 0; i < 200 && get(*a, "folio_remote_tier_puts_total{kind=\"kv\"}") != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(get(*a, "folio_remote_tier_puts_total{kind=\"kv\"}"), 1);
+  const std::string kv_puts = "folio_remote_tier_puts_total{kind=\"kv\"}";
+  for (int i = 0; i < 200 && get(*a, kv_puts) != 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(get(*a, kv_puts), 5);
   auto b = serve(config(port, true));
   const json from_b = ocr(*b, pdf(3));
   EXPECT_EQ(get(*b, "folio_remote_tier_hits_total{kind=\"pass\"}"), 1);
-  EXPECT_EQ(get(*b, "folio_remote_tier_hits_total{kind=\"kv\"}"), 1);
+  EXPECT_EQ(get(*b, "folio_remote_tier_hits_total{kind=\"kv\"}"), 5);
   EXPECT_EQ(get(*b, "folio_prefix_cache_offers_total{outcome=\"kept\"}"), 1);
   EXPECT_EQ(get(*b, "folio_prefix_cache_hits_total"), 1);
   EXPECT_EQ(get(*b, "folio_prefix_cache_reused_tokens_total"), from_b["usage"]["prompt_tokens"].get<double>()) << "nothing prefilled";
@@ -421,6 +426,17 @@ TEST_F(RemoteTier, ReferenceKVGoesToTheOtherReplicas) {
     EXPECT_EQ((*j)["markdown"], alone["markdown"]);
     EXPECT_EQ((*j)["usage"]["completion_tokens"], alone["usage"]["completion_tokens"]);
   }
+  // Pages 1-2 on a fresh replica: the head and both pages chain as in the 3-page reference (3 parts
+  // found), the tail does not (it follows page 2 here): that part alone is prefilled.
+  auto d = serve(config(port, true));
+  const json from_d = ocr(*d, pdf(3), "1-2");
+  EXPECT_EQ(get(*d, "folio_remote_tier_hits_total{kind=\"kv\"}"), 3);
+  EXPECT_EQ(get(*d, "folio_prefix_cache_hits_total"), 1);
+  const double reused = get(*d, "folio_prefix_cache_reused_tokens_total");
+  EXPECT_GT(reused, 0);
+  EXPECT_LT(reused, from_d["usage"]["prompt_tokens"].get<double>());
+  EXPECT_EQ(from_d["markdown"], alone_12["markdown"]);
+  EXPECT_EQ(from_d["usage"]["completion_tokens"], alone_12["usage"]["completion_tokens"]);
   // A replica storing KV another way (q8) keys it apart: it finds no KV, prefills, answers alike.
   ServerConfig q8 = config(port, true);
   q8.inference.kv_dtype = "q8";
