@@ -39,7 +39,8 @@ def main():
         plots.append("'%s' using 1:2 with points pt 7 ps 1.2 lc %d title '%s'" % (data, i + 1, key))
         plots.append("'%s' using 1:2:3 with labels offset 0.6,0.6 left font ',8' tc lt %d notitle" % (data, i + 1))
     script = "\n".join([
-        "set terminal pngcairo size 1000,640",
+        "set terminal pngcairo size 1000,640 noenhanced",
+        "set offsets 0, 0, 0.05, 0.02",
         "set output '%s'" % out,
         "set xlabel 'KV bytes held while decoding (pool counters)'",
         "set ylabel 'CER (%)'",
