@@ -5,20 +5,23 @@
 # stopped here; nothing outside OUT_DIR is written.
 #
 #   scripts/scaleout_demo.sh [--replicas 3] [--requests 300] [--concurrency 24] [--kill] [--no-cache]
-#                            [--redis] [--redis-outage] [--model PATH]
+#                            [--redis] [--redis-outage] [--model PATH] [--kind ocr|chat|mixed]
 #                            [--file examples/sample-1page.pdf] [--out OUT_DIR] [--folio PATH]
 #
 # --redis: a redis-server (in memory, loopback) that the replicas share prepared references through
 # (remote.redis); --redis-outage also stops it a third of the way into the load and starts it again
 # (empty) at two thirds. --model: the replicas' model.path (default: the shipped model, whose
 # passes keep recognizer state and do not go to the remote tier; an Unlimited-OCR checkpoint does).
+# --kind: what the load sends (`folio bench serve --kind`): OCR requests (default), chat
+# completions, or both alternately (a model that serves both, such as an Unlimited-OCR checkpoint).
 #
 # --no-cache: replicas without their reference and prefix caches (every request encoded and
 # prefilled, as distinct documents would be; the same document otherwise costs one encode per
 # replica).
 #
 # Prints one summary line and writes OUT_DIR/summary.json: requests ok / errors / lost (from the
-# load's own JSON, OUT_DIR/load.json), requests answered per replica, and the replica killed.
+# load's own JSON, OUT_DIR/load.json), its answers by kind (distinct answers to the same request:
+# 1 when every replica answered alike), requests answered per replica, and the replica killed.
 # Exits 1 when a request is lost (neither answered nor failed visibly to its client), or, without
 # --kill, when any request failed.
 set -euo pipefail
@@ -31,6 +34,7 @@ cache_flags=()
 model_flags=()
 use_redis=0
 redis_outage=0
+kind=ocr
 file=$root/examples/sample-1page.pdf
 out=$(mktemp -d /tmp/folio-scaleout.XXXXXX)
 folio=$root/build/folio
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --redis) use_redis=1; shift ;;
     --redis-outage) use_redis=1; redis_outage=1; shift ;;
     --model) model_flags=(--model.path "$2"); shift 2 ;;
+    --kind) kind=$2; shift 2 ;;
     --file) file=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --folio) folio=$2; shift 2 ;;
@@ -124,12 +129,17 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-# Blocks until the replicas together have answered $1 OCR requests.
+# Requests a replica's /metrics text ($1) counts as answered (OCR and chat).
+answered_in() {
+  echo "$1" | sed -n 's#^folio_http_requests_total{path="/v1/\(ocr\|chat/completions\)",status="200"} ##p' | awk '{s += $1} END {print s + 0}'
+}
+
+# Blocks until the replicas together have answered $1 requests.
 wait_answered() {
   for _ in $(seq 1 3000); do
     local done_now=0
     for i in $(seq 1 "$replicas"); do
-      n=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p' || true)
+      n=$(answered_in "$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" || true)")
       done_now=$((done_now + ${n:-0}))
     done
     [ "$done_now" -ge "$1" ] && return
@@ -161,7 +171,7 @@ if [ "$kill_one" = 1 ]; then
   killed=folio1
 fi
 status=0
-"$folio" bench serve --url "http://127.0.0.1:$front" --kind ocr --file "$file" --requests "$requests" \
+"$folio" bench serve --url "http://127.0.0.1:$front" --kind "$kind" --file "$file" --requests "$requests" \
   --concurrency "$concurrency" --json "$out/load.json" > "$out/load.txt" 2>&1 || status=$?
 [ -n "$killed" ] && wait "$killer" 2> /dev/null || true
 
@@ -170,7 +180,7 @@ shares=""
 remote=""
 for i in $(seq 1 "$replicas"); do
   m=$(curl -s --max-time 2 "http://127.0.0.1:${ports[$i]}/metrics" || true)
-  n=$(echo "$m" | sed -n 's|^folio_http_requests_total{path="/v1/ocr",status="200"} ||p')
+  n=$([ -n "$m" ] && answered_in "$m" || true)
   shares="$shares${shares:+, }\"folio$i\": ${n:-null}"
   # Passes prepared from the tier (encoded by another replica), and encoded here (local misses
   # that the remote tier did not answer).
@@ -180,11 +190,14 @@ for i in $(seq 1 "$replicas"); do
   x=$(echo "$m" | sed -n 's|^folio_remote_tier_errors_total ||p')
   remote="$remote${remote:+, }\"folio$i\": {\"remote_hits\": ${h:-null}, \"encoded\": ${e:-null}, \"redis_errors\": ${x:-null}}"
 done
-ok=$(sed -n 's|.*"ok": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
-errors=$(sed -n 's|.*"errors": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
-lost=$(sed -n 's|.*"lost": *\([0-9-]*\).*|\1|p' "$out/load.json" | head -1)
+# Top-level fields only (two spaces in): by_kind has its own ok and errors.
+ok=$(sed -n 's|^  "ok": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
+errors=$(sed -n 's|^  "errors": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
+lost=$(sed -n 's|^  "lost": *\([0-9-]*\).*|\1|p' "$out/load.json" | head -1)
+by_kind=$(sed -n 's|.*; by kind \({.*}\)$|\1|p' "$out/load.txt" | head -1)
+by_kind=${by_kind:-null}
 cat > "$out/summary.json" << EOF
-{"replicas": $replicas, "requests": $requests, "concurrency": $concurrency, "ok": ${ok:-0}, "errors": ${errors:-0}, "lost": ${lost:-0}, "killed": "${killed}", "redis": "${outage:-$([ "$use_redis" = 1 ] && echo up || echo none)}", "references_by_replica": {$remote}, "answered_by_replica": {$shares}}
+{"replicas": $replicas, "requests": $requests, "concurrency": $concurrency, "ok": ${ok:-0}, "errors": ${errors:-0}, "lost": ${lost:-0}, "killed": "${killed}", "kind": "$kind", "by_kind": $by_kind, "redis": "${outage:-$([ "$use_redis" = 1 ] && echo up || echo none)}", "references_by_replica": {$remote}, "answered_by_replica": {$shares}}
 EOF
 echo "scaleout: $(cat "$out/summary.json")"
 if [ "${lost:-1}" != 0 ]; then exit 1; fi

@@ -7,7 +7,9 @@
 // shows as growth.
 //
 // Requests: `ocr` posts --file (default examples/sample-typeset.pdf) as JSON base64 to /v1/ocr;
-// `chat` streams a text chat completion of --max-tokens tokens (EOS ignored). Time to first token:
+// `chat` streams a greedy text chat completion of --max-tokens tokens (EOS ignored); `mixed` sends
+// them alternately (a model that serves both, e.g. Unlimited-OCR). `by_kind` in the JSON counts
+// each kind's answers and how many distinct answers the same request got. Time to first token:
 // for chat, measured here (first content chunk); for ocr, whose answer comes whole, the client's
 // latency minus the server's decode time (first to last token, from the result's stats), so it
 // includes upload, page preparation and queueing as a client sees them. Time per output token:
@@ -22,14 +24,17 @@
 #include <filesystem>
 #include <fstream>
 #include <httplib.h>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/content_hash.h"
 #include "core/error.h"
 #include "runtime/default_model.h"
 #include "server/base64.h"
@@ -50,6 +55,8 @@ struct BenchServeArgs {
 };
 
 struct Sample {
+  std::string kind;    // ocr or chat
+  std::string answer;  // the markdown, or the streamed text
   bool ok = false;
   std::string error;
   double latency_ms = 0, ttft_ms = 0, tpot_ms = 0;
@@ -91,6 +98,7 @@ Sample send_ocr(httplib::Client& cli, const std::string& body) {
   if (j.is_discarded() || !j.contains("stats")) return s.error = "unreadable response", s;
   const double decode_ms = j["stats"].value("decode_ms", 0.0);
   s.tokens = j["usage"].value("completion_tokens", int64_t{0});
+  s.answer = j.value("markdown", std::string());
   s.ttft_ms = s.latency_ms - decode_ms;
   s.tpot_ms = s.tokens > 1 ? decode_ms / static_cast<double>(s.tokens - 1) : 0;
   s.ok = true;
@@ -120,6 +128,7 @@ Sample send_chat(httplib::Client& cli, const std::string& body) {
       if (j.contains("usage")) usage_tokens = j["usage"].value("completion_tokens", int64_t{0});
       if (j.contains("choices") && !j["choices"].empty() && j["choices"][0]["delta"].contains("content") &&
           !j["choices"][0]["delta"]["content"].get<std::string>().empty()) {
+        s.answer += j["choices"][0]["delta"]["content"].get<std::string>();
         if (!first) first = Clock::now();
         last = Clock::now();
       }
@@ -144,14 +153,15 @@ Sample send_chat(httplib::Client& cli, const std::string& body) {
 void check_args(const BenchServeArgs& a) {
   if (a.concurrency < 1) throw_invalid("--concurrency must be at least 1, got " + std::to_string(a.concurrency));
   if (a.requests < 1) throw_invalid("--requests must be at least 1, got " + std::to_string(a.requests));
-  if (a.kind != "ocr" && a.kind != "chat") throw_invalid("--kind must be ocr or chat, got '" + a.kind + "'");
+  if (a.kind != "ocr" && a.kind != "chat" && a.kind != "mixed")
+    throw_invalid("--kind must be ocr, chat or mixed, got '" + a.kind + "'");
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
 }
 
-// The request every client sends.
-std::string request_payload(const BenchServeArgs& a) {
+// The request of one kind every client sends (greedy chat, so that equal requests get equal answers).
+std::string request_payload(const BenchServeArgs& a, const std::string& kind) {
   json body;
-  if (a.kind == "ocr") {
+  if (kind == "ocr") {
     const std::string file = a.file.empty() ? shipped_path("examples/sample-typeset.pdf") : a.file;
     body = {{"file", encode_base64(read_file(file))}, {"filename", std::filesystem::path(file).filename().string()}};
     if (!a.pages.empty()) body["pages"] = a.pages;
@@ -160,6 +170,7 @@ std::string request_payload(const BenchServeArgs& a) {
     body = {{"messages", {{{"role", "user"}, {"content", "Write a long story about a lighthouse."}}}},
             {"max_tokens", a.max_tokens > 0 ? a.max_tokens : 128},
             {"ignore_eos", true},
+            {"temperature", 0},
             {"stream", true},
             {"stream_options", {{"include_usage", true}}}};
   }
@@ -221,7 +232,9 @@ struct LoadRun {
 
 // --concurrency clients send --requests requests between them; /metrics is read once after the
 // first 50 answers and once at the end, so the probe does not slow the run down.
-LoadRun run_load(const BenchServeArgs& a, const Target& target, const std::string& payload) {
+// --kind mixed alternates: even requests OCR, odd ones chat.
+LoadRun run_load(const BenchServeArgs& a, const Target& target) {
+  const std::string ocr = a.kind == "chat" ? "" : request_payload(a, "ocr"), chat = a.kind == "ocr" ? "" : request_payload(a, "chat");
   LoadRun run;
   run.samples.resize(static_cast<size_t>(a.requests));
   const int window = std::min(50, a.requests);
@@ -232,7 +245,10 @@ LoadRun run_load(const BenchServeArgs& a, const Target& target, const std::strin
     workers.emplace_back([&] {
       auto cli = target.client(a.url);
       for (int i; (i = next++) < a.requests;) {
-        run.samples[static_cast<size_t>(i)] = a.kind == "ocr" ? send_ocr(*cli, payload) : send_chat(*cli, payload);
+        const bool is_ocr = a.kind == "ocr" || (a.kind == "mixed" && i % 2 == 0);
+        Sample& s = run.samples[static_cast<size_t>(i)];
+        s = is_ocr ? send_ocr(*cli, ocr) : send_chat(*cli, chat);
+        s.kind = is_ocr ? "ocr" : "chat";
         if (++completed == window)
           if (auto m = target.client(a.url)->Get("/metrics"); m && m->status == 200)
             run.rss_after_first = metric(m->body, "folio_process_rss_bytes");
@@ -242,6 +258,27 @@ LoadRun run_load(const BenchServeArgs& a, const Target& target, const std::strin
   run.wall_s = ms_since(t0) / 1000.0;
   if (auto m = target.client(a.url)->Get("/metrics"); m && m->status == 200) run.metrics_at_end = m->body;
   return run;
+}
+
+// Per kind sent: answered, failed, and how many different answers the answered ones got (every
+// request of a kind is the same and decodes greedily, so 1 unless batching, a replica or a cache
+// changed a token), with that answer's hash when there is one.
+json by_kind(const std::vector<Sample>& samples) {
+  json out = json::object();
+  std::map<std::string, std::set<std::string>> answers;
+  for (const Sample& s : samples) {
+    if (s.kind.empty()) continue;
+    json& k = out[s.kind];
+    if (k.is_null()) k = {{"ok", 0}, {"errors", 0}};
+    k[s.ok ? "ok" : "errors"] = k[s.ok ? "ok" : "errors"].get<int64_t>() + 1;
+    if (s.ok) answers[s.kind].insert(s.answer);
+  }
+  for (auto& [kind, set] : answers) {
+    out[kind]["distinct_answers"] = set.size();
+    // The one answer's SHA-256 (first 16 hex digits), to compare runs: a cluster with one process.
+    if (set.size() == 1) out[kind]["answer_sha256"] = Sha256().update(*set.begin()).hex().substr(0, 16);
+  }
+  return out;
 }
 
 // The run's JSON (docs/bench-contract.md, "serve"), printed as one line too; false when any
@@ -291,23 +328,23 @@ bool report(const BenchServeArgs& a, const LoadRun& run, int port) {
                   {"server_reference_cache_hits", metric(m, "folio_reference_cache_hits_total")},
                   {"server_prefix_cache_hits", metric(m, "folio_prefix_cache_hits_total")},
                   {"caches", !a.no_cache},
-                  {"server_reference_cache_misses", metric(m, "folio_reference_cache_misses_total")}};
+                  {"server_reference_cache_misses", metric(m, "folio_reference_cache_misses_total")},
+                  {"by_kind", by_kind(run.samples)}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("--json: cannot write '" + a.json + "'");
   out << j.dump(2) << "\n";
   std::printf("serve %s: %lld/%d ok, %lld errors, %.2f req/s, %.1f output tokens/s; TTFT p50 %.0f ms p99 %.0f ms; "
-              "TPOT p50 %.2f ms p99 %.2f ms; server RSS after the first 50 %.1f MiB, at the end %.1f MiB\n",
+              "TPOT p50 %.2f ms p99 %.2f ms; server RSS after the first 50 %.1f MiB, at the end %.1f MiB; by kind %s\n",
               a.kind.c_str(), static_cast<long long>(ok), a.requests, static_cast<long long>(errors), static_cast<double>(ok) / wall_s,
               static_cast<double>(tokens) / wall_s, percentile(ttft, 50), percentile(ttft, 99), percentile(tpot, 50), percentile(tpot, 99),
-              run.rss_after_first / 1048576.0, rss_last / 1048576.0);
+              run.rss_after_first / 1048576.0, rss_last / 1048576.0, j["by_kind"].dump().c_str());
   return errors == 0;
 }
 
 int run_bench_serve(const BenchServeArgs& a) {
   check_args(a);
-  const std::string payload = request_payload(a);
   Target target = start_target(a);
-  const LoadRun run = run_load(a, target, payload);
+  const LoadRun run = run_load(a, target);
   if (target.service) target.service->shutdown();
   return report(a, run, target.port) ? 0 : 1;
 }
@@ -319,7 +356,8 @@ SubRunner add_bench_serve(CLI::App& bench) {
   CLI::App* s = bench.add_subcommand("serve", "The service under load: throughput, TTFT/TPOT percentiles, errors, server RSS");
   s->add_option("--url", a->url, "A running server (default: start one in this process on a free loopback port)");
   s->add_option("--model", a->model, "Model of the in-process server (default: the shipped model)");
-  s->add_option("--kind", a->kind, "ocr (POST /v1/ocr with --file) or chat (streamed text completion)")->capture_default_str();
+  s->add_option("--kind", a->kind, "ocr (POST /v1/ocr with --file), chat (streamed greedy text completion) or mixed (alternately)")
+      ->capture_default_str();
   s->add_option("--file", a->file, "Document each OCR request sends (default: examples/sample-typeset.pdf)");
   s->add_option("--pages", a->pages, "Pages of --file to read (default: all)");
   s->add_option("--max-tokens", a->max_tokens, "Output tokens per request (0: the model's bound for ocr, 128 for chat)")->capture_default_str();
