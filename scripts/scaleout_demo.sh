@@ -188,7 +188,10 @@ for i in $(seq 1 "$replicas"); do
   l=$(echo "$m" | sed -n 's|^folio_reference_tier_misses_total{tier="local"} ||p')
   e=$([ -n "$h" ] && [ -n "$l" ] && echo $((l - h)) || true)
   x=$(echo "$m" | sed -n 's|^folio_remote_tier_errors_total ||p')
-  remote="$remote${remote:+, }\"folio$i\": {\"remote_hits\": ${h:-null}, \"encoded\": ${e:-null}, \"redis_errors\": ${x:-null}}"
+  # Reference KV parts taken from the tier (prefilled by another replica), and prefix-cache hits.
+  k=$(echo "$m" | sed -n 's|^folio_remote_tier_hits_total{kind="kv"} ||p')
+  p=$(echo "$m" | sed -n 's|^folio_prefix_cache_hits_total ||p')
+  remote="$remote${remote:+, }\"folio$i\": {\"remote_hits\": ${h:-null}, \"encoded\": ${e:-null}, \"kv_parts_from_redis\": ${k:-null}, \"prefix_hits\": ${p:-null}, \"redis_errors\": ${x:-null}}"
 done
 # Top-level fields only (two spaces in): by_kind has its own ok and errors.
 ok=$(sed -n 's|^  "ok": *\([0-9]*\).*|\1|p' "$out/load.json" | head -1)
