@@ -526,9 +526,10 @@ bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row
   if (a.prefilled < static_cast<int64_t>(a.req.prompt.size())) return false;  // more prompt to go
   // What the first token is sampled from, for a later request with the same reference.
   if (a.keys.size() == a.req.reference.size()) a.final_logits.assign(row.begin(), row.end());
-  // A compressed reference cannot be copied once the first generated token compresses it: kept now,
-  // whole (without its last quantised segment, still open).
-  if (opt_.policy.compresses_reference()) keep_prefix(a);
+  // Kept now, not only when the sequence ends: a compressed reference cannot be copied once the
+  // first generated token compresses it, and other replicas (on_prefix_kept) wait for this KV. A
+  // quantised reference's last segment is still open here; it is kept whole at the end.
+  if (opt_.policy.compresses_reference() || opt_.on_prefix_kept) keep_prefix(a);
   if (a.req.max_tokens == 0) {
     finish(a, StopReason::Length, "", done);
     return false;

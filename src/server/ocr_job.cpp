@@ -211,14 +211,26 @@ std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const
   return fresh;
 }
 
-// Reference KV another replica kept for this request's whole reference, offered to the scheduler
-// before the request is submitted (it adopts offers before admitting), so its prefill is skipped.
-void fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& sr) {
-  if (!engine.remote || engine.scheduler->options().prefix_cache_bytes == 0) return;  // nowhere to keep it
+// Reference KV other replicas kept for this request's reference (its leading parts), offered to the
+// scheduler before the request is submitted (it adopts offers before admitting), so their prefill is
+// skipped. When the whole reference is not there, this replica claims it (it will prefill it and
+// hand it on when its prefill ends) or, when another replica holds the claim, waits for that one's
+// KV, so that replicas sent one document at once prefill it once. Returns the remote key this
+// request claimed ("" for none): the caller releases it when the request ends.
+std::string fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& sr) {
+  if (!engine.remote || engine.scheduler->options().prefix_cache_bytes == 0) return "";  // nowhere to keep it
   const std::vector<std::string> keys = prefix_keys(sr.reference);
-  if (keys.empty() || keys.size() != sr.reference.size()) return;
-  std::optional<PrefixKVCache::Entry> entry = take_remote_prefix(*engine.remote, engine.scheduler->prefix_layout_id(), keys);
+  if (keys.empty() || keys.size() != sr.reference.size()) return "";
+  const std::string layout = engine.scheduler->prefix_layout_id();
+  std::optional<PrefixKVCache::Entry> entry = take_remote_prefix(*engine.remote, layout, keys);
+  std::string claimed;
+  if (!entry || entry->keys.size() < keys.size()) {
+    const std::string whole = remote_prefix_key(layout, keys.back());
+    if (engine.remote->claim("kv", whole)) claimed = whole;
+    else if (engine.remote->wait_for("kv", whole)) entry = take_remote_prefix(*engine.remote, layout, keys);
+  }
   if (entry) engine.scheduler->offer_prefix(std::move(*entry));
+  return claimed;
 }
 
 // Tokens of a request's reference.
@@ -318,7 +330,12 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
     sh->slots[k].tokens.push_back(t);
     sh->cv.notify_all();
   };
-  sr.on_done = [sh, k, done = engine_.on_pass_done, cached_rows = p.cached_rows](const SequenceResult& r) {
+  // Before on_done is set: a KV claim taken here is released when the request ends, after the
+  // writes its reference KV queued (RemoteReferenceTier::release_later).
+  const std::string kv_claim = p.local_hit ? "" : fetch_remote_prefix(engine_, sr);
+  RemoteReferenceTier* remote = engine_.remote;
+  sr.on_done = [sh, k, done = engine_.on_pass_done, cached_rows = p.cached_rows, kv_claim, remote](const SequenceResult& r) {
+    if (!kv_claim.empty()) remote->release_later("kv", kv_claim);
     SequenceResult res = r;
     // Prompt tokens whose work was reused: KV from the prefix cache, or at least image rows from
     // the encoder-output cache.
@@ -328,14 +345,17 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
     sh->slots[k].result = std::move(res);
     sh->cv.notify_all();
   };
-  if (!p.local_hit) fetch_remote_prefix(engine_, sr);
   Submission sub;
   try {
     sub = engine_.scheduler->submit(std::move(sr));
   } catch (const Error& e) {
+    if (!kv_claim.empty()) remote->release("kv", kv_claim);
     throw bad_request("invalid_request", e.what());
   }
-  if (auto e = rejection_error(sub)) throw *e;
+  if (auto e = rejection_error(sub)) {
+    if (!kv_claim.empty()) remote->release("kv", kv_claim);
+    throw *e;
+  }
   p.id = sub.id;
 }
 

@@ -186,6 +186,18 @@ void RemoteReferenceTier::release(std::string_view kind, const std::string& key)
   if (options_.claim_wait_s > 0) client_.del("folio:claim:" + std::string(kind) + ":" + key);
 }
 
+void RemoteReferenceTier::release_later(std::string kind, std::string key) {
+  {
+    std::lock_guard lk(wmu_);
+    if (pending_.size() < kMaxPending) {
+      pending_.push_back({kind, [this, kind, key](const PutOne&) { release(kind, key); }});
+      wcv_.notify_one();
+      return;
+    }
+  }
+  release(kind, key);
+}
+
 RemoteTierStats RemoteReferenceTier::stats() const {
   RemoteTierStats s;
   s.pass = pass_.read(), s.kv = kv_.read();

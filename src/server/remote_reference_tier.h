@@ -90,6 +90,9 @@ class RemoteReferenceTier {
   bool claim(std::string_view kind, const std::string& key);
   bool wait_for(std::string_view kind, const std::string& key);
   void release(std::string_view kind, const std::string& key);
+  // release() on the writer thread after the writes queued before it (so a waiter finds the value
+  // those write, not a claim gone without one); at once when the queue is full.
+  void release_later(std::string kind, std::string key);
   static constexpr int64_t kClaimTtlS = 900;
 
   RemoteTierStats stats() const;

@@ -366,6 +366,31 @@ TEST_F(RemoteTier, SimultaneousRequestsEncodeTheDocumentOnce) {
   EXPECT_EQ(redis.command({"KEYS", "folio:claim:*"}), "") << "claims released";
 }
 
+// With prefix caches too, the reference KV of a document sent to two replicas at once is prefilled
+// once in all: one replica claims it and hands it on when its prefill ends (5 parts), the other
+// waits for it (or, had the first already ended, finds it) and prefills nothing.
+TEST_F(RemoteTier, SimultaneousRequestsPrefillTheDocumentOnce) {
+  const json alone = ocr(*serve(config(0, true)), pdf(3));
+  const int port = free_port();
+  RedisServer redis(port);
+  auto a = serve(config(port, true));
+  auto b = serve(config(port, true));
+  json from_a, from_b;
+  std::thread ta([&] { from_a = ocr(*a, pdf(3)); });
+  std::thread tb([&] { from_b = ocr(*b, pdf(3)); });
+  ta.join();
+  tb.join();
+  const std::string puts = "folio_remote_tier_puts_total{kind=\"kv\"}", hits = "folio_remote_tier_hits_total{kind=\"kv\"}";
+  for (int i = 0; i < 200 && get(*a, puts) + get(*b, puts) < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(get(*a, puts) + get(*b, puts), 5) << "one replica's reference KV, one value per part";
+  EXPECT_EQ(get(*a, hits) + get(*b, hits), 5) << "taken whole by the other";
+  EXPECT_EQ(get(*a, "folio_prefix_cache_hits_total") + get(*b, "folio_prefix_cache_hits_total"), 1);
+  EXPECT_EQ(from_a["markdown"], alone["markdown"]);
+  EXPECT_EQ(from_b["markdown"], alone["markdown"]);
+  for (int i = 0; i < 200 && !redis.command({"KEYS", "folio:claim:*"}).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(redis.command({"KEYS", "folio:claim:*"}), "") << "claims released";
+}
+
 // The claim, step by step: while another replica holds it, a replica waits (and encodes nothing);
 // the value appearing ends the wait with a remote hit; a claim gone without a value (its holder
 // died) ends it with a local encode.
