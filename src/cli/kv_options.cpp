@@ -42,10 +42,12 @@ KVPolicy PolicyOptions::policy() const {
   if (top_k < 1) throw_invalid("--sparse-top-k must be at least 1, got " + std::to_string(top_k));
   if (unit_tokens < 1) throw_invalid("--sparse-unit must be at least 1, got " + std::to_string(unit_tokens));
   if (focus_pages < 0) throw_invalid("--sparse-focus-pages must not be negative, got " + std::to_string(focus_pages));
+  if (neighbour_pages < -1) throw_invalid("--sparse-neighbours must be -1 (any page) or more, got " + std::to_string(neighbour_pages));
   if (resident_pages < 1) throw_invalid("--resident-pages must be at least 1, got " + std::to_string(resident_pages));
   p.top_k = top_k;
   p.unit_tokens = unit_tokens;
   p.focus_pages = focus_pages;
+  p.neighbour_pages = neighbour_pages;
   p.resident_pages = resident_pages;
   p.keep = keep;
   p.observe = observe;
@@ -62,6 +64,9 @@ void add_policy_options(CLI::App& app, PolicyOptions& o) {
       ->capture_default_str();
   app.add_option("--sparse-focus-pages", o.focus_pages,
                  "sparse: pages read whole from the one the model is reading (needs a model that writes page separators; 0 = none)")
+      ->capture_default_str();
+  app.add_option("--sparse-neighbours", o.neighbour_pages,
+                 "sparse: top-k units only from the pages within this many of the one being read (needs page separators; -1 = any page)")
       ->capture_default_str();
   app.add_option("--resident-pages", o.resident_pages, "rolling: pages kept in the reference at once")
       ->capture_default_str();

@@ -31,7 +31,7 @@ void add_kv_options(CLI::App& app, KVOptions& o, bool tiers = false);
 
 struct PolicyOptions {
   std::string name = "rswa";
-  int64_t window = 128, top_k = 8, unit_tokens = 64, focus_pages = 1, resident_pages = 4;
+  int64_t window = 128, top_k = 8, unit_tokens = 64, focus_pages = 1, resident_pages = 4, neighbour_pages = -1;
   double keep = 1.0;     // --kv-keep
   int64_t observe = 32;  // --kv-observe
   // InvalidInput naming the option when a value is out of range.

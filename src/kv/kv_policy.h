@@ -41,6 +41,7 @@ struct KVPolicy {
   int64_t top_k = 8;          // sparse: reference units read per layer and KV head
   int64_t unit_tokens = 64;   // sparse: most tokens of one unit
   int64_t focus_pages = 1;    // sparse: pages read whole from the one being read (0 = none)
+  int64_t neighbour_pages = -1;  // sparse: top-k units only from the pages within this many of the one being read (-1 = any page)
   int64_t resident_pages = 4; // rolling: most reference segments kept (the pipeline enforces it)
   double keep = 1.0;          // fraction of each reference segment's rows kept per KV head (1 = all)
   int64_t observe = 32;       // keep < 1: reference tokens whose queries score the reference

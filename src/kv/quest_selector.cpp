@@ -49,8 +49,14 @@ struct ScoredUnit {
 // The Quest bound of every live unit for the query.
 void score_units(std::span<const UnitBounds* const> segments, const UnitQuery& qy, std::vector<ScoredUnit>& units) {
   const int64_t D = qy.head_dim;
+  size_t first = segments.size(), last = 0;
+  for (size_t si = 0; si < segments.size(); ++si)
+    if (segments[si]) first = std::min(first, si), last = si;
+  auto listed = [](std::span<const size_t> set, size_t si) { return std::find(set.begin(), set.end(), si) != set.end(); };
   for (size_t si = 0; si < segments.size(); ++si) {
     if (!segments[si]) continue;
+    const bool candidate = qy.candidates.empty() || si == first || si == last || listed(qy.candidates, si) || listed(qy.focus, si);
+    if (!candidate) continue;
     const UnitBounds& s = *segments[si];
     const std::vector<float>& b = s.bounds[static_cast<size_t>(qy.layer)];
     for (size_t u = 0; u < s.starts.size(); ++u) {

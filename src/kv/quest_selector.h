@@ -46,10 +46,13 @@ struct UnitQuery {
   int64_t group;
   int64_t top_k;    // units chosen by score, besides those always read
   std::span<const size_t> focus;  // segments read whole
+  // Segments the top_k may come from (besides the first and the last live segment); empty: all.
+  std::span<const size_t> candidates = {};
 };
 
 // Appends to `out` the rows the query reads among `segments` (null: a dropped segment): the top_k
-// units by bound, every unit of the focus segments, the first and last unit; in reference order,
+// units by bound (among the candidate segments, when given), every unit of the focus segments,
+// the first and last unit; in reference order,
 // adjacent units merged, so that selecting every unit gives exactly the dense rows in order.
 // Ties are broken by std::nth_element over a fixed order, so the result depends only on the inputs.
 void select_units(std::span<const UnitBounds* const> segments, const UnitQuery& query, std::vector<SelectedRows>& out);

@@ -644,7 +644,7 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
   bounds.clear();
   selected.clear();
   for (const Segment& s : segments_) bounds.push_back(s.live ? &s.units : nullptr);
-  select_units(bounds, {layer, kv_head, H, pool_.layout().head_dim, q, group, policy_.top_k, focus_}, selected);
+  select_units(bounds, {layer, kv_head, H, pool_.layout().head_dim, q, group, policy_.top_k, focus_, candidates_}, selected);
   const size_t before = out.size();
   for (const SelectedRows& r : selected) emit_rows(layer, segments_[r.segment], r.begin, r.end, out);
   emit_window(layer, locate(pos).generated, out);

@@ -86,6 +86,9 @@ class SequenceKV {
   // sparse: segments every generated token reads whole (the page the decoder is on), besides its
   // selection. Indices of existing segments; replaces the previous focus.
   void set_focus(std::vector<size_t> segments) { focus_ = std::move(segments); }
+  // sparse: segments (indices) the top-k units may come from besides the first and last; empty (the
+  // default): any. Replaces the previous ones.
+  void set_candidates(std::vector<size_t> segments) { candidates_ = std::move(segments); }
   // rolling: frees the KV of reference segment `index` (not the one being filled). Its positions
   // stay taken; queries no longer see it.
   void drop_segment(size_t index);
@@ -270,6 +273,7 @@ class SequenceKV {
   bool summarised_ = false;
   std::vector<int64_t> unit_starts_;  // positions given by begin_unit
   std::vector<size_t> focus_;         // sparse: segments read whole
+  std::vector<size_t> candidates_;    // sparse: segments the top-k may come from (empty: any)
   std::unique_ptr<ObservedQueries> observed_;  // keep < 1: the observation window
   bool compressed_ = false;
   int64_t dropped_rows_ = 0;

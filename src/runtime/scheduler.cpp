@@ -310,6 +310,7 @@ void Scheduler::reuse_prefix(Active& a) {
 void Scheduler::refocus(Active& a) {
   if (!opt_.policy.focuses_pages() || a.req.page_separator < 0) return;
   a.kv->set_focus(focus_segments(a.req.reference, a.page_now, opt_.policy));
+  a.kv->set_candidates(neighbour_segments(a.req.reference, a.page_now, opt_.policy));
 }
 
 void Scheduler::keep_prefix(Active& a) {

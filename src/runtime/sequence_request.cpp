@@ -48,15 +48,29 @@ void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {
     if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
 }
 
-std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
+namespace {
+// The segments of pages [first, last] (counting the parts marked `page`, one segment per part).
+std::vector<size_t> page_segments(std::span<const ReferencePart> reference, int64_t first, int64_t last) {
   std::vector<size_t> out;
-  size_t page = 0;
+  int64_t page = 0;
   for (size_t i = 0; i < reference.size(); ++i) {
     if (!reference[i].page) continue;
-    if (page >= page_now && page < page_now + static_cast<size_t>(policy.focus_pages)) out.push_back(i);
+    if (page >= first && page <= last) out.push_back(i);
     ++page;
   }
   return out;
+}
+}  // namespace
+
+std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
+  const auto now = static_cast<int64_t>(page_now);
+  return page_segments(reference, now, now + policy.focus_pages - 1);
+}
+
+std::vector<size_t> neighbour_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy) {
+  if (policy.neighbour_pages < 0) return {};
+  const auto now = static_cast<int64_t>(page_now);
+  return page_segments(reference, now - policy.neighbour_pages, now + std::max<int64_t>(policy.focus_pages, 1) - 1 + policy.neighbour_pages);
 }
 
 }  // namespace folio

@@ -141,5 +141,8 @@ void begin_reference_part(SequenceKV& kv, const ReferencePart& part);
 // sparse: the KV segments read whole when the decoder is on page `page_now` (counting the parts
 // marked `page`, one segment per part): that page and the policy's focus_pages - 1 after it.
 std::vector<size_t> focus_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy);
+// sparse with neighbour_pages >= 0: the segments the top-k may come from: the pages from
+// neighbour_pages before `page_now` to neighbour_pages after its focus (empty: any page).
+std::vector<size_t> neighbour_segments(std::span<const ReferencePart> reference, size_t page_now, const KVPolicy& policy);
 
 }  // namespace folio

@@ -117,6 +117,12 @@ const std::vector<Key>& keys() {
                    c.attention.sparse_focus_pages = v.i;
                    return in_range(v.i, 0, 4096);
                  }});
+    k.push_back({"attention.sparse_neighbour_pages", Type::Int,
+                 "sparse: units chosen only from the pages within this many of the one being read (-1 = any page)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.attention.sparse_neighbour_pages = v.i;
+                   return in_range(v.i, -1, 4096);
+                 }});
     k.push_back({"attention.resident_pages", Type::Int, "rolling: pages kept in the reference at once (a page leaves when the model has read it)",
                  [](ServerConfig& c, const Value& v) {
                    c.attention.resident_pages = v.i;

@@ -32,6 +32,7 @@ struct ServerConfig {
     int64_t sparse_top_k = 8;          // sparse: reference units each layer and KV head reads
     int64_t sparse_unit_tokens = 64;   // sparse: most tokens of one unit
     int64_t sparse_focus_pages = 1;    // sparse: pages read whole from the one being read
+    int64_t sparse_neighbour_pages = -1;  // sparse: top-k only from pages this near the one being read (-1 = any)
     int64_t resident_pages = 4;        // rolling: pages kept in the reference at once
     double kv_keep = 1.0;              // rswa, sparse: fraction of each page's reference rows kept (as --kv-keep)
     int64_t kv_observe = 32;           // kv_keep < 1: prompt-tail tokens whose attention scores the rows

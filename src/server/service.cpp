@@ -115,6 +115,7 @@ Service::Service(ServerConfig cfg)
   policy_.top_k = cfg_.attention.sparse_top_k;
   policy_.unit_tokens = cfg_.attention.sparse_unit_tokens;
   policy_.focus_pages = cfg_.attention.sparse_focus_pages;
+  policy_.neighbour_pages = cfg_.attention.sparse_neighbour_pages;
   policy_.resident_pages = cfg_.attention.resident_pages;
   policy_.keep = cfg_.attention.kv_keep;
   policy_.observe = cfg_.attention.kv_observe;

@@ -55,6 +55,32 @@ TEST(QuestSelector, ReadsTheBestUnitsPlusFirstLastAndFocus) {
   EXPECT_EQ(out[2].end, 3);  // all of b
 }
 
+// Candidate segments (the pages near the one being read): the top-k comes only from them, while
+// the first and last live segments' end units are still read.
+TEST(QuestSelector, TopKComesOnlyFromTheCandidateSegments) {
+  const UnitBounds a = one_key_per_unit({0, 1, 0}), b = one_key_per_unit({9, 9, 9}), c = one_key_per_unit({2, 3, 0}),
+                   d = one_key_per_unit({0, 0, 0});
+  const float q = 1;
+  std::vector<const UnitBounds*> segs = {&a, &b, &c, &d};
+  const size_t near[] = {2};
+  std::vector<SelectedRows> out;
+  select_units(segs, {0, 0, 1, 1, &q, 1, 2, {}, near}, out);
+  // Forced: a[0] and d[2]; the top 2 from c only (b's 9s are not candidates): c[1] = 3, c[0] = 2.
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].segment, 0u);
+  EXPECT_EQ(out[0].end, 1);
+  EXPECT_EQ(out[1].segment, 2u);
+  EXPECT_EQ(out[1].begin, 0);
+  EXPECT_EQ(out[1].end, 2);
+  EXPECT_EQ(out[2].segment, 3u);
+  EXPECT_EQ(out[2].begin, 2);
+  // Without candidates, b's units win.
+  out.clear();
+  select_units(segs, {0, 0, 1, 1, &q, 1, 2, {}}, out);
+  ASSERT_GE(out.size(), 2u);
+  EXPECT_EQ(out[1].segment, 1u);
+}
+
 TEST(QuestSelector, EveryUnitSelectedGivesTheDenseRowsAndDroppedSegmentsAreSkipped) {
   const UnitBounds a = one_key_per_unit({1, 2, 3}), b = one_key_per_unit({4, 5});
   const float q = 1;

@@ -149,7 +149,9 @@ TEST(Generator, CompressedReferenceThatDropsNothingIsPlainRswa) {
     p.observe = 3;
     const GenerationResult r = gen.generate(parts, greedy_opts(30, p));
     ASSERT_EQ(r.tokens.size(), want.size()) << keep;
-    if (keep > 0.99) EXPECT_EQ(r.tokens, want) << keep;
+    if (keep > 0.99) {
+      EXPECT_EQ(r.tokens, want) << keep;
+    }
   }
 }
 

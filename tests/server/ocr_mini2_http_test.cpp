@@ -72,7 +72,9 @@ TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
     const nlohmann::json j = served.ocr();
     EXPECT_EQ(j["markdown"], want.markdown);
     EXPECT_EQ(j["usage"]["completion_tokens"], want.tokens.size());
-    if (round == 1) EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], want.stats.reference_tokens);
+    if (round == 1) {
+      EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], want.stats.reference_tokens);
+    }
   }
 }
 

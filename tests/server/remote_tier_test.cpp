@@ -383,7 +383,9 @@ TEST_F(RemoteTier, SimultaneousRequestsPrefillTheDocumentOnce) {
   const std::string puts = "folio_remote_tier_puts_total{kind=\"kv\"}", hits = "folio_remote_tier_hits_total{kind=\"kv\"}";
   for (int i = 0; i < 200 && get(*a, puts) + get(*b, puts) < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(get(*a, puts) + get(*b, puts), 5) << "one replica's reference KV, one value per part";
-  EXPECT_EQ(get(*a, hits) + get(*b, hits), 5) << "taken whole by the other";
+  // Taken whole by the other (a reader that came while the parts were being written counts the
+  // ones it saw then, and all 5 again after its wait).
+  EXPECT_GE(get(*a, hits) + get(*b, hits), 5) << "taken whole by the other";
   EXPECT_EQ(get(*a, "folio_prefix_cache_hits_total") + get(*b, "folio_prefix_cache_hits_total"), 1);
   EXPECT_EQ(from_a["markdown"], alone["markdown"]);
   EXPECT_EQ(from_b["markdown"], alone["markdown"]);
