@@ -66,13 +66,19 @@ void PrefixKVCache::insert(Entry entry) {
     if (e->keys.size() >= n && std::equal(entry.keys.begin(), entry.keys.end(), e->keys.begin()) &&
         (entry.logits.empty() || (e->keys.size() == n && !e->logits.empty())))
       return;  // what it would offer is kept already
-  // One entry per key chain: the newer one (it may add logits).
-  for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if ((*it)->keys == entry.keys) {
-      stats_.bytes -= (*it)->bytes;
-      lru_.erase(it);
-      break;
+  // One entry per key chain (the newer one: it may add logits), and none that the new one covers:
+  // a chain of its first parts without logits offers nothing the new one does not (the scheduler
+  // keeps such a one when prefill ends and the whole reference when the sequence ends).
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    const Entry& e = **it;
+    const bool covered = e.keys.size() < n && e.logits.empty() && std::equal(e.keys.begin(), e.keys.end(), entry.keys.begin());
+    if (e.keys != entry.keys && !covered) {
+      ++it;
+      continue;
     }
+    stats_.bytes -= e.bytes;
+    it = lru_.erase(it);
+  }
   stats_.bytes += entry.bytes;
   lru_.push_front(std::make_shared<const Entry>(std::move(entry)));
   while (stats_.bytes > stats_.capacity) {

@@ -60,8 +60,8 @@ class PrefixKVCache {
   Match lookup(const std::vector<std::string>& keys);
   // Counts the outcome of a request's lookup (hit: `parts` > 0 reused, `tokens` of them).
   void record(size_t parts, int64_t tokens, bool keyed);
-  // Keeps an entry (replacing one with the same keys) if it fits the budget, evicting least
-  // recently used ones.
+  // Keeps an entry (replacing one with the same keys, and dropping shorter chains of its first
+  // parts that have no logits) if it fits the budget, evicting least recently used ones.
   void insert(Entry entry);
   // Whether an entry with exactly these keys and (if `need_logits`) logits is kept.
   bool contains(const std::vector<std::string>& keys, bool need_logits) const;
