@@ -62,7 +62,6 @@ Scheduler::Scheduler(Decoder& decoder, KVBlockPool& pool, ThreadPool& threads, S
   if (opt_.prefill_chunk < 1) throw_invalid("scheduler: prefill chunk must be at least 1, got " + std::to_string(opt_.prefill_chunk));
   if (opt_.max_queue < 1) throw_invalid("scheduler: the wait queue must hold at least 1 request");
   if (opt_.block_tokens < 1) throw_invalid("scheduler: KV block size must be at least 1");
-  if (opt_.policy.window < 1) throw_invalid("scheduler: window must be at least 1, got " + std::to_string(opt_.policy.window));
   opt_.policy.rules().validate(opt_.policy);  // here, not at the first admission, where it would end no request
   counters_.kv_bytes_capacity = pool_.capacity_bytes();
   stats_ = counters_;
@@ -573,10 +572,10 @@ void Scheduler::step(std::vector<Done>& done) {
       if (!advance_prefill(a, b.prefill[i], row, done)) continue;
     } else {
       a.active_max = std::max(a.active_max, a.kv->active_bytes(a.kv->length() - 1));
-      // A compressed reference (--kv-keep) gave bytes back at the first generated token, and a
-      // windowed sequence holds all it will ever hold from then on: what it reserves is what it
-      // holds, so admission counts the compressed size.
-      if (opt_.policy.compresses_reference() && opt_.policy.windowed()) a.need = std::min(a.need, a.kv->bytes());
+      // A compressed reference (--kv-keep) gave bytes back at the first generated token, and its
+      // policy (rswa or sparse: windowed) holds all it will ever hold from then on: what it
+      // reserves is what it holds, so admission counts the compressed size.
+      if (opt_.policy.compresses_reference()) a.need = std::min(a.need, a.kv->bytes());
     }
     take_token(a, row, after, done);
   }

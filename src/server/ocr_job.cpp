@@ -346,15 +346,16 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
     sh->cv.notify_all();
   };
   Submission sub;
+  std::optional<ApiError> refused;
   try {
     sub = engine_.scheduler->submit(std::move(sr));
+    refused = rejection_error(sub);
   } catch (const Error& e) {
-    if (!kv_claim.empty()) remote->release("kv", kv_claim);
-    throw bad_request("invalid_request", e.what());
+    refused = bad_request("invalid_request", e.what());
   }
-  if (auto e = rejection_error(sub)) {
-    if (!kv_claim.empty()) remote->release("kv", kv_claim);
-    throw *e;
+  if (refused) {
+    if (!kv_claim.empty()) remote->release("kv", kv_claim);  // on_done will not run
+    throw *refused;
   }
   p.id = sub.id;
 }

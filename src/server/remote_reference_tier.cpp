@@ -91,20 +91,18 @@ RemoteReferenceTier::~RemoteReferenceTier() {
   writer_.join();
 }
 
-void RemoteReferenceTier::put_later(std::string kind, std::string key, std::function<std::string()> make) {
-  put_later(std::move(kind), [key = std::move(key), make = std::move(make)](const PutOne& put) { put(key, make()); });
-}
-
-void RemoteReferenceTier::put_later(std::string kind, std::function<void(const PutOne& put)> job) {
+bool RemoteReferenceTier::enqueue(std::string kind, std::function<void(const PutOne& put)> job) {
   {
     std::lock_guard lk(wmu_);
-    if (pending_.size() >= kMaxPending) {
-      ++dropped_;
-      return;
-    }
+    if (pending_.size() >= kMaxPending) return false;
     pending_.push_back({std::move(kind), std::move(job)});
   }
   wcv_.notify_one();
+  return true;
+}
+
+void RemoteReferenceTier::put_later(std::string kind, std::function<void(const PutOne& put)> job) {
+  if (!enqueue(std::move(kind), std::move(job))) ++dropped_;
 }
 
 void RemoteReferenceTier::write_loop() {
@@ -187,15 +185,7 @@ void RemoteReferenceTier::release(std::string_view kind, const std::string& key)
 }
 
 void RemoteReferenceTier::release_later(std::string kind, std::string key) {
-  {
-    std::lock_guard lk(wmu_);
-    if (pending_.size() < kMaxPending) {
-      pending_.push_back({kind, [this, kind, key](const PutOne&) { release(kind, key); }});
-      wcv_.notify_one();
-      return;
-    }
-  }
-  release(kind, key);
+  if (!enqueue(kind, [this, kind, key](const PutOne&) { release(kind, key); })) release(kind, key);
 }
 
 RemoteTierStats RemoteReferenceTier::stats() const {

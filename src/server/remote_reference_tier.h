@@ -73,12 +73,10 @@ class RemoteReferenceTier {
   std::optional<std::string> get(std::string_view kind, const std::string& key);
   // Stores payload under kind:key (failures counted, never thrown).
   void put(std::string_view kind, const std::string& key, std::string_view payload);
-  // put() on the tier's writer thread, with the payload `make` produces there (serialising reference
-  // KV takes milliseconds the caller, the scheduler thread, must not spend). At most kMaxPending
-  // writes wait; more are dropped (stats().dropped).
-  void put_later(std::string kind, std::string key, std::function<std::string()> make);
-  // The same for a job that stores several values of one kind (a reference's parts), one at a time
-  // through `put` (key, payload), so only one of them is in memory at once. One pending write.
+  // A job run on the tier's writer thread that stores values of one kind (a reference's parts)
+  // through `put` (key, payload), one at a time, so only one of them is in memory at once
+  // (serialising reference KV takes milliseconds the caller, the scheduler thread, must not spend).
+  // At most kMaxPending jobs wait; more are dropped (stats().dropped).
   using PutOne = std::function<void(const std::string& key, std::string_view payload)>;
   void put_later(std::string kind, std::function<void(const PutOne& put)> job);
   static constexpr size_t kMaxPending = 8;
@@ -102,6 +100,8 @@ class RemoteReferenceTier {
   std::string redis_key(std::string_view kind, const std::string& key) const;
 
   void write_loop();
+  // Queues a job for the writer thread; false (nothing queued) when kMaxPending already wait.
+  bool enqueue(std::string kind, std::function<void(const PutOne& put)> job);
 
   struct Pending {
     std::string kind;
