@@ -31,6 +31,7 @@ Runner add_convert(CLI::App& app) {
     if (!fs::exists(tok)) throw_invalid("--model: '" + a->model + "' has no tokenizer.json");
     if (!is_gguf_export_type(a->type))
       throw_invalid("--type: unknown GGUF type '" + a->type + "' (one of " + gguf_export_types() + ")");
+    set_checkpoint_residency(Residency::kMapped);  // every tensor is read once: a copy would only cost
     LoadedModel m = load_model(a->model, false);
     const std::string name = fs::path(a->model).filename().empty() ? fs::path(a->model).parent_path().filename().string()
                                                                    : fs::path(a->model).filename().string();

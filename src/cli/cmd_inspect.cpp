@@ -17,6 +17,7 @@ Runner add_inspect(CLI::App& app) {
   app.add_flag("--tensors", *tensors, "List every tensor with dtype and shape");
   app.add_option("--weights", *weights, "Show the model as --weights SCHEME would run it (q8_0, q4_k_m, ...)");
   return [path, tensors, weights]() -> int {
+    set_checkpoint_residency(Residency::kMapped);  // reads headers and a few tensors: no copy of the whole file
     LoadedModel m = load_model(*path, false, *weights);
     const TensorSource& src = m.quantized ? *m.quantized : *m.weights;
     const ModelConfig& c = m.config;

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "runtime/loaded_model.h"
 #include "server/server_config.h"
 #include "server/service.h"
 
@@ -37,6 +38,7 @@ Runner add_serve(CLI::App& app) {
     for (const auto& [key, opt] : a->options)
       if (opt->count() > 0) src.flags[key] = a->values[key];
     ServerConfig cfg = load_server_config(src);
+    if (cfg.model.mmap) set_checkpoint_residency(Residency::kMapped);
     const std::string model_path = resolved_model_path(cfg);
     if (!std::filesystem::exists(model_path)) throw_invalid("model.path: " + model_path + " does not exist");
     // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)

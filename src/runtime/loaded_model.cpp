@@ -30,7 +30,16 @@ void make_decoder(LoadedModel& m, WeightNaming naming, const std::string& weight
   m.decoder = std::make_unique<Decoder>(m.config, *src, naming);
 }
 
+Residency g_residency = Residency::kResident;
+
+// Files used in place are held as the process asked; files only read to be re-stored stay mapped.
+Residency residency_for(const std::string& weights) { return weights.empty() ? g_residency : Residency::kMapped; }
+
 }  // namespace
+
+void set_checkpoint_residency(Residency residency) { g_residency = residency; }
+
+Residency checkpoint_residency() { return g_residency; }
 
 LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::string& weights) {
   LoadedModel m;
@@ -38,7 +47,7 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::
   if (!fs::exists(path)) throw_invalid("model path '" + path + "' does not exist");
   if (fs::is_regular_file(path) && fs::path(path).extension() == ".gguf") {
     m.format = "gguf";
-    auto g = GgufFile::open(path);
+    auto g = GgufFile::open(path, residency_for(weights));
     m.config = ModelConfig::from_gguf(*g);
     if (need_tokenizer) m.tokenizer = tokenizer_from_gguf(*g);
     // llama.cpp stacks each MoE layer's experts in one tensor; the decoder reads them one by one.
@@ -51,7 +60,7 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::
   if (!fs::exists(cfg)) throw_invalid("model directory '" + dir.string() + "' has no config.json");
   m.format = "safetensors";
   m.config = ModelConfig::from_hf_file(cfg.string());
-  m.weights = SafetensorsCheckpoint::open(path);
+  m.weights = SafetensorsCheckpoint::open(path, residency_for(weights));
   make_decoder(m, WeightNaming::HuggingFace, weights);
   if (need_tokenizer) {
     fs::path tok = dir / "tokenizer.json";

@@ -2,13 +2,14 @@
 //
 // Accepts a Hugging Face directory (config.json + model.safetensors or a sharded index, plus
 // tokenizer.json) or a single .gguf file (tokenizer read from its metadata). Nothing is converted:
-// weights stay memory-mapped in their stored dtype.
+// weights are used in their stored dtype, read into huge-page memory or mapped (checkpoint_residency).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "model/decoder.h"
+#include "model/io/mapped_file.h"
 #include "model/io/tensor_source.h"
 #include "model/model_config.h"
 #include "text/tokenizer.h"
@@ -29,5 +30,13 @@ struct LoadedModel {
 // decoder's linears are re-stored at load; "" keeps the checkpoint's types.
 // Throws Error(InvalidInput) naming the missing or broken file or tensor, or the unknown scheme.
 LoadedModel load_model(const std::string& path, bool need_tokenizer = true, const std::string& weights = "");
+
+// How load_model holds the checkpoint's files when the decoder uses them in place: resident by
+// default (a decode step streams every active weight, and huge pages spare it a TLB miss per
+// 4 KiB), mapped under `folio --mmap` or serve's model.mmap (opens at once, shares the page cache
+// between processes). With a `weights` scheme the files are only read to re-store the linears, so
+// they stay mapped whatever this says. Process-wide; set it before loading, from one thread.
+void set_checkpoint_residency(Residency residency);
+Residency checkpoint_residency();
 
 }  // namespace folio

@@ -98,6 +98,19 @@ TEST_F(Cli, GenerateAndInspectWork) {
   EXPECT_NE(r.out.find("kv bytes per token (bf16): 256.0"), std::string::npos) << r.out;
 }
 
+// --mmap (map the checkpoint rather than read it into huge pages) goes before or after the command's
+// name and changes nothing in the output; a value it cannot read is exit 2.
+TEST_F(Cli, MmapGivesTheSameTokensWhereverItStands) {
+  const std::string run = " --model " + good() + " --prompt-ids 5,6,7 --max-tokens 6 --threads 1";
+  const CmdResult resident = folio("generate" + run);
+  ASSERT_EQ(resident.code, 0) << resident.out;
+  const CmdResult before = folio("--mmap generate" + run), after = folio("generate --mmap" + run);
+  EXPECT_EQ(before.code, 0) << before.out;
+  EXPECT_EQ(before.out, resident.out);
+  EXPECT_EQ(after.out, resident.out);
+  EXPECT_EQ(folio("generate --mmap=sometimes" + run).code, 2);
+}
+
 // --weights re-stores the linears at load: inspect shows the formats and fewer bytes per token,
 // generate runs on them, and an unknown scheme is exit 2 naming the choices.
 TEST_F(Cli, WeightsSchemeShowsInInspectAndRuns) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,39 @@ TEST(MappedFile, MapsContentsAndNamesMissingPath) {
   EXPECT_CONTAINS(msg, dir.file("nope.bin"));
   msg = invalid_input_message([&] { MappedFile::open(dir.path().string()); });
   EXPECT_CONTAINS(msg, "not a regular file");
+}
+
+// A resident file is a copy: it holds the bytes read at open, 2 MiB-aligned for huge pages, and a
+// later write to the file does not reach it; the mapping of the same file sees that write (so the
+// comparison can tell a copy from a mapping).
+TEST(MappedFile, ResidentHoldsACopyAlignedForHugePages) {
+  TempDir dir;
+  std::string bytes((size_t{3} << 20) + 5, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 12));
+  write_bytes(dir.file("w.bin"), bytes);
+  auto resident = MappedFile::open(dir.file("w.bin"), Residency::kResident);
+  auto mapped = MappedFile::open(dir.file("w.bin"), Residency::kMapped);
+  EXPECT_EQ(resident->residency(), Residency::kResident);
+  EXPECT_EQ(mapped->residency(), Residency::kMapped);
+  ASSERT_EQ(resident->size(), bytes.size());
+  EXPECT_EQ(std::memcmp(resident->data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(resident->data()) % (uintptr_t{2} << 20), 0u);
+
+  std::string changed = bytes;
+  changed[(size_t{2} << 20) + 7] = static_cast<char>(~changed[(size_t{2} << 20) + 7]);
+  {
+    std::FILE* f = std::fopen(dir.file("w.bin").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(changed.data(), 1, changed.size(), f), changed.size());
+    std::fclose(f);
+  }
+  EXPECT_EQ(std::memcmp(resident->data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(std::memcmp(mapped->data(), changed.data(), changed.size()), 0);
+
+  write_bytes(dir.file("empty.bin"), "");
+  EXPECT_EQ(MappedFile::open(dir.file("empty.bin"), Residency::kResident)->data(), nullptr);
+  EXPECT_CONTAINS(invalid_input_message([&] { MappedFile::open(dir.file("nope.bin"), Residency::kResident); }),
+                  dir.file("nope.bin"));
 }
 
 TEST(Safetensors, RoundTripAllDtypesAndMetadata) {

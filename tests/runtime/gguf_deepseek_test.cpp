@@ -109,6 +109,21 @@ TEST(GgufDeepseek, ConvertedF32FileDecodesAsLlamaCppAndAsTheSafetensors) {
   EXPECT_GT(max_abs_diff(oracle()["Q8_0"]["logits_after_prompt"].get<std::vector<float>>(), llama), 10 * vs_llama);
 }
 
+// load_model reads checkpoints into huge-page memory by default and maps them under --mmap: the
+// weights are the same bytes either way, so the logits are the same bits.
+TEST(GgufDeepseek, ResidentAndMappedCheckpointsDecodeTheSameBits) {
+  ASSERT_EQ(checkpoint_residency(), Residency::kResident);
+  for (const std::string& path : {tiny().f32.string(), tiny().hf.string()}) {
+    SCOPED_TRACE(path);
+    const Greedy resident = run_file(path);
+    set_checkpoint_residency(Residency::kMapped);
+    const Greedy mapped = run_file(path);
+    set_checkpoint_residency(Residency::kResident);
+    EXPECT_EQ(resident.tokens, mapped.tokens);
+    EXPECT_EQ(resident.first_logits, mapped.first_logits);
+  }
+}
+
 // With quantised weights, bit-equal logits cannot last: activations are rounded to 8 bits per
 // block before each integer matmul, and float sums in a different order (folio's attention against
 // ggml's) can move one activation across a rounding boundary, which shifts this model's logits by up

@@ -115,6 +115,14 @@ TEST_F(ServerConfigTest, FlagBeatsEnvBeatsYamlBeatsDefault) {
   EXPECT_EQ(load_server_config({"", {{"FOLIO_INFERENCE_BATCH_SIZE", "5"}}, {}}).inference.batch_size, 5);
 }
 
+TEST_F(ServerConfigTest, ModelMmapIsABoolean) {
+  EXPECT_FALSE(load_server_config({"", {}, {}}).model.mmap);
+  EXPECT_TRUE(load_server_config({yaml("model:\n  mmap: true\n"), {}, {}}).model.mmap);
+  EXPECT_TRUE(load_server_config({"", {{"FOLIO_MODEL_MMAP", "true"}}, {}}).model.mmap);
+  const std::string m = error_of({"", {}, {{"model.mmap", "sometimes"}}});
+  EXPECT_NE(m.find("model.mmap"), std::string::npos) << m;
+}
+
 TEST_F(ServerConfigTest, UnknownYamlKeyIsNamed) {
   std::string m = error_of({yaml("server:\n  prot: 8080\n"), {}, {}});
   EXPECT_NE(m.find("unknown key 'server.prot'"), std::string::npos) << m;

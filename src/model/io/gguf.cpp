@@ -322,9 +322,9 @@ void place_tensors(std::vector<TensorInfo>& infos, const std::string& path, cons
 
 }  // namespace
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Residency residency) {
   std::unique_ptr<GgufFile> f(new GgufFile());
-  f->file_ = MappedFile::open(path);
+  f->file_ = MappedFile::open(path, residency);
   const uint8_t* base = f->file_->data();
   const uint64_t size = f->file_->size();
   Cursor c(path, base, size);

@@ -41,7 +41,8 @@ class GgufFile : public TensorMapSource {
  public:
   // Throws InvalidInput naming the file (and the key or tensor at fault) for a bad magic, an
   // unsupported version, a truncated header or data section, or an unsupported tensor type.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // `residency`: how the bytes are held (mapped_file.h).
+  static std::unique_ptr<GgufFile> open(const std::string& path, Residency residency = Residency::kMapped);
 
   std::string description() const override { return file_->path(); }
 

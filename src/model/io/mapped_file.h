@@ -1,7 +1,12 @@
-// MappedFile: a whole file mapped read-only into memory for as long as anyone holds it.
+// MappedFile: a whole file's bytes, read-only in memory for as long as anyone holds it.
 //
-// Checkpoints are used in place, never copied: tensor views point straight into the mapping, so
-// the loader that hands them out keeps the MappedFile alive (shared_ptr) as long as the views.
+// Checkpoints are used in place: tensor views point straight into these bytes, so the loader that
+// hands them out keeps the MappedFile alive (shared_ptr) as long as the views. The bytes are held
+// one of two ways (Residency): the file mapped, or the file read into anonymous memory backed by
+// transparent huge pages. Decode streams every active weight once per token, and with 4 KiB pages
+// of a mapped file that is a TLB miss every 4 KiB: on the 2-core development VM a bf16 decode step
+// of the full-size Unlimited-OCR decoder ran 10-20% faster with the weights resident
+// (docs/benchmarks.md, "Weights in huge pages").
 #pragma once
 
 #include <cstddef>
@@ -11,11 +16,25 @@
 
 namespace folio {
 
+// How a file's bytes are held.
+enum class Residency {
+  // mmap of the file: opens at once, reads pages on first touch, shares them with the page cache
+  // and other processes; 4 KiB pages.
+  kMapped,
+  // Read whole at open into private anonymous memory aligned to 2 MiB and advised for transparent
+  // huge pages (the kernel's THP setting decides whether it gets them), then made read-only. Costs
+  // the read at open (about 1 s per 5 GB from the page cache) and memory of its own besides the
+  // page cache's evictable copy.
+  kResident,
+};
+
 class MappedFile {
  public:
-  // Maps the file at `path`. A missing, unreadable or non-regular file throws Error(InvalidInput)
-  // naming the path. An empty file maps to data() == nullptr, size() == 0.
-  static std::shared_ptr<MappedFile> open(const std::string& path);
+  // Opens the file at `path` with the given residency. A missing, unreadable or non-regular file,
+  // a read error, or a file that shrinks while it is read throws Error(InvalidInput) naming the
+  // path; memory that cannot be had throws it too. An empty file gives data() == nullptr,
+  // size() == 0. Nothing beyond the file's end is ever readable through data().
+  static std::shared_ptr<MappedFile> open(const std::string& path, Residency residency = Residency::kMapped);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
@@ -24,17 +43,21 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  Residency residency() const { return residency_; }
 
   // Hints that [offset, offset + length) will be read soon (asynchronous read-ahead). Purely
   // advisory: out-of-range parts are clipped and failures are ignored.
   void prefetch(size_t offset, size_t length) const;
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size);
+  MappedFile(std::string path, const uint8_t* data, size_t size, void* map_base, size_t map_length, Residency residency);
 
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  void* map_base_ = nullptr;  // what munmap releases (the resident copy's whole region)
+  size_t map_length_ = 0;
+  Residency residency_ = Residency::kMapped;
 };
 
 }  // namespace folio

@@ -118,9 +118,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 // ---------------------------------------------------------------------------------------------
 // SafetensorsFile
 
-std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path, Residency residency) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
-  f->file_ = MappedFile::open(path);
+  f->file_ = MappedFile::open(path, residency);
   const uint8_t* base = f->file_->data();
   const uint64_t size = f->file_->size();
 
@@ -189,7 +189,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
 // ---------------------------------------------------------------------------------------------
 // SafetensorsCheckpoint
 
-std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::string& path_or_dir) {
+std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::string& path_or_dir, Residency residency) {
   std::unique_ptr<SafetensorsCheckpoint> c(new SafetensorsCheckpoint());
   c->description_ = path_or_dir;
   std::error_code ec;
@@ -212,7 +212,7 @@ std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::st
   };
 
   if (fs::is_regular_file(root, ec)) {
-    add_shard(SafetensorsFile::open(path_or_dir));
+    add_shard(SafetensorsFile::open(path_or_dir, residency));
     return c;
   }
   FOLIO_CHECK_INPUT(fs::exists(root, ec), "checkpoint path '" + path_or_dir + "' does not exist");
@@ -243,7 +243,7 @@ std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::st
       FOLIO_CHECK_INPUT(!fs::path(shard_name).is_absolute(), "'" + index_path.string() + "' names shard '" +
                                                                  shard_name + "' by absolute path; expected a file "
                                                                  "next to the index");
-      const SafetensorsFile* shard = add_shard(SafetensorsFile::open((root / shard_name).string()));
+      const SafetensorsFile* shard = add_shard(SafetensorsFile::open((root / shard_name).string(), residency));
       for (const std::string& name : listed)
         FOLIO_CHECK_INPUT(shard->find(name), "tensor '" + name + "' is listed in '" + index_path.string() +
                                                  "' but missing from its shard '" + shard->description() + "'");
@@ -265,7 +265,7 @@ std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::st
     }
     throw_invalid(msg);
   }
-  add_shard(SafetensorsFile::open(files[0]));
+  add_shard(SafetensorsFile::open(files[0], residency));
   return c;
 }
 

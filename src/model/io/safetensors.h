@@ -23,7 +23,7 @@ namespace folio {
 // the file and, where one is to blame, the tensor.
 class SafetensorsFile : public TensorMapSource {
  public:
-  static std::unique_ptr<SafetensorsFile> open(const std::string& path);
+  static std::unique_ptr<SafetensorsFile> open(const std::string& path, Residency residency = Residency::kMapped);
 
   std::string description() const override { return file_->path(); }
 
@@ -46,7 +46,8 @@ class SafetensorsFile : public TensorMapSource {
 // Tensor names are the union over shards; a name found in two shards is an error.
 class SafetensorsCheckpoint : public TensorSource {
  public:
-  static std::unique_ptr<SafetensorsCheckpoint> open(const std::string& path_or_dir);
+  // `residency`: how every shard's bytes are held (mapped_file.h).
+  static std::unique_ptr<SafetensorsCheckpoint> open(const std::string& path_or_dir, Residency residency = Residency::kMapped);
 
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;
