@@ -61,7 +61,7 @@ void read_block_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float*
 }
 
 void write_block_rows(const KVLayout& lay, const float* k, const float* v, int64_t rows, const KVBlock& d) {
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
   for (int64_t h = 0; h < H; ++h) {
     uint8_t* out = d.k + static_cast<size_t>(h) * d.k_head_stride;
     if (kv_quantized(d.k_type))
@@ -74,22 +74,42 @@ void write_block_rows(const KVLayout& lay, const float* k, const float* v, int64
       convert_from_f32(kernels::kv_float_dtype(d.v_type), v + h * rows * D, d.v + static_cast<size_t>(h) * d.v_head_stride, rows * D);
     return;
   }
-  // Values: per token, in groups of vg channels that may span heads.
-  const int64_t groups = lay.row_elems() / vg, np = kernels::kv_params_per_group(d.v_type);
+  // Values: per token (head-major rows gathered into one token row each).
   std::vector<float> row(static_cast<size_t>(lay.row_elems()));
-  std::vector<uint8_t> codes(kv_row_bytes(KVDType::Q8, vg));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t h = 0; h < H; ++h) std::copy_n(v + h * rows * D + r * D, D, row.data() + h * D);
-    for (int64_t g = 0; g < groups; ++g) {
-      kernels::quantize_value_group(d.v_type, row.data() + g * vg, vg, codes.data(), d.v_params + (r * groups + g) * np);
-      for (int64_t c = g * vg; c < (g + 1) * vg;) {  // scatter the group's codes to the heads it covers
-        const HeadRun run = head_run(c, (g + 1) * vg, D);
-        std::copy_n(codes.data() + kv_row_bytes(d.v_type, c - g * vg), kv_row_bytes(d.v_type, run.n),
-                    value_codes(d, run.head, r, D) + kv_row_bytes(d.v_type, run.in_head));
-        c += run.n;
-      }
+    write_value_row(lay, row.data(), r, d);
+  }
+}
+
+void write_value_row(const KVLayout& lay, const float* v, int64_t r, const KVBlock& d) {
+  const int64_t D = lay.head_dim;
+  if (!kv_quantized(d.v_type)) {
+    for (int64_t h = 0; h < lay.n_kv_heads; ++h) convert_from_f32(kernels::kv_float_dtype(d.v_type), v + h * D, value_codes(d, h, r, D), D);
+    return;
+  }
+  // In groups of vg channels that may span heads.
+  const int64_t vg = lay.value_group(), groups = lay.row_elems() / vg, np = kernels::kv_params_per_group(d.v_type);
+  thread_local std::vector<uint8_t> codes;
+  codes.resize(kv_row_bytes(KVDType::Q8, vg));
+  for (int64_t g = 0; g < groups; ++g) {
+    kernels::quantize_value_group(d.v_type, v + g * vg, vg, codes.data(), d.v_params + (r * groups + g) * np);
+    for (int64_t c = g * vg; c < (g + 1) * vg;) {  // scatter the group's codes to the heads it covers
+      const HeadRun run = head_run(c, (g + 1) * vg, D);
+      std::copy_n(codes.data() + kv_row_bytes(d.v_type, c - g * vg), kv_row_bytes(d.v_type, run.n),
+                  value_codes(d, run.head, r, D) + kv_row_bytes(d.v_type, run.in_head));
+      c += run.n;
     }
   }
+}
+
+void copy_value_rows(const KVLayout& lay, const KVBlock& s, int64_t rows, const KVBlock& d) {
+  const int64_t D = lay.head_dim;
+  for (int64_t h = 0; h < lay.n_kv_heads; ++h)
+    std::copy_n(value_codes(s, h, 0, D), static_cast<size_t>(rows) * kv_row_bytes(s.v_type, D), value_codes(d, h, 0, D));
+  if (!kv_quantized(s.v_type)) return;
+  const int64_t per_row = lay.row_elems() / lay.value_group() * kernels::kv_params_per_group(s.v_type);
+  std::copy_n(s.v_params, rows * per_row, d.v_params);
 }
 
 }  // namespace folio

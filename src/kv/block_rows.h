@@ -24,4 +24,13 @@ void read_block_rows(const KVLayout& layout, const KVBlock& block, int64_t rows,
 // (at most kKVKeyGroup rows), all written by this call.
 void write_block_rows(const KVLayout& layout, const float* k, const float* v, int64_t rows, const KVBlock& block);
 
+// Stores one token's values (v: [n_kv_heads x head_dim]) as row `row` of the block, converted or
+// quantised per token as write_block_rows would: values need no other row, so a quantised row can
+// be written the moment it is known. Precondition: row < block.tokens.
+void write_value_row(const KVLayout& layout, const float* v, int64_t row, const KVBlock& block);
+
+// Copies the first `rows` value rows (codes or elements, and per-token parameters) from `src` to
+// `dst`, which store values in the same type. Precondition: rows <= both blocks' tokens.
+void copy_value_rows(const KVLayout& layout, const KVBlock& src, int64_t rows, const KVBlock& dst);
+
 }  // namespace folio

@@ -7,8 +7,9 @@ namespace folio {
 using kernels::kKVKeyGroup;
 using kernels::kv_quantized;
 
-// Rows of a group still being filled are kept in f16 when their region is quantised.
-KVDType KVFootprint::stage_type(KVDType t) { return kv_quantized(t) ? KVDType::F16 : t; }
+// Keys of a group still being filled are kept in f16 when their region is quantised (their scales
+// are per channel over the whole group); values are stored as they will stay.
+KVDType KVFootprint::stage_key_type(KVDType t) { return kv_quantized(t) ? KVDType::F16 : t; }
 
 KVFootprint::KVFootprint(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens)
     : pool_(pool),
@@ -25,7 +26,7 @@ size_t KVFootprint::reference_block() const { return pool_.block_bytes(block_tok
 
 size_t KVFootprint::reference_stage() const {
   const KVTypes& t = pool_.layout().types;
-  return ref_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_type(t.ref_k), stage_type(t.ref_v)) : 0;
+  return ref_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_key_type(t.ref_k), t.ref_v) : 0;
 }
 
 size_t KVFootprint::window_ring() const {
@@ -35,7 +36,7 @@ size_t KVFootprint::window_ring() const {
 
 size_t KVFootprint::window_stage() const {
   const KVTypes& t = pool_.layout().types;
-  return win_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_type(t.win_k), stage_type(t.win_v)) : 0;
+  return win_quantized_ ? pool_.block_bytes(kKVKeyGroup, stage_key_type(t.win_k), t.win_v) : 0;
 }
 
 size_t KVFootprint::open_segment(int64_t rows) const {

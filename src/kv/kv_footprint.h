@@ -3,7 +3,7 @@
 // SequenceKV::worst_case_bytes (what admission reserves) adds it up, so the two cannot drift apart.
 //
 // Regions: reference blocks of block_tokens() rows (one key group when the reference is quantised),
-// the f16 staging block of a quantised region's group being filled, and the window (a ring of W rows,
+// the staging block of a quantised region's group being filled (f16 keys), and the window (a ring of W rows,
 // or ceil(W / G) quantised groups plus their staging block). Pure arithmetic over the layout; any
 // thread.
 #pragma once
@@ -21,8 +21,9 @@ class KVFootprint {
   // block_tokens: rows per float reference block (>= 1; ignored when the reference is quantised).
   KVFootprint(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens);
 
-  // The type of a staging block's rows for a region stored as t: f16 when t is quantised.
-  static KVDType stage_type(KVDType t);
+  // The type of a staging block's keys for a region whose keys are stored as t: f16 when t is
+  // quantised. A staging block's values are stored in their region's type.
+  static KVDType stage_key_type(KVDType t);
 
   bool reference_quantized() const { return ref_quantized_; }
   bool window_quantized() const { return win_quantized_; }

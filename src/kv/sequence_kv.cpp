@@ -15,7 +15,7 @@ using kernels::kv_quantized;
 using kernels::kv_row_bytes;
 
 namespace {
-KVDType stage_type(KVDType t) { return KVFootprint::stage_type(t); }
+KVDType stage_key_type(KVDType t) { return KVFootprint::stage_key_type(t); }
 // Compression pools scores over this many rows each side before choosing (SnapKV's kernel of 7).
 constexpr int64_t kKeepPoolRadius = 3;
 }  // namespace
@@ -186,8 +186,8 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
     for (int64_t b = 0; b < new_blocks; ++b) segments_.back().blocks[li].push_back(pool_.allocate(id_, l, bt));
     if (needs_ring)
       for (int64_t s = 0; s < f.ring_slots(); ++s) ring_[li].push_back(pool_.allocate(id_, l, f.ring_block_tokens(), types.win_k, types.win_v));
-    if (needs_seg_stage) seg_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.ref_k), stage_type(types.ref_v));
-    if (needs_win_stage) win_stage_[li] = pool_.allocate(id_, l, G, stage_type(types.win_k), stage_type(types.win_v));
+    if (needs_seg_stage) seg_stage_[li] = pool_.allocate(id_, l, G, stage_key_type(types.ref_k), types.ref_v);
+    if (needs_win_stage) win_stage_[li] = pool_.allocate(id_, l, G, stage_key_type(types.win_k), types.win_v);
   }
   const int64_t first = length_;
   length_ += n;
@@ -486,13 +486,11 @@ void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* 
     throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a closed quantised segment");
   const KVBlock& s = pool_.block(window_pos(w) ? win_stage_[li] : seg_stage_[li]);
   const int64_t row = j % G;
-  const size_t kb = kv_row_bytes(s.k_type, D), vb = kv_row_bytes(s.v_type, D);
-  for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
+  const size_t kb = kv_row_bytes(s.k_type, D);
+  for (int64_t h = 0; h < lay.n_kv_heads; ++h)
     convert_from_f32(kernels::kv_float_dtype(s.k_type), k + h * D,
                      s.k + static_cast<size_t>(h) * s.k_head_stride + static_cast<size_t>(row) * kb, D);
-    convert_from_f32(kernels::kv_float_dtype(s.v_type), v + h * D,
-                     s.v + static_cast<size_t>(h) * s.v_head_stride + static_cast<size_t>(row) * vb, D);
-  }
+  write_value_row(lay, v, row, s);  // values are final per token: stored in their type at once
   if (row != G - 1) return;
   const int64_t group = j / G;
   if (window_pos(w)) {

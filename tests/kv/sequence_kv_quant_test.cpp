@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kv/kv_dtype.h"
+#include "kv/kv_footprint.h"
 #include "kv/sequence_kv.h"
 
 namespace folio {
@@ -152,6 +153,50 @@ TEST(SequenceKVQuant, BytesAgainstBf16FromThePool) {
   RecordProperty("q8_over_bf16", std::to_string(q8 / bf16));
   RecordProperty("q4_over_bf16", std::to_string(q4 / bf16));
   std::printf("q8/bf16 = %.4f  q4/bf16 = %.4f\n", q8 / bf16, q4 / bf16);
+}
+
+// A quantised region's group being filled keeps its keys in f16 (their scales are per channel over
+// the whole group) but its values in their stored type from the start (per token, final when
+// written): a generated token's value codes and parameters read from the staging block are the
+// bytes it keeps once its group is quantised into the window's ring.
+TEST(SequenceKVQuant, ValuesAreStagedInTheirStoredType) {
+  KVBlockPool pool(KVLayout(1, kHeads, kHd, parse_kv_types("q4")), 0);
+  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 128));
+  std::mt19937 rng(6);
+  kv.append(64, true);
+  for (int64_t p = 0; p < 64; ++p) store_token(kv, 0, p, rng);
+  // Head 0's value codes and parameters of the token whose marker is `marked`, in the spans a query
+  // at `pos` sees whose keys are stored as `k_type` (f16: the staging block; q4: quantised groups).
+  auto value_bytes = [&](int64_t pos, int64_t marked, KVDType k_type) {
+    std::vector<KVSpan> spans;
+    kv.visible_spans(0, pos, spans);
+    std::vector<float> row(kHd);
+    for (const KVSpan& s : spans) {
+      if (s.k_type != k_type) continue;
+      EXPECT_EQ(s.v_type, KVDType::Q4);
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        const uint8_t* codes = s.v + t * kernels::kv_row_bytes(s.v_type, kHd);
+        const uint16_t* params = s.v_params + t * s.v_param_stride;
+        kernels::dequantize_value_group(s.v_type, codes, params, kHd, row.data());
+        if (std::lround(row[0]) != marked) continue;
+        std::vector<uint8_t> out(codes, codes + kernels::kv_row_bytes(s.v_type, kHd));
+        out.insert(out.end(), reinterpret_cast<const uint8_t*>(params), reinterpret_cast<const uint8_t*>(params + 2));
+        return out;
+      }
+    }
+    return std::vector<uint8_t>{};
+  };
+  int64_t pos = 0;
+  for (int j = 0; j < 10; ++j) store_token(kv, 0, pos = kv.append(1, false), rng);
+  const std::vector<uint8_t> staged = value_bytes(pos, 68, KVDType::F16);
+  ASSERT_FALSE(staged.empty()) << "position 68 is not in the staging block";
+  for (int j = 10; j < 70; ++j) store_token(kv, 0, pos = kv.append(1, false), rng);  // its group closes at 127
+  EXPECT_TRUE(value_bytes(pos, 68, KVDType::F16).empty()) << "position 68 is still staged";
+  EXPECT_EQ(value_bytes(pos, 68, KVDType::Q4), staged);
+  // What the window's staging costs: f16 keys beside q4 values, not f16 values.
+  const KVFootprint f(pool, KVPolicy::parse("rswa", 128), 16);
+  EXPECT_EQ(f.window_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::F16, KVDType::Q4));
+  EXPECT_LT(f.window_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::F16, KVDType::F16));
 }
 
 TEST(SequenceKVQuant, KVTypesParseAndName) {
