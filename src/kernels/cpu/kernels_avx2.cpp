@@ -23,8 +23,8 @@ namespace {
 struct VAvx2 {
   using reg = __m256;
   static constexpr int W = 8;
-  // 16 ymm registers: R*G accumulators + G inputs + 1 weight vector must fit.
-  static constexpr int kRows[5] = {0, 8, 4, 2, 2};
+  // 16 ymm registers: 4 accumulators per input row + a weight vector + an input must fit.
+  static constexpr int kGemvInputs = 2;
   static reg zero() { return _mm256_setzero_ps(); }
   static reg set1(float v) { return _mm256_set1_ps(v); }
   static reg load(const float* p) { return _mm256_loadu_ps(p); }

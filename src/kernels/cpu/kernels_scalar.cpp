@@ -16,8 +16,8 @@ namespace {
 struct VScalar {
   using reg = float;
   static constexpr int W = 1;
-  // Scalar code has 16 xmm registers too; R*G accumulators stay within them.
-  static constexpr int kRows[5] = {0, 4, 4, 2, 2};
+  // Scalar code has 16 xmm registers too; 4 accumulators per input row stay within them.
+  static constexpr int kGemvInputs = 2;
   static reg zero() { return 0.0f; }
   static reg set1(float v) { return v; }
   static reg load(const float* p) { return *p; }

@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kDefaultGemmMinRows = 20;
 std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 
-// Rows per thread chunk are multiples of this, so GEMV tiles (8 rows) never straddle chunks.
+// Rows per thread chunk are multiples of this, so a chunk holds whole tiles of the block formats' GEMV (4 rows).
 constexpr int64_t kRowGrain = 8;
 // A decode GEMV is cut into this many chunks per thread, taken as threads come free
 // (ThreadPool::parallel_chunks): on a shared machine one core is often slower for a moment, and

@@ -9,8 +9,8 @@ namespace {
 struct VAvx512 {
   using reg = __m512;
   static constexpr int W = 16;
-  // 32 zmm registers: R*G accumulators + G inputs + 1 weight vector must fit.
-  static constexpr int kRows[5] = {0, 8, 8, 8, 4};
+  // 32 zmm registers: 4 accumulators per input row + a weight vector + an input must fit.
+  static constexpr int kGemvInputs = 4;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float v) { return _mm512_set1_ps(v); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
