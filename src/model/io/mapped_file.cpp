@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -23,10 +25,6 @@ struct FdGuard {
     if (fd >= 0) ::close(fd);
   }
 };
-
-}  // namespace
-
-namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
@@ -46,6 +44,19 @@ std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t s
   ::madvise(start, length, MADV_HUGEPAGE);  // advisory: without THP the copy still works
 #endif
   return {start, length};
+}
+
+// MemAvailable of /proc/meminfo in bytes (what the kernel can hand out without swapping, page cache
+// included), or SIZE_MAX when it cannot be read.
+size_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return SIZE_MAX;
+  char line[256];
+  size_t kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : SIZE_MAX;
 }
 
 // Reads all `size` bytes of fd into dst; throws naming the path on an error or a short file.
@@ -74,6 +85,9 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
 
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, 0, residency));
+  // A copy larger than half of what is available could push the process into the OOM killer where
+  // a mapping would only page: such a file stays mapped.
+  if (residency == Residency::kResident && size > available_memory() / 2) residency = Residency::kMapped;
   if (residency == Residency::kResident) {
     auto [base, length] = map_aligned_anonymous(path, size);
     try {
