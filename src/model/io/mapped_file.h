@@ -6,7 +6,7 @@
 // transparent huge pages. Decode streams every active weight once per token, and with 4 KiB pages
 // of a mapped file that is a TLB miss every 4 KiB: on the 2-core development VM a bf16 decode step
 // of the full-size Unlimited-OCR decoder ran 10-20% faster with the weights resident
-// (docs/benchmarks.md, "Weights in huge pages").
+// (docs/benchmarks.md, "folio vs llama.cpp on the same GGUF files").
 #pragma once
 
 #include <cstddef>
