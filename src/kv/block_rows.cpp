@@ -30,15 +30,20 @@ uint8_t* value_codes(const KVBlock& b, int64_t head, int64_t row, int64_t head_d
 
 }  // namespace
 
-void read_block_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k, float* v) {
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
-  const int64_t np_k = kernels::kv_params_per_group(b.k_type), np_v = kernels::kv_params_per_group(b.v_type);
-  for (int64_t h = 0; h < H; ++h) {
+void read_key_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k) {
+  const int64_t D = lay.head_dim, np_k = kernels::kv_params_per_group(b.k_type);
+  for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
     const uint8_t* src = b.k + static_cast<size_t>(h) * b.k_head_stride;
     float* out = k + h * rows * D;
     if (kv_quantized(b.k_type)) kernels::dequantize_key_rows(b.k_type, src, b.k_params + h * np_k * D, rows, D, out);
     else convert_to_f32(kernels::kv_float_dtype(b.k_type), src, out, rows * D);
   }
+}
+
+void read_block_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k, float* v) {
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim, vg = lay.value_group();
+  const int64_t np_v = kernels::kv_params_per_group(b.v_type);
+  read_key_rows(lay, b, rows, k);
   if (!kv_quantized(b.v_type)) {
     for (int64_t h = 0; h < H; ++h)
       convert_to_f32(kernels::kv_float_dtype(b.v_type), b.v + static_cast<size_t>(h) * b.v_head_stride, v + h * rows * D, rows * D);
@@ -60,15 +65,20 @@ void read_block_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float*
     }
 }
 
-void write_block_rows(const KVLayout& lay, const float* k, const float* v, int64_t rows, const KVBlock& d) {
-  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
-  for (int64_t h = 0; h < H; ++h) {
+void write_key_rows(const KVLayout& lay, const float* k, int64_t rows, const KVBlock& d) {
+  const int64_t D = lay.head_dim;
+  for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
     uint8_t* out = d.k + static_cast<size_t>(h) * d.k_head_stride;
     if (kv_quantized(d.k_type))
       kernels::quantize_key_group(d.k_type, k + h * rows * D, rows, D, out, d.k_params + h * kernels::kv_params_per_group(d.k_type) * D);
     else
       convert_from_f32(kernels::kv_float_dtype(d.k_type), k + h * rows * D, out, rows * D);
   }
+}
+
+void write_block_rows(const KVLayout& lay, const float* k, const float* v, int64_t rows, const KVBlock& d) {
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
+  write_key_rows(lay, k, rows, d);
   if (!kv_quantized(d.v_type)) {
     for (int64_t h = 0; h < H; ++h)
       convert_from_f32(kernels::kv_float_dtype(d.v_type), v + h * rows * D, d.v + static_cast<size_t>(h) * d.v_head_stride, rows * D);

@@ -24,6 +24,11 @@ void read_block_rows(const KVLayout& layout, const KVBlock& block, int64_t rows,
 // (at most kKVKeyGroup rows), all written by this call.
 void write_block_rows(const KVLayout& layout, const float* k, const float* v, int64_t rows, const KVBlock& block);
 
+// The keys alone, as read_block_rows and write_block_rows treat them (k: [n_kv_heads][rows][head_dim]),
+// with the same preconditions.
+void read_key_rows(const KVLayout& layout, const KVBlock& block, int64_t rows, float* k);
+void write_key_rows(const KVLayout& layout, const float* k, int64_t rows, const KVBlock& block);
+
 // Stores one token's values (v: [n_kv_heads x head_dim]) as row `row` of the block, converted or
 // quantised per token as write_block_rows would: values need no other row, so a quantised row can
 // be written the moment it is known. Precondition: row < block.tokens.

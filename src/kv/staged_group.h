@@ -13,9 +13,10 @@
 
 namespace folio {
 
-// Quantises (or copies, for a float type) the first `rows` rows of the staging block `stage` into
-// `dst`, whose types say how each of K and V is stored. Precondition: rows <= kKVKeyGroup and both
-// blocks hold at least `rows` rows of the layout's geometry.
+// Quantises (or copies, for a float type) the first `rows` keys of the staging block `stage` into
+// `dst`, whose key type says how they are stored, and copies the values as they are. Precondition:
+// rows <= kKVKeyGroup, both blocks hold at least `rows` rows of the layout's geometry, and they
+// store values in the same type (else Error(Internal)).
 void quantize_staged_rows(const KVLayout& layout, const KVBlock& stage, int64_t rows, const KVBlock& dst);
 
 }  // namespace folio

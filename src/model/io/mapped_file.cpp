@@ -29,7 +29,8 @@ struct FdGuard {
 constexpr size_t kHugePage = size_t{2} << 20;
 
 // Anonymous memory of `size` bytes whose start is 2 MiB-aligned (so the kernel can back it with
-// huge pages from its first byte), advised for them. Returns the region to unmap.
+// huge pages from its first byte), advised for them. Returns its start and its length (whole huge
+// pages), the region to unmap.
 std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t size) {
   const size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
   void* p = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -84,7 +85,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
   if (!S_ISREG(st.st_mode)) throw_invalid("'" + path + "' is not a regular file");
 
   const size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, nullptr, 0, residency));
+  if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, 0, residency));
   // A copy larger than half of what is available could push the process into the OOM killer where
   // a mapping would only page: such a file stays mapped.
   if (residency == Residency::kResident && size > available_memory() / 2) residency = Residency::kMapped;
@@ -97,22 +98,21 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
       throw;
     }
     ::mprotect(base, length, PROT_READ);  // as read-only as a mapping; failure changes nothing we rely on
-    return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(base), size, base, length, residency));
+    return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(base), size, length, residency));
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (p == MAP_FAILED) throw_invalid("cannot map '" + path + "': " + std::strerror(errno));
   // No access hint here: MADV_SEQUENTIAL would let the kernel drop weight pages right after use
   // (they are re-read every token), and MADV_WILLNEED would pull in a whole multi-GB file when a
   // caller only wants its tokenizer. Loaders that want everything call prefetch().
-  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(p), size, p, size, residency));
+  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(p), size, size, residency));
 }
 
-MappedFile::MappedFile(std::string path, const uint8_t* data, size_t size, void* map_base, size_t map_length,
-                       Residency residency)
-    : path_(std::move(path)), data_(data), size_(size), map_base_(map_base), map_length_(map_length), residency_(residency) {}
+MappedFile::MappedFile(std::string path, const uint8_t* data, size_t size, size_t map_length, Residency residency)
+    : path_(std::move(path)), data_(data), size_(size), map_length_(map_length), residency_(residency) {}
 
 MappedFile::~MappedFile() {
-  if (map_base_) ::munmap(map_base_, map_length_);
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), map_length_);
 }
 
 void MappedFile::prefetch(size_t offset, size_t length) const {

@@ -51,13 +51,12 @@ class MappedFile {
   void prefetch(size_t offset, size_t length) const;
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size, void* map_base, size_t map_length, Residency residency);
+  MappedFile(std::string path, const uint8_t* data, size_t size, size_t map_length, Residency residency);
 
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* map_base_ = nullptr;  // what munmap releases (the resident copy's whole region)
-  size_t map_length_ = 0;
+  size_t map_length_ = 0;  // what munmap releases from data_: size_, or the resident copy's whole huge pages
   Residency residency_ = Residency::kMapped;
 };
 
