@@ -44,9 +44,9 @@ size_t KVFootprint::open_segment(int64_t rows) const {
 }
 
 size_t KVFootprint::closed_segment(int64_t rows) const {
-  if (!ref_quantized_) return static_cast<size_t>((rows + block_tokens_ - 1) / block_tokens_) * reference_block();
-  const int64_t G = kKVKeyGroup;
-  return static_cast<size_t>(rows / G) * reference_block() + (rows % G ? pool_.block_bytes(rows % G) : 0);
+  // Whole blocks, and the partial last one re-allocated to its rows (float or quantised alike).
+  const int64_t tail = rows % block_tokens_;
+  return static_cast<size_t>(rows / block_tokens_) * reference_block() + (tail ? pool_.block_bytes(tail) : 0);
 }
 
 }  // namespace folio

@@ -40,7 +40,7 @@ class KVFootprint {
   size_t window() const { return window_ring() + window_stage(); }
   // A segment of `rows` rows being filled: whole blocks, plus the staging block when quantised.
   size_t open_segment(int64_t rows) const;
-  // A closed segment: a quantised one's partial last group is re-allocated to its size.
+  // A closed segment: its partial last block (or quantised group) is re-allocated to its rows.
   size_t closed_segment(int64_t rows) const;
 
  private:

@@ -92,6 +92,7 @@ void SequenceKV::close_segment() {
   if (segments_.empty()) return;
   Segment& s = segments_.back();
   if (seg_stage_[0] < 0) {
+    trim_last_block(s);
     offload(s);
     return;
   }
@@ -111,6 +112,36 @@ void SequenceKV::close_segment() {
     seg_stage_[l] = -1;
   }
   offload(s);
+}
+
+void SequenceKV::trim_last_block(Segment& s) {
+  const int64_t rows = s.length % block_tokens_;
+  if (rows == 0) return;
+  const KVLayout& lay = pool_.layout();
+  std::vector<float> k(static_cast<size_t>(lay.n_kv_heads * rows * lay.head_dim)), v(k.size());
+  for (size_t l = 0; l < s.blocks.size(); ++l) {
+    // Read, give back, then allocate the smaller block: a full pool can always take it. Float rows
+    // come back as the same bytes (block_rows.h).
+    int64_t& block = s.blocks[l].back();
+    read_block_rows(lay, pool_.block(block), rows, k.data(), v.data());
+    pool_.release(block);
+    block = pool_.allocate(id_, static_cast<int64_t>(l), rows);
+    write_block_rows(lay, k.data(), v.data(), rows, pool_.block(block));
+  }
+}
+
+void SequenceKV::regrow_last_block(Segment& s) {
+  const int64_t rows = s.length % block_tokens_;
+  const KVLayout& lay = pool_.layout();
+  std::vector<float> k(static_cast<size_t>(lay.n_kv_heads * rows * lay.head_dim)), v(k.size());
+  for (size_t l = 0; l < s.blocks.size(); ++l) {
+    int64_t& block = s.blocks[l].back();
+    if (pool_.block(block).tokens == block_tokens_) continue;
+    read_block_rows(lay, pool_.block(block), rows, k.data(), v.data());
+    pool_.release(block);
+    block = pool_.allocate(id_, static_cast<int64_t>(l), block_tokens_);
+    write_block_rows(lay, k.data(), v.data(), rows, pool_.block(block));
+  }
 }
 
 void SequenceKV::offload_reference(TieredStore* store) {
@@ -159,13 +190,17 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   // Work out what is missing, check it fits as a whole, then allocate: a refused append leaves the
   // sequence as it was.
   int64_t new_blocks = 0;
+  // Output going on in a closed segment (`full` after a restored reference) first takes its
+  // trimmed last block back to full size.
+  const bool regrow = to_blocks && !start_segment && !open_ && segments_.back().length % bt != 0;
   if (to_blocks) {
     const int64_t have_rows = start_segment ? 0 : static_cast<int64_t>(segments_.back().blocks[0].size()) * bt;
     const int64_t need_rows = (start_segment ? 0 : segments_.back().length) + n;
     new_blocks = std::max<int64_t>(0, (need_rows - have_rows + bt - 1) / bt);
   }
   const KVFootprint& f = footprint_;
-  const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + (needs_ring ? f.window_ring() : 0) +
+  const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + (regrow ? f.reference_block() : 0) +
+                           (needs_ring ? f.window_ring() : 0) +
                            (needs_seg_stage ? f.reference_stage() : 0) + (needs_win_stage ? f.window_stage() : 0);
   const size_t need_bytes = static_cast<size_t>(layers) * per_layer;
   if (!pool_.can_allocate(need_bytes))
@@ -173,6 +208,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
                                               std::to_string(id_) + " (" + std::to_string(need_bytes) + " bytes; " +
                                               std::to_string(pool_.bytes_in_use()) + " of " +
                                               std::to_string(pool_.capacity_bytes()) + " in use)");
+  if (regrow) regrow_last_block(segments_.back());
   if (start_segment) {
     Segment s;
     s.first = length_;
@@ -256,16 +292,20 @@ size_t SequenceKV::worst_case_bytes(const KVBlockPool& pool, const KVPolicy& pol
                                           : f.open_segment(segments.back() + generated);
     return static_cast<size_t>(pool.layout().n_layers) * std::max(largest_open, last);
   }
-  size_t before_last = 0;
-  for (size_t i = 0; i + 1 < segments.size(); ++i) before_last += f.closed_segment(segments[i]);
-  size_t per_layer;
+  // A segment is open (whole blocks) while it fills and shrinks when the next starts: the peak is
+  // the largest of (segments closed so far + the one filling).
+  size_t closed = 0, per_layer = 0;
+  for (size_t i = 0; i + 1 < segments.size(); ++i) {
+    per_layer = std::max(per_layer, closed + f.open_segment(segments[i]));
+    closed += f.closed_segment(segments[i]);
+  }
   if (!policy.windowed()) {
     // The output extends the last segment, which stays open.
-    per_layer = before_last + f.open_segment(segments.back() + generated);
+    per_layer = std::max(per_layer, closed + f.open_segment(segments.back() + generated));
   } else {
     // Prefill ends with the last segment open; generation closes it, then takes the window.
-    per_layer = before_last + f.open_segment(segments.back());
-    if (generated > 0) per_layer = std::max(per_layer, before_last + f.closed_segment(segments.back()) + f.window());
+    per_layer = std::max(per_layer, closed + f.open_segment(segments.back()));
+    if (generated > 0) per_layer = std::max(per_layer, closed + f.closed_segment(segments.back()) + f.window());
   }
   return static_cast<size_t>(pool.layout().n_layers) * per_layer;
 }

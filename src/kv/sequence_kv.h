@@ -5,7 +5,9 @@
 // positions are never re-based).
 //   - Reference tokens go into segments (begin_segment starts one, e.g. per page), each stored in
 //     fixed-size blocks from its first position, pinned until the sequence ends (or, under
-//     `rolling`, until drop_segment).
+//     `rolling`, until drop_segment). When the next segment or generation starts, a float
+//     segment's partial last block is re-allocated to just its rows (a page rarely ends on a
+//     block boundary, and blocks are long: kDefaultBlockTokens).
 //   - Generated tokens: under `full` they extend the last segment; otherwise generated token j (the
 //     j-th generated, whatever its position) lands in slot j % W of a ring of W rows per layer,
 //     overwriting the token that left the window.
@@ -65,9 +67,17 @@
 
 namespace folio {
 
+// Rows per float reference block unless a caller chooses. A decode step reads each KV head's rows
+// of a block as one run (block_pool.h's layout is head-major inside a block), and short runs are
+// what the hardware prefetcher loses: on the full-size Unlimited-OCR decoder (bf16, 256 bytes per
+// head row) at a 4,096-token reference, 128-row blocks (32 KiB runs) decoded 1.11x faster than
+// 16-row ones (median of in-round ratios, docs/benchmarks.md "folio vs llama.cpp"). Segments give
+// back their partial last block when they close, so long blocks cost no memory per page.
+inline constexpr int64_t kDefaultBlockTokens = 128;
+
 class SequenceKV {
  public:
-  SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens = 16);
+  SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens = kDefaultBlockTokens);
   ~SequenceKV();
   SequenceKV(const SequenceKV&) = delete;
   SequenceKV& operator=(const SequenceKV&) = delete;
@@ -238,6 +248,8 @@ class SequenceKV {
   void release_all();
   void release_pins() const;  // what ReadScope's end does
   void close_segment();  // quantises the open segment's partial group and frees its staging
+  void trim_last_block(Segment& s);    // a float segment's partial last block, re-allocated to its rows
+  void regrow_last_block(Segment& s);  // and back to block_tokens rows, before output extends it
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void compress_reference();  // keep < 1, at the first generated append
   // Rows of s in `layer` as head-major f32 k and v ([H][length][D]).

@@ -76,7 +76,7 @@ struct SchedulerOptions {
   int64_t max_batch = 8;         // sequences in the running batch at most
   int64_t prefill_chunk = 256;   // prompt tokens prefilled per step, over all prefilling sequences
   size_t max_queue = 64;         // requests waiting for admission at most; more are refused
-  int64_t block_tokens = 16;     // KV block size of each sequence
+  int64_t block_tokens = kDefaultBlockTokens;  // KV block size of each sequence
   size_t prefix_cache_bytes = 0; // reference KV kept for reuse across requests; 0 = none
   // When set, every request without a store of its own moves its complete reference segments here
   // (SequenceRequest::reference_store); admission then reserves only what stays in the pool. Must

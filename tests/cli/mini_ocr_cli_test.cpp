@@ -209,7 +209,8 @@ TEST_F(MiniOcrCli, BenchDecodeOverEncodedPages) {
     EXPECT_EQ(s["kv_bytes"], j["samples"][0]["kv_bytes"]) << s.dump();
     EXPECT_GT(s["rss_bytes"].get<size_t>(), 0u);
   }
-  EXPECT_EQ(j["kv_bytes_peak"], j["samples"][0]["kv_bytes"]);
+  // The peak is prefill's: the page being filled holds whole blocks until generation closes it.
+  EXPECT_GE(j["kv_bytes_peak"].get<size_t>(), j["samples"][0]["kv_bytes"].get<size_t>());
   // --context bounds the positions (here below what the pages need), with a clear message.
   r = run_folio(base + "--gen-tokens 10 --context 20 --json " + json.string(), scratch);
   EXPECT_EQ(r.code, 2);

@@ -93,6 +93,55 @@ TEST(ReferenceSnapshot, PrefixOfTheSegments) {
   EXPECT_EQ(attend_at(b, b.length() - 1), attend_at(c, c.length() - 1));
 }
 
+// Float blocks are long (kDefaultBlockTokens rows): a segment holds whole blocks while it fills and
+// gives back its partial last block when the next segment (or generation) starts, the rows and what
+// attention reads over them unchanged.
+TEST(ReferenceSnapshot, AClosedFloatSegmentHoldsJustItsRows) {
+  for (const char* types : {"f32", "bf16"})
+    for (int64_t bt : {int64_t{16}, kDefaultBlockTokens}) {
+      SCOPED_TRACE(std::string(types) + " blocks of " + std::to_string(bt));
+      KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, types_of(types)), 0);
+      const KVPolicy pol = KVPolicy::parse("rswa", 16);
+      SequenceKV a(pool, 1, pol, bt);
+      append_segment(a, kSegments[0]);
+      const auto whole = [&](int64_t rows) { return (rows + bt - 1) / bt * pool.block_bytes(bt); };
+      EXPECT_EQ(a.bytes(), kLayers * whole(kSegments[0]));
+      const std::vector<float> open = attend_at(a, kSegments[0] - 1);
+      append_segment(a, kSegments[1]);
+      const auto closed = [&](int64_t rows) { return rows / bt * pool.block_bytes(bt) + pool.block_bytes(rows % bt); };
+      EXPECT_EQ(a.bytes(), kLayers * (closed(kSegments[0]) + whole(kSegments[1])));
+      EXPECT_EQ(a.bytes(), pool.bytes_in_use());
+      EXPECT_EQ(attend_at(a, kSegments[0] - 1), open);
+      generate(a, 3);
+      EXPECT_EQ(a.bytes(), kLayers * (closed(kSegments[0]) + closed(kSegments[1]) + pool.block_bytes(16)));
+      EXPECT_EQ(a.bytes(), pool.bytes_in_use());
+    }
+}
+
+// Under `full` the output extends the last restored segment: a trimmed last block is taken back to
+// full size first, so the sequence is the one a fresh prefill would have built.
+TEST(ReferenceSnapshot, OutputAfterARestoredTrimmedSegmentRegrowsItsBlock) {
+  for (const char* types : {"f32", "bf16"})
+    for (int64_t bt : {int64_t{16}, kDefaultBlockTokens}) {
+      SCOPED_TRACE(std::string(types) + " blocks of " + std::to_string(bt));
+      KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, types_of(types)), 0);
+      const KVPolicy pol = KVPolicy::parse("full", 16);
+      SequenceKV a(pool, 1, pol, bt);
+      append_segment(a, kSegments[0]);
+      append_segment(a, kSegments[1]);  // closes (trims) the first
+      const ReferenceSnapshot snap = a.snapshot(1);
+      ASSERT_LT(snap.segments[0].layers[0].back().tokens, bt) << "the snapshot holds the trimmed block";
+      SequenceKV b(pool, 2, pol, bt), c(pool, 3, pol, bt);
+      b.restore(snap, 1);
+      generate(b, 150);
+      append_segment(c, kSegments[0]);
+      generate(c, 150);
+      EXPECT_EQ(b.bytes(), c.bytes());
+      EXPECT_EQ(attend_at(b, b.length() - 1), attend_at(c, c.length() - 1));
+      EXPECT_EQ(attend_at(b, kSegments[0] + 10), attend_at(c, kSegments[0] + 10));
+    }
+}
+
 TEST(ReferenceSnapshot, RefusesWhatItCannotRebuild) {
   KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, parse_kv_types("f32")), 0);
   SequenceKV a(pool, 1, KVPolicy::parse("rswa", 16));
@@ -131,7 +180,7 @@ TEST(ReferenceSnapshot, WorstCaseBytesBoundsThePoolPeak) {
         const KVPolicy pol = KVPolicy::parse(policy, 16);
         size_t peak = 0;
         {
-          SequenceKV kv(pool, 1, pol);
+          SequenceKV kv(pool, 1, pol, 16);
           for (int64_t n : kSegments) {
             append_segment(kv, n);
             peak = std::max(peak, kv.bytes());
@@ -162,7 +211,7 @@ TEST(ReferenceSnapshot, OffloadedWorstCaseBytesBoundsThePoolPeak) {
         TieredStore store(std::make_unique<RamTier>(size_t{1} << 30), std::make_unique<FileTier>(dir.path(), size_t{1} << 30, 4096));
         const KVPolicy pol = KVPolicy::parse(policy, 16);
         {
-          SequenceKV kv(pool, 1, pol);
+          SequenceKV kv(pool, 1, pol, 16);
           kv.offload_reference(&store);
           for (int64_t n : kSegments) append_segment(kv, n);
           generate(kv, gen);

@@ -189,7 +189,7 @@ TEST_F(SchedulerTest, SynchronousRunBatchesWhatWasSubmittedAndNeverHangs) {
   // A pool with room for one request's worst case, most of it held by a sequence of its own.
   const size_t need = s.kv_bytes_needed(static_cast<int64_t>(reqs[3].prompt.size()), reqs[3].max_tokens);
   KVBlockPool small(layout(), need);
-  SequenceKV outside(small, 999, policy);
+  SequenceKV outside(small, 999, policy, so.block_tokens);
   const std::vector<int32_t> held = random_prompt(5, 9);  // one block per layer
   Decoder::Input in;
   in.kv = &outside;
@@ -498,10 +498,11 @@ TEST_F(SchedulerTest, CancelFreesTheSequencesKVAtOnce) {
   SequenceResult got = c.wait(drop_id);
   EXPECT_EQ(got.stop_reason, "cancelled");
   EXPECT_EQ(got.tokens.size(), 3u);  // freed before the next forward pass
-  // What is left is exactly the other sequence: 1 reference block (10 tokens) + a ring of 4, per layer.
+  // What is left is exactly the other sequence: its reference (10 tokens, the block shrunk to them
+  // when generation began) + a ring of 4, per layer.
   const size_t L = static_cast<size_t>(dec().config().n_layers);
-  const size_t keep_bytes = L * (pool.block_bytes(16) + pool.block_bytes(4));
-  const size_t drop_bytes = L * (2 * pool.block_bytes(16) + pool.block_bytes(4));
+  const size_t keep_bytes = L * (pool.block_bytes(10) + pool.block_bytes(4));
+  const size_t drop_bytes = L * (pool.block_bytes(16) + pool.block_bytes(14) + pool.block_bytes(4));
   EXPECT_EQ(bytes_before, keep_bytes + drop_bytes);
   SchedulerStats st = s.stats();
   EXPECT_EQ(st.kv_bytes_in_use, keep_bytes);

@@ -251,7 +251,10 @@ TEST_F(OcrHttp, RollingReadsTheDocumentWithOnePageResident) {
   EXPECT_EQ(metric(m, "folio_kv_peak_bytes"), static_cast<double>(want.stats.kv_bytes_peak));
   OcrOptions dense;
   dense.kv_dtype = DType::F32;
-  EXPECT_LT(want.stats.kv_bytes_peak * 2, run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), dense, threads).stats.kv_bytes_peak);
+  // While decoding (prefill's open segment holds whole blocks of kDefaultBlockTokens rows, which
+  // for pages this small is most of the peak).
+  EXPECT_LT(want.stats.kv_bytes_decoding_max * 2,
+            run_ocr(*model_, OcrPages::open({*three_pdf_}, "", model_->pdf_dpi()), dense, threads).stats.kv_bytes_decoding_max);
 }
 
 // inference.kv_offload_dir: complete reference segments leave the pool for a RAM tier, then a file,
