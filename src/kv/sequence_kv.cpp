@@ -115,31 +115,23 @@ void SequenceKV::close_segment() {
 }
 
 void SequenceKV::trim_last_block(Segment& s) {
-  const int64_t rows = s.length % block_tokens_;
-  if (rows == 0) return;
-  const KVLayout& lay = pool_.layout();
-  std::vector<float> k(static_cast<size_t>(lay.n_kv_heads * rows * lay.head_dim)), v(k.size());
-  for (size_t l = 0; l < s.blocks.size(); ++l) {
-    // Read, give back, then allocate the smaller block: a full pool can always take it. Float rows
-    // come back as the same bytes (block_rows.h).
-    int64_t& block = s.blocks[l].back();
-    read_block_rows(lay, pool_.block(block), rows, k.data(), v.data());
-    pool_.release(block);
-    block = pool_.allocate(id_, static_cast<int64_t>(l), rows);
-    write_block_rows(lay, k.data(), v.data(), rows, pool_.block(block));
-  }
+  if (s.length % block_tokens_ != 0) reallocate_last_block(s, s.length % block_tokens_);
 }
 
-void SequenceKV::regrow_last_block(Segment& s) {
+void SequenceKV::regrow_last_block(Segment& s) { reallocate_last_block(s, block_tokens_); }
+
+void SequenceKV::reallocate_last_block(Segment& s, int64_t capacity) {
   const int64_t rows = s.length % block_tokens_;
   const KVLayout& lay = pool_.layout();
   std::vector<float> k(static_cast<size_t>(lay.n_kv_heads * rows * lay.head_dim)), v(k.size());
   for (size_t l = 0; l < s.blocks.size(); ++l) {
     int64_t& block = s.blocks[l].back();
-    if (pool_.block(block).tokens == block_tokens_) continue;
+    if (pool_.block(block).tokens == capacity) continue;
+    // Read, give back, then allocate: a full pool can always take a smaller block, and a larger one
+    // was reserved by the caller. Float rows come back as the same bytes (block_rows.h).
     read_block_rows(lay, pool_.block(block), rows, k.data(), v.data());
     pool_.release(block);
-    block = pool_.allocate(id_, static_cast<int64_t>(l), block_tokens_);
+    block = pool_.allocate(id_, static_cast<int64_t>(l), capacity);
     write_block_rows(lay, k.data(), v.data(), rows, pool_.block(block));
   }
 }

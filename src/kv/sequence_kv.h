@@ -70,7 +70,7 @@ namespace folio {
 // Rows per float reference block unless a caller chooses. A decode step reads each KV head's rows
 // of a block as one run (block_pool.h's layout is head-major inside a block), and short runs are
 // what the hardware prefetcher loses: on the full-size Unlimited-OCR decoder (bf16, 256 bytes per
-// head row) at a 4,096-token reference, 128-row blocks (32 KiB runs) decoded 1.11x faster than
+// head row) at a 4,096-token reference, 128-row blocks (32 KiB runs) decoded 1.09x faster than
 // 16-row ones (median of in-round ratios, docs/benchmarks.md "folio vs llama.cpp"). Segments give
 // back their partial last block when they close, so long blocks cost no memory per page.
 inline constexpr int64_t kDefaultBlockTokens = 128;
@@ -250,6 +250,9 @@ class SequenceKV {
   void close_segment();  // quantises the open segment's partial group and frees its staging
   void trim_last_block(Segment& s);    // a float segment's partial last block, re-allocated to its rows
   void regrow_last_block(Segment& s);  // and back to block_tokens rows, before output extends it
+  // Each layer's last block of `s` (holding s.length % block_tokens rows, not 0) as a block of
+  // `capacity` rows with the same rows. Precondition: the pool can take the difference.
+  void reallocate_last_block(Segment& s, int64_t capacity);
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void compress_reference();  // keep < 1, at the first generated append
   // Rows of s in `layer` as head-major f32 k and v ([H][length][D]).
