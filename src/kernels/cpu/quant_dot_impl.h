@@ -27,7 +27,7 @@
 namespace folio::kernels::detail {
 namespace {
 
-constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a tile of weight rows
+constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a weight row (qgemv takes 2 or 1)
 
 // Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones (kUnsigned) with
 // kOffset to subtract (q4_0: 8, q5_0: 16, q5_1: 0). Unsigned codes go straight into the u8 x s8
@@ -87,179 +87,152 @@ struct FmtQ5_1 {
   static float min(const uint8_t* b) { return block_scale<I>(b + offsetof(BlockQ5_1, m)); }
 };
 
-// Weight rows of block formats are short (1-2 KiB for a 1,280-wide matrix), so each row's stream
-// ends before the hardware prefetcher has ramped up on it: as the float GEMV does (kernels_impl.h),
-// each block asks for the same block kQPrefetchRows rows ahead. Measured on [27392, 1280] q8_0
-// (one matmul of one row, repeated): 2.66 -> 1.65 ms on one thread, 1.21 -> 0.73 ms on two.
-// Addresses past the matrix are formed as integers and only prefetched (which cannot fault).
-constexpr int64_t kQPrefetchRows = 8;
+// Rows are read one at a time, front to back, so that each thread's weights are one sequential
+// stream (as the float GEMV reads them, kernels_impl.h): four rows read side by side, block b of
+// each in turn, are four interleaved streams that the hardware prefetcher follows poorly. Measured
+// on one [129280, 1280] matrix (the Q4_K_M lm_head is q6_k), one call, two threads, Zen 4: q6_k
+// 13.4 -> 27.6 GB/s, q4_k 14.2 -> 23.5, q8_0 19.2 -> 25-30, q5_0 12.7 -> 18. The stream is also
+// prefetched a fixed distance ahead, which helped the K formats a little more.
+constexpr size_t kQPrefetchBytes = 4096;
 
-inline void prefetch_ahead(const uint8_t* block, size_t rb, size_t bytes) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + kQPrefetchRows * rb;
+inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
+  // Addresses past the matrix are formed as integers and only prefetched (which cannot fault).
+  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + kQPrefetchBytes;
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + o));
 }
 
-// Each function below computes R weight rows (rb bytes apart) against G activation rows (xs blocks
-// apart) into out[r * G + g]. The R x G sums are independent chains, which hides the latency of the
-// per-block float FMA; each chain still adds its blocks in order, so a row's result does not depend
-// on R, G or the thread split.
+// Each function below computes one weight row (nb blocks) against G activation rows (xs blocks
+// apart) into out[g]. Each sum adds its blocks in order, so a row's result does not depend on G or
+// the thread split. Integer sums are exact in any order: a block's are split over two chains so
+// that the multiply-adds of one block overlap.
 
-// q8_0 / q4_0 / q5_0: signed weights, blocks of 32, f16 scale.
-template <class I, class F, int R, int G>
-inline void dot_rows_32(const uint8_t* w, size_t rb, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
-  typename I::f32 acc[R][G];
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) acc[r][g] = I::fzero();
-  float mins[R][G] = {};  // q5_1: the blocks' minima against the activation sums
+// q8_0 / q4_0 / q5_0 / q5_1: blocks of 32, f16 scale.
+template <class I, class F, int G>
+inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
+  typename I::f32 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = I::fzero();
+  float mins[G] = {};  // q5_1: the blocks' minima against the activation sums
   for (int64_t b = 0; b < nb; ++b) {
-    typename I::bytes xv[G];
-    typename I::i32 minus_offset[G];  // the dots start from it: one fused multiply-add on VNNI
+    const uint8_t* blk = w + static_cast<size_t>(b) * F::kBytes;
+    prefetch_ahead(blk, F::kBytes);
+    const typename I::bytes wv = F::weights(blk);
+    const float dw = block_scale<I>(blk);
     for (int g = 0; g < G; ++g) {
-      xv[g] = I::load(x[g * xs + b].q);
-      if constexpr (F::kOffset != 0) minus_offset[g] = I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv[g]));
-    }
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = w + r * rb + static_cast<size_t>(b) * F::kBytes;
-      prefetch_ahead(blk, rb, F::kBytes);
-      const typename I::bytes wv = F::weights(blk);
-      const float dw = block_scale<I>(blk);
-      for (int g = 0; g < G; ++g) {
-        typename I::i32 dot;
-        if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(minus_offset[g], wv, xv[g]);
-        else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv[g]);
-        else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv[g], wv));
-        acc[r][g] = I::fma(dot, dw * x[g * xs + b].d, acc[r][g]);
-        if constexpr (F::kMin) mins[r][g] = std::fma(F::min(blk), x[g * xs + b].s, mins[r][g]);
-      }
+      const ActQ8& a = x[g * xs + b];
+      const typename I::bytes xv = I::load(a.q);
+      typename I::i32 dot;
+      // The offset's product starts the dot: one fused multiply-add on VNNI.
+      if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv)), wv, xv);
+      else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv);
+      else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv, wv));
+      acc[g] = I::fma(dot, dw * a.d, acc[g]);
+      if constexpr (F::kMin) mins[g] = std::fma(F::min(blk), a.s, mins[g]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(acc[r][g]) + mins[r][g];
+  for (int g = 0; g < G; ++g) out[g] = I::hsum(acc[g]) + mins[g];
 }
 
 // K formats: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by
 // d_w d_x; the block's scalar term (q4_k / q5_k: minus dmin_w d_x times the minima against the
 // activations' sub-block sums; q6_k: minus 32 d_w d_x times the scales against its 16-sums) goes to
 // one float. Out: hsum(lanes) + scalar. No horizontal sum per block: that epilogue was half the time.
-// KSums holds those R x G accumulators.
-template <class I, int R, int G>
+// KSums holds those G accumulators.
+template <class I, int G>
 struct KSums {
-  typename I::f32 lanes[R][G];
-  float scalar[R][G] = {};
+  typename I::f32 lanes[G];
+  float scalar[G] = {};
   KSums() {
-    for (int r = 0; r < R; ++r)
-      for (int g = 0; g < G; ++g) lanes[r][g] = I::fzero();
+    for (int g = 0; g < G; ++g) lanes[g] = I::fzero();
   }
   void write(float* out) const {
-    for (int r = 0; r < R; ++r)
-      for (int g = 0; g < G; ++g) out[r * G + g] = I::hsum(lanes[r][g]) + scalar[r][g];
+    for (int g = 0; g < G; ++g) out[g] = I::hsum(lanes[g]) + scalar[g];
   }
 };
 
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
-template <class I, bool kFifth, int R, int G>
-inline void dot_rows_k4(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+template <class I, bool kFifth, int G>
+inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  KSums<I, R, G> sums;
+  KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const Block& blk = *reinterpret_cast<const Block*>(w + r * rb + static_cast<size_t>(b) * sizeof(Block));
-      prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), rb, sizeof(Block));
-      const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
-      const typename I::scales sv = I::scales_u8(sm.sc);
-      typename I::i32 acc[G];
-      for (int g = 0; g < G; ++g) acc[g] = I::set1(0);
-      typename I::bytes qh{};
-      if constexpr (kFifth) qh = I::load(blk.qh);
-      for (int i = 0; i < 4; ++i) {
-        const typename I::bytes q = I::load(blk.qs + 32 * i);
-        typename I::bytes lo = I::nibbles_lo(q), hi = I::nibbles_hi(q);
-        if constexpr (kFifth) {
-          lo = I::or_(lo, I::bit_set(qh, static_cast<uint8_t>(1u << (2 * i))));
-          hi = I::or_(hi, I::bit_set(qh, static_cast<uint8_t>(2u << (2 * i))));
-        }
-        const typename I::i16 s_lo = I::scale_pair(sv, 2 * i, 2 * i), s_hi = I::scale_pair(sv, 2 * i + 1, 2 * i + 1);
-        for (int g = 0; g < G; ++g) {
-          const int8_t* xq = x[g * xs + b].q + 64 * i;
-          acc[g] = I::dot_scaled_add(acc[g], lo, I::load(xq), s_lo);
-          acc[g] = I::dot_scaled_add(acc[g], hi, I::load(xq + 32), s_hi);
-        }
+    const Block& blk = *reinterpret_cast<const Block*>(w + static_cast<size_t>(b) * sizeof(Block));
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(Block));
+    const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
+    const typename I::scales sv = I::scales_u8(sm.sc);
+    typename I::i32 lo_sum[G], hi_sum[G];  // even / odd sub-blocks: two chains
+    for (int g = 0; g < G; ++g) lo_sum[g] = hi_sum[g] = I::set1(0);
+    typename I::bytes qh{};
+    if constexpr (kFifth) qh = I::load(blk.qh);
+    for (int i = 0; i < 4; ++i) {
+      const typename I::bytes q = I::load(blk.qs + 32 * i);
+      typename I::bytes lo = I::nibbles_lo(q), hi = I::nibbles_hi(q);
+      if constexpr (kFifth) {
+        lo = I::or_(lo, I::bit_set(qh, static_cast<uint8_t>(1u << (2 * i))));
+        hi = I::or_(hi, I::bit_set(qh, static_cast<uint8_t>(2u << (2 * i))));
       }
-      const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
+      const typename I::i16 s_lo = I::scale_pair(sv, 2 * i, 2 * i), s_hi = I::scale_pair(sv, 2 * i + 1, 2 * i + 1);
       for (int g = 0; g < G; ++g) {
-        const ActQ8K& a = x[g * xs + b];
-        sums.lanes[r][g] = I::fma(acc[g], d * a.d, sums.lanes[r][g]);
-        sums.scalar[r][g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[r][g]);
+        const int8_t* xq = x[g * xs + b].q + 64 * i;
+        lo_sum[g] = I::dot_scaled_add(lo_sum[g], lo, I::load(xq), s_lo);
+        hi_sum[g] = I::dot_scaled_add(hi_sum[g], hi, I::load(xq + 32), s_hi);
       }
+    }
+    const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.lanes[g] = I::fma(I::add(lo_sum[g], hi_sum[g]), d * a.d, sums.lanes[g]);
+      sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[g]);
     }
   }
   sums.write(out);
 }
 
 // q6_k: 6-bit codes offset by 32, 16 groups of 16 with signed 8-bit scales.
-template <class I, int R, int G>
-inline void dot_rows_q6k(const uint8_t* w, size_t rb, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
-  KSums<I, R, G> sums;
+template <class I, int G>
+inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+  KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-    for (int r = 0; r < R; ++r) {
-      const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + r * rb + static_cast<size_t>(b) * sizeof(BlockQ6K));
-      prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), rb, sizeof(BlockQ6K));
-      typename I::i32 acc[G];
-      for (int g = 0; g < G; ++g) acc[g] = I::set1(0);
-      for (int h = 0; h < 2; ++h) {
-        const typename I::scales st = I::scales_i8(blk.scales + 8 * h);
-        const typename I::bytes l0 = I::load(blk.ql + 64 * h), l1 = I::load(blk.ql + 64 * h + 32);
-        const typename I::bytes qh = I::load(blk.qh + 32 * h);
-        const typename I::bytes q[4] = {I::q6(I::nibbles_lo(l0), qh, 0), I::q6(I::nibbles_lo(l1), qh, 1),
-                                        I::q6(I::nibbles_hi(l0), qh, 2), I::q6(I::nibbles_hi(l1), qh, 3)};
-        for (int k = 0; k < 4; ++k) {
-          const typename I::i16 sv = I::scale_pair(st, 2 * k, 2 * k + 1);
-          for (int g = 0; g < G; ++g)
-            acc[g] = I::dot_scaled_add(acc[g], q[k], I::load(x[g * xs + b].q + 128 * h + 32 * k), sv);
-        }
+    const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + static_cast<size_t>(b) * sizeof(BlockQ6K));
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(BlockQ6K));
+    typename I::i32 half_sum[2][G];  // one chain per half of the block
+    for (int h = 0; h < 2; ++h) {
+      for (int g = 0; g < G; ++g) half_sum[h][g] = I::set1(0);
+      const typename I::scales st = I::scales_i8(blk.scales + 8 * h);
+      const typename I::bytes l0 = I::load(blk.ql + 64 * h), l1 = I::load(blk.ql + 64 * h + 32);
+      const typename I::bytes qh = I::load(blk.qh + 32 * h);
+      const typename I::bytes q[4] = {I::q6(I::nibbles_lo(l0), qh, 0), I::q6(I::nibbles_lo(l1), qh, 1),
+                                      I::q6(I::nibbles_hi(l0), qh, 2), I::q6(I::nibbles_hi(l1), qh, 3)};
+      for (int k = 0; k < 4; ++k) {
+        const typename I::i16 sv = I::scale_pair(st, 2 * k, 2 * k + 1);
+        for (int g = 0; g < G; ++g)
+          half_sum[h][g] = I::dot_scaled_add(half_sum[h][g], q[k], I::load(x[g * xs + b].q + 128 * h + 32 * k), sv);
       }
-      const float d = I::f16(blk.d);
-      for (int g = 0; g < G; ++g) {
-        const ActQ8K& a = x[g * xs + b];
-        sums.lanes[r][g] = I::fma(acc[g], d * a.d, sums.lanes[r][g]);
-        sums.scalar[r][g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[r][g]);
-      }
+    }
+    const float d = I::f16(blk.d);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.lanes[g] = I::fma(I::add(half_sum[0][g], half_sum[1][g]), d * a.d, sums.lanes[g]);
+      sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[g]);
     }
   }
   sums.write(out);
 }
 
-template <class I, DType T, int R, int G>
-inline void dot_rows_q(const uint8_t* w, size_t rb, int64_t nb, const void* x, int64_t xs, float* out) {
+template <class I, DType T, int G>
+inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, float* out) {
   const auto* a8 = static_cast<const ActQ8*>(x);
   const auto* a8k = static_cast<const ActQ8K*>(x);
-  if constexpr (T == DType::Q8_0) dot_rows_32<I, FmtQ8_0<I>, R, G>(w, rb, nb, a8, xs, out);
-  else if constexpr (T == DType::Q4_0) dot_rows_32<I, FmtQ4_0<I>, R, G>(w, rb, nb, a8, xs, out);
-  else if constexpr (T == DType::Q5_0) dot_rows_32<I, FmtQ5_0<I>, R, G>(w, rb, nb, a8, xs, out);
-  else if constexpr (T == DType::Q5_1) dot_rows_32<I, FmtQ5_1<I>, R, G>(w, rb, nb, a8, xs, out);
-  else if constexpr (T == DType::Q4_K) dot_rows_k4<I, false, R, G>(w, rb, nb, a8k, xs, out);
-  else if constexpr (T == DType::Q5_K) dot_rows_k4<I, true, R, G>(w, rb, nb, a8k, xs, out);
-  else dot_rows_q6k<I, R, G>(w, rb, nb, a8k, xs, out);
+  if constexpr (T == DType::Q8_0) dot_row_32<I, FmtQ8_0<I>, G>(w, nb, a8, xs, out);
+  else if constexpr (T == DType::Q4_0) dot_row_32<I, FmtQ4_0<I>, G>(w, nb, a8, xs, out);
+  else if constexpr (T == DType::Q5_0) dot_row_32<I, FmtQ5_0<I>, G>(w, nb, a8, xs, out);
+  else if constexpr (T == DType::Q5_1) dot_row_32<I, FmtQ5_1<I>, G>(w, nb, a8, xs, out);
+  else if constexpr (T == DType::Q4_K) dot_row_k4<I, false, G>(w, nb, a8k, xs, out);
+  else if constexpr (T == DType::Q5_K) dot_row_k4<I, true, G>(w, nb, a8k, xs, out);
+  else dot_row_q6k<I, G>(w, nb, a8k, xs, out);
 }
 
-// R rows against the n activation rows, kMaxQGroup of them per pass over the rows.
-template <class I, DType T, int R>
-inline void qgemv_tile(const uint8_t* w, size_t rb, int64_t nb, const uint8_t* xb, size_t act_bytes, int64_t n,
-                       float* y, int64_t ldy, int64_t r) {
-  for (int64_t g0 = 0; g0 < n; g0 += kMaxQGroup) {
-    const int64_t gn = std::min<int64_t>(kMaxQGroup, n - g0);
-    float out[R * kMaxQGroup];
-    const void* x = xb + static_cast<size_t>(g0 * nb) * act_bytes;
-    if (gn == 1) dot_rows_q<I, T, R, 1>(w, rb, nb, x, nb, out);
-    else dot_rows_q<I, T, R, kMaxQGroup>(w, rb, nb, x, nb, out);
-    for (int i = 0; i < R; ++i)
-      for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r + i] = out[i * gn + g];
-  }
-}
-
-// QGemvFn (kernel_table.h): rows [r0, r1) of W against n quantised activation rows, four rows at
-// a time (then one) so that several independent sums are in flight.
+// QGemvFn (kernel_table.h): rows [r0, r1) of W against n quantised activation rows, one row at a
+// time, kMaxQGroup activation rows per pass over it (later passes find the row in cache).
 template <class I, DType T>
 void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n, float* y,
            int64_t ldy) {
@@ -267,9 +240,17 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   const int64_t nb = in / (k_format ? 256 : 32);
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) qgemv_tile<I, T, 4>(w + static_cast<size_t>(r) * rb, rb, nb, xb, act_bytes, n, y, ldy, r);
-  for (; r < r1; ++r) qgemv_tile<I, T, 1>(w + static_cast<size_t>(r) * rb, rb, nb, xb, act_bytes, n, y, ldy, r);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + static_cast<size_t>(r) * rb;
+    for (int64_t g0 = 0; g0 < n; g0 += kMaxQGroup) {
+      const void* x = xb + static_cast<size_t>(g0 * nb) * act_bytes;
+      float out[kMaxQGroup];
+      const int64_t gn = std::min<int64_t>(kMaxQGroup, n - g0);
+      if (gn == kMaxQGroup) dot_row_q<I, T, kMaxQGroup>(row, nb, x, nb, out);
+      else dot_row_q<I, T, 1>(row, nb, x, nb, out);  // kMaxQGroup is 2: the only other case
+      for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r] = out[g];
+    }
+  }
 }
 
 // Prefill converts tiles of quantised weights to f32 for sgemm: the reference dequantisers suffice
