@@ -182,16 +182,22 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   // Work out what is missing, check it fits as a whole, then allocate: a refused append leaves the
   // sequence as it was.
   int64_t new_blocks = 0;
-  // Output going on in a closed segment (`full` after a restored reference) first takes its
-  // trimmed last block back to full size.
-  const bool regrow = to_blocks && !start_segment && !open_ && segments_.back().length % bt != 0;
+  // Output going on in a closed segment (`full` after a restored reference) first takes its last
+  // block back to full size if it was trimmed (a snapshot of an open segment kept it whole). The
+  // trimmed block is given back before the full one is taken, so only the difference is needed.
+  size_t regrow_bytes = 0;
+  if (to_blocks && !start_segment && !open_) {
+    const KVBlock& last = pool_.block(segments_.back().blocks[0].back());
+    if (last.tokens < bt) regrow_bytes = footprint_.reference_block() - last.bytes;
+  }
+  const bool regrow = regrow_bytes > 0;
   if (to_blocks) {
     const int64_t have_rows = start_segment ? 0 : static_cast<int64_t>(segments_.back().blocks[0].size()) * bt;
     const int64_t need_rows = (start_segment ? 0 : segments_.back().length) + n;
     new_blocks = std::max<int64_t>(0, (need_rows - have_rows + bt - 1) / bt);
   }
   const KVFootprint& f = footprint_;
-  const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + (regrow ? f.reference_block() : 0) +
+  const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + regrow_bytes +
                            (needs_ring ? f.window_ring() : 0) +
                            (needs_seg_stage ? f.reference_stage() : 0) + (needs_win_stage ? f.window_stage() : 0);
   const size_t need_bytes = static_cast<size_t>(layers) * per_layer;

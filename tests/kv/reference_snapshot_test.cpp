@@ -142,6 +142,25 @@ TEST(ReferenceSnapshot, OutputAfterARestoredTrimmedSegmentRegrowsItsBlock) {
     }
 }
 
+// A snapshot of a segment still being filled keeps its last block whole: output under `full` that
+// fits in that block needs no more pool bytes (a whole block reserved for a regrow would be refused).
+TEST(ReferenceSnapshot, OutputIntoAWholeRestoredBlockNeedsNoMoreBytes) {
+  const KVLayout layout(kLayers, kHeads, kHd, types_of("bf16"));
+  const KVPolicy pol = KVPolicy::parse("full", 16);
+  KVBlockPool source(layout, 0);
+  SequenceKV a(source, 1, pol);
+  append_segment(a, 50);  // open: its block keeps all kDefaultBlockTokens rows
+  const ReferenceSnapshot snap = a.snapshot(1);
+  ASSERT_EQ(snap.segments[0].layers[0].back().tokens, kDefaultBlockTokens);
+  KVBlockPool exact(layout, a.bytes());  // just what the restored blocks take
+  SequenceKV b(exact, 2, pol);
+  b.restore(snap, 1);
+  generate(b, 20);  // 70 rows: still inside the block
+  generate(a, 20);
+  EXPECT_EQ(exact.bytes_in_use(), a.bytes());
+  EXPECT_EQ(attend_at(b, b.length() - 1), attend_at(a, a.length() - 1));
+}
+
 TEST(ReferenceSnapshot, RefusesWhatItCannotRebuild) {
   KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, parse_kv_types("f32")), 0);
   SequenceKV a(pool, 1, KVPolicy::parse("rswa", 16));
