@@ -27,7 +27,7 @@
 namespace folio::kernels::detail {
 namespace {
 
-constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a weight row (qgemv takes 2 or 1)
+constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a weight row
 
 // Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones (kUnsigned) with
 // kOffset to subtract (q4_0: 8, q5_0: 16, q5_1: 0). Unsigned codes go straight into the u8 x s8
@@ -240,6 +240,7 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   const int64_t nb = in / (k_format ? 256 : 32);
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
+  static_assert(kMaxQGroup == 2, "a pass takes kMaxQGroup activation rows or the 1 left over");
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * rb;
     for (int64_t g0 = 0; g0 < n; g0 += kMaxQGroup) {
@@ -247,7 +248,7 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
       float out[kMaxQGroup];
       const int64_t gn = std::min<int64_t>(kMaxQGroup, n - g0);
       if (gn == kMaxQGroup) dot_row_q<I, T, kMaxQGroup>(row, nb, x, nb, out);
-      else dot_row_q<I, T, 1>(row, nb, x, nb, out);  // kMaxQGroup is 2: the only other case
+      else dot_row_q<I, T, 1>(row, nb, x, nb, out);
       for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r] = out[g];
     }
   }
