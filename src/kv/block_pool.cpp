@@ -13,11 +13,12 @@ KVBlockPool::KVBlockPool(KVLayout layout, size_t capacity_bytes) : layout_(layou
 
 KVBlockPool::~KVBlockPool() = default;
 
-KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v) {
-  const KVBlockGeometry g = layout.geometry(k, v, tokens);
+KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v, KeyScales ks) {
+  const KVBlockGeometry g = layout.geometry(k, v, tokens, ks);
   KVBlock b;
   b.k = base;
   b.k_params = reinterpret_cast<uint16_t*>(base + g.k_params);
+  b.k_param_stride = g.k_param_stride;
   b.v = base + g.v;
   b.v_params = reinterpret_cast<uint16_t*>(base + g.v_params);
   b.tokens = tokens;
@@ -29,8 +30,8 @@ KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDTy
   return b;
 }
 
-int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v) {
-  const size_t bytes = block_bytes(tokens, k, v);
+int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v, KeyScales ks) {
+  const size_t bytes = block_bytes(tokens, k, v, ks);
   if (!can_allocate(bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool full: " + std::to_string(in_use_) + " of " +
                                               std::to_string(capacity_) + " bytes in use, " +
@@ -48,7 +49,7 @@ int64_t KVBlockPool::allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType 
     id = static_cast<int64_t>(blocks_.size()) - 1;
   }
   Entry& e = blocks_[static_cast<size_t>(id)];
-  e.mem = place_block(layout_, e.raw, tokens, k, v);
+  e.mem = place_block(layout_, e.raw, tokens, k, v, ks);
   e.seq = seq;
   e.layer = layer;
   e.live = true;

@@ -29,6 +29,7 @@ struct KVBlock {
   uint8_t* k = nullptr;  // head-major: n_kv_heads x tokens x row bytes of k_type
   uint8_t* v = nullptr;
   uint16_t* k_params = nullptr;  // quantised keys: per-channel group parameters (kv_layout.h)
+  size_t k_param_stride = 0;     // keys quantised per token: parameters per row (0: per channel)
   uint16_t* v_params = nullptr;  // quantised values: per-token group parameters
   int64_t tokens = 0;            // capacity in token rows
   KVDType k_type = KVDType::F32, v_type = KVDType::F32;
@@ -38,7 +39,8 @@ struct KVBlock {
 
 // The block of `tokens` rows storing keys as k and values as v whose bytes start at `base` (64-byte
 // aligned, layout.block_bytes(k, v, tokens) long): where its parts are, by the layout's geometry.
-KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v);
+KVBlock place_block(const KVLayout& layout, uint8_t* base, int64_t tokens, KVDType k, KVDType v,
+                    KeyScales ks = KeyScales::PerChannel);
 
 class KVBlockPool {
  public:
@@ -50,9 +52,9 @@ class KVBlockPool {
 
   const KVLayout& layout() const { return layout_; }
 
-  // A block of `tokens` rows for (seq, layer) storing keys as k and values as v. Throws
-  // Error(OutOfMemory) past capacity.
-  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v);
+  // A block of `tokens` rows for (seq, layer) storing keys as k (their scales kept as ks says) and
+  // values as v. Throws Error(OutOfMemory) past capacity.
+  int64_t allocate(SeqId seq, int64_t layer, int64_t tokens, KVDType k, KVDType v, KeyScales ks = KeyScales::PerChannel);
   // ... in the layout's reference types.
   int64_t allocate(SeqId seq, int64_t layer, int64_t tokens) {
     return allocate(seq, layer, tokens, layout_.types.ref_k, layout_.types.ref_v);
@@ -60,7 +62,9 @@ class KVBlockPool {
   void release(int64_t block_id);
   const KVBlock& block(int64_t block_id) const { return blocks_[static_cast<size_t>(block_id)].mem; }
 
-  size_t block_bytes(int64_t tokens, KVDType k, KVDType v) const { return layout_.block_bytes(k, v, tokens); }
+  size_t block_bytes(int64_t tokens, KVDType k, KVDType v, KeyScales ks = KeyScales::PerChannel) const {
+    return layout_.block_bytes(k, v, tokens, ks);
+  }
   // ... in the layout's reference types.
   size_t block_bytes(int64_t tokens) const { return block_bytes(tokens, layout_.types.ref_k, layout_.types.ref_v); }
   size_t capacity_bytes() const { return capacity_; }

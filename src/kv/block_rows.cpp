@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/cpu/attention.h"
 
 namespace folio {
@@ -28,6 +29,28 @@ uint8_t* value_codes(const KVBlock& b, int64_t head, int64_t row, int64_t head_d
   return b.v + static_cast<size_t>(head) * b.v_head_stride + static_cast<size_t>(row) * kv_row_bytes(b.v_type, head_dim);
 }
 
+uint8_t* key_codes(const KVBlock& b, int64_t head, int64_t row, int64_t head_dim) {
+  return b.k + static_cast<size_t>(head) * b.k_head_stride + static_cast<size_t>(row) * kv_row_bytes(b.k_type, head_dim);
+}
+
+// Keys quantised per token (b.k_param_stride > 0): head h of row r, in segments of
+// kv_token_key_group channels, each with its parameters (kv_layout.h).
+void quantize_token_key(const KVLayout& lay, const KVBlock& b, const float* x, int64_t h, int64_t r) {
+  const int64_t D = lay.head_dim, g = kernels::kv_token_key_group(D), segs = D / g, np = kernels::kv_params_per_group(b.k_type);
+  uint8_t* codes = key_codes(b, h, r, D);
+  for (int64_t j = 0; j < segs; ++j)
+    kernels::quantize_value_group(b.k_type, x + j * g, g, codes + kv_row_bytes(b.k_type, j * g),
+                                  b.k_params + static_cast<size_t>(r) * b.k_param_stride + (h * segs + j) * np);
+}
+
+void dequantize_token_key(const KVLayout& lay, const KVBlock& b, int64_t h, int64_t r, float* out) {
+  const int64_t D = lay.head_dim, g = kernels::kv_token_key_group(D), segs = D / g, np = kernels::kv_params_per_group(b.k_type);
+  const uint8_t* codes = key_codes(b, h, r, D);
+  for (int64_t j = 0; j < segs; ++j)
+    kernels::dequantize_value_group(b.k_type, codes + kv_row_bytes(b.k_type, j * g),
+                                    b.k_params + static_cast<size_t>(r) * b.k_param_stride + (h * segs + j) * np, g, out + j * g);
+}
+
 }  // namespace
 
 void read_key_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k) {
@@ -35,7 +58,9 @@ void read_key_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k
   for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
     const uint8_t* src = b.k + static_cast<size_t>(h) * b.k_head_stride;
     float* out = k + h * rows * D;
-    if (kv_quantized(b.k_type)) kernels::dequantize_key_rows(b.k_type, src, b.k_params + h * np_k * D, rows, D, out);
+    if (kv_quantized(b.k_type) && b.k_param_stride)
+      for (int64_t r = 0; r < rows; ++r) dequantize_token_key(lay, b, h, r, out + r * D);
+    else if (kv_quantized(b.k_type)) kernels::dequantize_key_rows(b.k_type, src, b.k_params + h * np_k * D, rows, D, out);
     else convert_to_f32(kernels::kv_float_dtype(b.k_type), src, out, rows * D);
   }
 }
@@ -69,10 +94,22 @@ void write_key_rows(const KVLayout& lay, const float* k, int64_t rows, const KVB
   const int64_t D = lay.head_dim;
   for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
     uint8_t* out = d.k + static_cast<size_t>(h) * d.k_head_stride;
-    if (kv_quantized(d.k_type))
+    if (kv_quantized(d.k_type) && d.k_param_stride)
+      for (int64_t r = 0; r < rows; ++r) quantize_token_key(lay, d, k + (h * rows + r) * D, h, r);
+    else if (kv_quantized(d.k_type))
       kernels::quantize_key_group(d.k_type, k + h * rows * D, rows, D, out, d.k_params + h * kernels::kv_params_per_group(d.k_type) * D);
     else
       convert_from_f32(kernels::kv_float_dtype(d.k_type), k + h * rows * D, out, rows * D);
+  }
+}
+
+void write_key_row(const KVLayout& lay, const float* k, int64_t r, const KVBlock& d) {
+  const int64_t D = lay.head_dim;
+  if (kv_quantized(d.k_type) && !d.k_param_stride)
+    throw Error(Error::Kind::Internal, "keys scaled per channel are quantised a whole group at a time, not row by row");
+  for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
+    if (kv_quantized(d.k_type)) quantize_token_key(lay, d, k + h * D, h, r);
+    else convert_from_f32(kernels::kv_float_dtype(d.k_type), k + h * D, key_codes(d, h, r, D), D);
   }
 }
 

@@ -2,8 +2,9 @@
 //
 // read_block_rows() decodes the first `rows` rows of a block (float rows converted, quantised keys
 // and values dequantised) into head-major f32 arrays; write_block_rows() stores head-major f32 rows
-// into a block, converting to a float type or quantising (keys per channel over the rows given,
-// values per token in the layout's value groups, which may span two heads: kv_quant.h). Writing
+// into a block, converting to a float type or quantising (keys per channel over the rows given, or
+// per token in a block that keeps them so, values per token in the layout's value groups, which may
+// span two heads: kv_quant.h). Writing
 // what was read gives the same bytes back for float types; quantised ones round once more.
 // Pure functions of their arguments: they touch only the arrays and the block named; callers
 // serialise writes to one block.
@@ -16,18 +17,23 @@
 
 namespace folio {
 
-// k and v: [n_kv_heads][rows][head_dim] each. Precondition: rows <= block.tokens, and for a
-// quantised type the rows are the block's whole key group (its parameters cover them all).
+// k and v: [n_kv_heads][rows][head_dim] each. Precondition: rows <= block.tokens, and for keys
+// quantised per channel the rows are the block's whole key group (its parameters cover them all).
 void read_block_rows(const KVLayout& layout, const KVBlock& block, int64_t rows, float* k, float* v);
 
-// Precondition: rows <= block.tokens; for quantised keys, the block holds exactly one key group
-// (at most kKVKeyGroup rows), all written by this call.
+// Precondition: rows <= block.tokens; for keys quantised per channel, the block holds exactly one
+// key group (at most kKVKeyGroup rows), all written by this call.
 void write_block_rows(const KVLayout& layout, const float* k, const float* v, int64_t rows, const KVBlock& block);
 
 // The keys alone, as read_block_rows and write_block_rows treat them (k: [n_kv_heads][rows][head_dim]),
 // with the same preconditions.
 void read_key_rows(const KVLayout& layout, const KVBlock& block, int64_t rows, float* k);
 void write_key_rows(const KVLayout& layout, const float* k, int64_t rows, const KVBlock& block);
+
+// Stores one token's keys (k: [n_kv_heads x head_dim]) as row `row` of the block, converted or
+// quantised per token; Error(Internal) for keys scaled per channel (a group is quantised whole).
+// Precondition: row < block.tokens.
+void write_key_row(const KVLayout& layout, const float* k, int64_t row, const KVBlock& block);
 
 // Stores one token's values (v: [n_kv_heads x head_dim]) as row `row` of the block, converted or
 // quantised per token as write_block_rows would: values need no other row, so a quantised row can

@@ -3,9 +3,9 @@
 // SequenceKV::worst_case_bytes (what admission reserves) adds it up, so the two cannot drift apart.
 //
 // Regions: reference blocks of block_tokens() rows (one key group when the reference is quantised),
-// the staging block of a quantised region's group being filled (f16 keys), and the window (a ring of W rows,
-// or ceil(W / G) quantised groups plus their staging block). Pure arithmetic over the layout; any
-// thread.
+// the staging block of a quantised reference's group being filled (q8 keys per token), and the window: a
+// ring of W rows (quantised keys kept per token, so no staging). Pure arithmetic over the layout;
+// any thread.
 #pragma once
 
 #include <cstddef>
@@ -21,23 +21,21 @@ class KVFootprint {
   // block_tokens: rows per float reference block (>= 1; ignored when the reference is quantised).
   KVFootprint(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens);
 
-  // The type of a staging block's keys for a region whose keys are stored as t: f16 when t is
-  // quantised. A staging block's values are stored in their region's type.
+  // The type of a staging block's keys for a reference whose keys are stored as t: q8 kept per token
+  // when t is quantised (requantised per channel when the group completes), else t. A staging
+  // block's values are stored in their region's type.
   static KVDType stage_key_type(KVDType t);
+  static constexpr KeyScales kStageKeyScales = KeyScales::PerToken;
 
   bool reference_quantized() const { return ref_quantized_; }
   bool window_quantized() const { return win_quantized_; }
   int64_t block_tokens() const { return block_tokens_; }
-  // Blocks of the window ring: 1 float block of W rows, or ceil(W / G) quantised groups.
-  int64_t ring_slots() const;
-  // Rows of one ring block.
-  int64_t ring_block_tokens() const;
+  // How the window's quantised keys keep their scales: per token (kv_layout.h).
+  static constexpr KeyScales kWindowKeyScales = KeyScales::PerToken;
 
   size_t reference_block() const;  // one reference block
   size_t reference_stage() const;  // the staging block of a quantised reference (0 when not quantised)
-  size_t window_ring() const;      // the ring's blocks
-  size_t window_stage() const;     // the staging block of a quantised window (0 when not quantised)
-  size_t window() const { return window_ring() + window_stage(); }
+  size_t window() const;           // the window's ring: one block of W rows
   // A segment of `rows` rows being filled: whole blocks, plus the staging block when quantised.
   size_t open_segment(int64_t rows) const;
   // A closed segment: its partial last block (or quantised group) is re-allocated to its rows.

@@ -32,14 +32,19 @@ namespace {
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 }  // namespace
 
-KVBlockGeometry KVLayout::geometry(KVDType k, KVDType v, int64_t tokens) const {
+KVBlockGeometry KVLayout::geometry(KVDType k, KVDType v, int64_t tokens, KeyScales ks) const {
   KVBlockGeometry g;
   const auto T = static_cast<size_t>(tokens), H = static_cast<size_t>(n_kv_heads), D = static_cast<size_t>(head_dim);
   g.k_head_stride = T * kv_row_bytes(k, head_dim);
   g.v_head_stride = T * kv_row_bytes(v, head_dim);
   size_t at = align64(H * g.k_head_stride);
   g.k_params = at;
-  if (kv_quantized(k)) at = align64(at + H * static_cast<size_t>(kv_params_per_group(k)) * D * 2);
+  if (kv_quantized(k) && ks == KeyScales::PerToken) {
+    g.k_param_stride = H * D / static_cast<size_t>(kernels::kv_token_key_group(head_dim)) * static_cast<size_t>(kv_params_per_group(k));
+    at = align64(at + T * g.k_param_stride * 2);
+  } else if (kv_quantized(k)) {
+    at = align64(at + H * static_cast<size_t>(kv_params_per_group(k)) * D * 2);
+  }
   g.v = at;
   at = align64(at + H * g.v_head_stride);
   g.v_params = at;

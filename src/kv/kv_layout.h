@@ -8,7 +8,9 @@
 //      parameters of its one key group [n_kv_heads][nparams][head_dim];
 //   V: the same head-major rows, then for quantised values the per-token parameters
 //      [T][row_elems / value_group][nparams];
-// each part starting 64-byte aligned.
+// each part starting 64-byte aligned. A block whose quantised keys are kept per token (the window:
+// KeyScales::PerToken) has instead of the per-channel parameters the per-token ones
+// [T][n_kv_heads * head_dim / kv_token_key_group(head_dim)][nparams], as values keep theirs.
 #pragma once
 
 #include <cstddef>
@@ -37,10 +39,15 @@ struct KVTypes {
   std::string name() const;
 };
 
+// How a block's quantised keys keep their scales: per channel over the block's rows (one key group;
+// reference blocks), or per token in segments of kv_token_key_group channels (window blocks).
+enum class KeyScales : uint8_t { PerChannel, PerToken };
+
 // Where the parts of one block live, relative to its start.
 struct KVBlockGeometry {
   size_t k_params = 0, v = 0, v_params = 0, bytes = 0;
   size_t k_head_stride = 0, v_head_stride = 0;
+  size_t k_param_stride = 0;  // per-token keys: parameters (uint16) per row; 0 otherwise
 };
 
 struct KVLayout {
@@ -57,8 +64,10 @@ struct KVLayout {
 
   int64_t row_elems() const { return n_kv_heads * head_dim; }
   int64_t value_group() const { return kernels::kv_value_group(row_elems(), head_dim); }
-  KVBlockGeometry geometry(KVDType k, KVDType v, int64_t tokens) const;
-  size_t block_bytes(KVDType k, KVDType v, int64_t tokens) const { return geometry(k, v, tokens).bytes; }
+  KVBlockGeometry geometry(KVDType k, KVDType v, int64_t tokens, KeyScales ks = KeyScales::PerChannel) const;
+  size_t block_bytes(KVDType k, KVDType v, int64_t tokens, KeyScales ks = KeyScales::PerChannel) const {
+    return geometry(k, v, tokens, ks).bytes;
+  }
   // Bytes of K and V for `tokens` tokens in all layers stored as reference, in whole key groups:
   // what a reference token costs on average (exact for float types).
   double reference_bytes_per_token() const;

@@ -28,11 +28,9 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
       footprint_(pool, policy, block_tokens),
       block_tokens_(block_tokens),
       offload_(pool, id),
-      ring_(static_cast<size_t>(pool.layout().n_layers)),
+      ring_(static_cast<size_t>(pool.layout().n_layers), -1),
       seg_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
-      win_stage_(static_cast<size_t>(pool.layout().n_layers), -1),
       seg_done_(static_cast<size_t>(pool.layout().n_layers), 0),
-      win_done_(static_cast<size_t>(pool.layout().n_layers), 0),
       active_(new std::atomic<size_t>[static_cast<size_t>(pool.layout().n_layers * pool.layout().n_kv_heads)]) {
   rules_.validate(policy);
   if (block_tokens < 1) throw_invalid("KV block size must be at least 1 token");
@@ -54,14 +52,10 @@ void SequenceKV::release_all() {
       for (int64_t b : layer) pool_.release(b);
       layer.clear();
     }
-  for (auto& r : ring_) {
-    for (int64_t b : r) pool_.release(b);
-    r.clear();
-  }
-  for (auto* stages : {&seg_stage_, &win_stage_})
-    for (auto& s : *stages) {
-      if (s >= 0) pool_.release(s);
-      s = -1;
+  for (auto* blocks : {&ring_, &seg_stage_})
+    for (int64_t& b : *blocks) {
+      if (b >= 0) pool_.release(b);
+      b = -1;
     }
 }
 
@@ -176,9 +170,8 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   if (start_segment || !to_blocks) close_segment();
   if (!reference && policy_.compresses_reference() && !compressed_) compress_reference();
 
-  const bool needs_ring = !to_blocks && ring_[0].empty();
+  const bool needs_ring = !to_blocks && ring_[0] < 0;
   const bool needs_seg_stage = to_blocks && blocks_quantized() && seg_stage_[0] < 0;
-  const bool needs_win_stage = !to_blocks && window_quantized() && win_stage_[0] < 0;
   // Work out what is missing, check it fits as a whole, then allocate: a refused append leaves the
   // sequence as it was.
   int64_t new_blocks = 0;
@@ -198,8 +191,7 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   }
   const KVFootprint& f = footprint_;
   const size_t per_layer = static_cast<size_t>(new_blocks) * f.reference_block() + regrow_bytes +
-                           (needs_ring ? f.window_ring() : 0) +
-                           (needs_seg_stage ? f.reference_stage() : 0) + (needs_win_stage ? f.window_stage() : 0);
+                           (needs_ring ? f.window() : 0) + (needs_seg_stage ? f.reference_stage() : 0);
   const size_t need_bytes = static_cast<size_t>(layers) * per_layer;
   if (!pool_.can_allocate(need_bytes))
     throw Error(Error::Kind::OutOfMemory, "KV pool cannot hold " + std::to_string(n) + " more tokens for sequence " +
@@ -218,10 +210,9 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   for (int64_t l = 0; l < layers; ++l) {
     const auto li = static_cast<size_t>(l);
     for (int64_t b = 0; b < new_blocks; ++b) segments_.back().blocks[li].push_back(pool_.allocate(id_, l, bt));
-    if (needs_ring)
-      for (int64_t s = 0; s < f.ring_slots(); ++s) ring_[li].push_back(pool_.allocate(id_, l, f.ring_block_tokens(), types.win_k, types.win_v));
-    if (needs_seg_stage) seg_stage_[li] = pool_.allocate(id_, l, G, stage_key_type(types.ref_k), types.ref_v);
-    if (needs_win_stage) win_stage_[li] = pool_.allocate(id_, l, G, stage_key_type(types.win_k), types.win_v);
+    if (needs_ring) ring_[li] = pool_.allocate(id_, l, policy_.window, types.win_k, types.win_v, KVFootprint::kWindowKeyScales);
+    if (needs_seg_stage)
+      seg_stage_[li] = pool_.allocate(id_, l, G, stage_key_type(types.ref_k), types.ref_v, KVFootprint::kStageKeyScales);
   }
   const int64_t first = length_;
   length_ += n;
@@ -503,41 +494,27 @@ void SequenceKV::quantize_stage(int64_t stage, int64_t rows, int64_t dst) {
 void SequenceKV::store(int64_t layer, int64_t pos, const float* k, const float* v) {
   if (pos < 0 || pos >= length_) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " not appended");
   const KVLayout& lay = pool_.layout();
-  const int64_t G = kKVKeyGroup, D = lay.head_dim;
+  const int64_t G = kKVKeyGroup;
   const auto li = static_cast<size_t>(layer);
   const Where w = locate(pos);
-  const bool staged = window_pos(w) ? window_quantized() : blocks_quantized();
-  if (!staged) {
-    const Slot slot = float_slot(layer, pos, w);
+  if (window_pos(w) || !blocks_quantized()) {
+    // A row of its own: converted, or (the window) quantised per token, final when written.
+    const Slot slot = row_slot(layer, pos, w);
     const KVBlock& b = pool_.block(slot.block);
-    const DType kt = kernels::kv_float_dtype(b.k_type), vt = kernels::kv_float_dtype(b.v_type);
-    uint8_t* kr = b.k + static_cast<size_t>(slot.row) * kv_row_bytes(b.k_type, D);
-    uint8_t* vr = b.v + static_cast<size_t>(slot.row) * kv_row_bytes(b.v_type, D);
-    for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
-      convert_from_f32(kt, k + h * D, kr + static_cast<size_t>(h) * b.k_head_stride, D);
-      convert_from_f32(vt, v + h * D, vr + static_cast<size_t>(h) * b.v_head_stride, D);
-    }
+    write_key_row(lay, k, slot.row, b);
+    write_value_row(lay, v, slot.row, b);
     return;
   }
-  const int64_t j = window_pos(w) ? w.generated : w.row;  // index within the region
-  if (!window_pos(w) && (!open_ || w.segment + 1 != static_cast<int64_t>(segments_.size())))
+  const int64_t j = w.row;  // index within the segment
+  if (!open_ || w.segment + 1 != static_cast<int64_t>(segments_.size()))
     throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a closed quantised segment");
-  const KVBlock& s = pool_.block(window_pos(w) ? win_stage_[li] : seg_stage_[li]);
+  const KVBlock& s = pool_.block(seg_stage_[li]);
   const int64_t row = j % G;
-  const size_t kb = kv_row_bytes(s.k_type, D);
-  for (int64_t h = 0; h < lay.n_kv_heads; ++h)
-    convert_from_f32(kernels::kv_float_dtype(s.k_type), k + h * D,
-                     s.k + static_cast<size_t>(h) * s.k_head_stride + static_cast<size_t>(row) * kb, D);
+  write_key_row(lay, k, row, s);    // q8 per token until the group is complete
   write_value_row(lay, v, row, s);  // values are final per token: stored in their type at once
   if (row != G - 1) return;
-  const int64_t group = j / G;
-  if (window_pos(w)) {
-    quantize_stage(win_stage_[li], G, ring_[li][static_cast<size_t>(group) % ring_[li].size()]);
-    win_done_[li] = j + 1;
-  } else {
-    quantize_stage(seg_stage_[li], G, segments_[static_cast<size_t>(w.segment)].blocks[li][static_cast<size_t>(group)]);
-    seg_done_[li] = j + 1;
-  }
+  quantize_stage(seg_stage_[li], G, segments_[static_cast<size_t>(w.segment)].blocks[li][static_cast<size_t>(j / G)]);
+  seg_done_[li] = j + 1;
 }
 
 SequenceKV::Row SequenceKV::row(int64_t layer, int64_t pos) const {
@@ -545,17 +522,17 @@ SequenceKV::Row SequenceKV::row(int64_t layer, int64_t pos) const {
   const Where w = locate(pos);
   if (window_pos(w) ? window_quantized() : blocks_quantized())
     throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " is in a quantised region");
-  const Slot slot = float_slot(layer, pos, w);
+  const Slot slot = row_slot(layer, pos, w);
   const KVBlock& b = pool_.block(slot.block);
   const size_t kb = kv_row_bytes(b.k_type, pool_.layout().head_dim), vb = kv_row_bytes(b.v_type, pool_.layout().head_dim);
   return {b.k + static_cast<size_t>(slot.row) * kb, b.v + static_cast<size_t>(slot.row) * vb, b.k_head_stride};
 }
 
-SequenceKV::Slot SequenceKV::float_slot(int64_t layer, int64_t pos, const Where& w) const {
+SequenceKV::Slot SequenceKV::row_slot(int64_t layer, int64_t pos, const Where& w) const {
   if (window_pos(w)) {
     // Ring slot of generated token j. Within a chunk longer than the window, slots are reused in
     // position order (see the class comment), so no eviction check is possible here.
-    return {ring_[static_cast<size_t>(layer)][0], w.generated % policy_.window};
+    return {ring_[static_cast<size_t>(layer)], w.generated % policy_.window};
   }
   const Segment& s = segments_[static_cast<size_t>(w.segment)];
   if (!s.live) throw Error(Error::Kind::Internal, "KV position " + std::to_string(pos) + " was dropped");
@@ -576,7 +553,10 @@ kernels::KVSpan SequenceKV::span_of(const KVBlock& b, int64_t first_row, int64_t
   sp.v_head_stride = b.v_head_stride;
   sp.k_type = b.k_type;
   sp.v_type = b.v_type;
-  sp.k_params = b.k_params;
+  // Keys quantised per token (the window) carry their parameters per row, as values do.
+  sp.k_param_stride = b.k_param_stride;
+  sp.k_params = b.k_params + first * b.k_param_stride;
+  sp.k_group = kernels::kv_token_key_group(D);
   sp.v_param_stride = static_cast<size_t>(lay.row_elems() / vg * kernels::kv_params_per_group(b.v_type));
   sp.v_params = b.v_params + first * sp.v_param_stride;
   sp.v_group = vg;
@@ -597,22 +577,9 @@ void SequenceKV::emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b
 
 void SequenceKV::emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const {
   // Generated token j sees generated tokens max(0, j-W+1)..j.
-  const auto li = static_cast<size_t>(layer);
-  const int64_t W = policy_.window;
-  if (!window_quantized()) {
-    // While j < W they are ring rows 0..j; after that the whole ring (the rows of older tokens were
-    // overwritten in order).
-    out.push_back(span_of(pool_.block(ring_[li][0]), 0, std::min(j + 1, W)));
-    return;
-  }
-  const int64_t G = kKVKeyGroup, lo = std::max<int64_t>(0, j - W + 1);
-  const auto slots = static_cast<int64_t>(ring_[li].size());
-  for (int64_t g = lo / G; g <= j / G; ++g) {
-    const int64_t first = std::max(lo, g * G) - g * G, last = std::min(j, g * G + G - 1) - g * G;
-    const bool quantised = g * G < win_done_[li];
-    const int64_t id = quantised ? ring_[li][static_cast<size_t>(g % slots)] : win_stage_[li];
-    out.push_back(span_of(pool_.block(id), first, last - first + 1));
-  }
+  // While j < W they are ring rows 0..j; after that the whole ring (the rows of older tokens were
+  // overwritten in order).
+  out.push_back(span_of(pool_.block(ring_[static_cast<size_t>(layer)]), 0, std::min(j + 1, policy_.window)));
 }
 
 void SequenceKV::visible_spans(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out) const {
@@ -692,8 +659,9 @@ void SequenceKV::query_spans(int64_t layer, int64_t pos, int64_t kv_head, const 
 size_t SequenceKV::span_bytes(const kernels::KVSpan& s) const {
   const KVLayout& lay = pool_.layout();
   const auto H = static_cast<size_t>(lay.n_kv_heads), D = static_cast<size_t>(lay.head_dim), T = static_cast<size_t>(s.tokens);
-  return T * H * (kv_row_bytes(s.k_type, lay.head_dim) + kv_row_bytes(s.v_type, lay.head_dim)) +
-         H * static_cast<size_t>(kernels::kv_params_per_group(s.k_type)) * D * 2 + T * s.v_param_stride * 2;
+  const size_t key_group_params = s.k_param_stride ? 0 : H * static_cast<size_t>(kernels::kv_params_per_group(s.k_type)) * D * 2;
+  return T * H * (kv_row_bytes(s.k_type, lay.head_dim) + kv_row_bytes(s.v_type, lay.head_dim)) + key_group_params +
+         T * (s.k_param_stride + s.v_param_stride) * 2;
 }
 
 size_t SequenceKV::visible_bytes(int64_t pos) const {

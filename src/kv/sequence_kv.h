@@ -15,12 +15,12 @@
 //     entering ahead of the decoder); they take the next positions, after the generated tokens
 //     before them.
 //
-// Quantised storage (KVTypes in the pool's layout): a quantised region (a reference segment, or the
-// window) is cut into groups of kKVKeyGroup tokens. The group being filled lives in an f16 staging
-// block and is quantised into its final block the moment it completes; a segment that ends inside a
-// group has that last group quantised when the next segment or generation starts. A quantised
-// window keeps ceil(W / G) quantised groups in a ring plus its staging group, and shows exactly the
-// last W tokens like the float ring does.
+// Quantised storage (KVTypes in the pool's layout): a quantised reference segment is cut into
+// groups of kKVKeyGroup tokens (keys scaled per channel over the group, KIVI-style). The group being
+// filled lives in a staging block (keys in q8 per token) and is quantised into its final block the moment it
+// completes; a segment that ends inside a group has that last group quantised when the next segment
+// or generation starts. The window's ring quantises each row as it is written, keys per token like
+// values (kv_quant.h): it holds exactly W rows, with no staging group beside it.
 //
 // Compressed reference (KVPolicy::keep < 1, SnapKV): the decoder hands observe_query() the query
 // of every reference token it stores; the last policy.observe of them per layer are kept. When
@@ -240,11 +240,12 @@ class SequenceKV {
   bool blocks_quantized() const;
   bool window_quantized() const;
   bool window_pos(const Where& w) const { return w.segment < 0; }
-  // The block and row holding a float-stored position (row() and store() share it).
+  // The block and row holding a position stored as a row of its own: a float reference row, or any
+  // window row (row() and store() share it).
   struct Slot {
     int64_t block, row;
   };
-  Slot float_slot(int64_t layer, int64_t pos, const Where& w) const;
+  Slot row_slot(int64_t layer, int64_t pos, const Where& w) const;
   void release_all();
   void release_pins() const;  // what ReadScope's end does
   void close_segment();  // quantises the open segment's partial group and frees its staging
@@ -294,13 +295,13 @@ class SequenceKV {
   int64_t dropped_rows_ = 0;
   ReferenceOffload offload_;          // offload_reference: the segments in the store, and read pins
   std::vector<Segment> segments_;
-  // [layer] -> the window: one ring block of W rows (float window), or ceil(W/G) quantised groups,
-  // group k in slot k % size (quantised window); empty until generation starts.
-  std::vector<std::vector<int64_t>> ring_;
-  // [layer] -> f16 staging blocks of the group being filled, in the open segment / the window, or -1.
-  std::vector<int64_t> seg_stage_, win_stage_;
-  // [layer] -> rows of the open segment that are quantised / generated tokens that are quantised.
-  std::vector<int64_t> seg_done_, win_done_;
+  // [layer] -> the window's ring block of W rows (quantised keys kept per token), -1 until
+  // generation starts.
+  std::vector<int64_t> ring_;
+  // [layer] -> the staging block of the open segment's group being filled, or -1.
+  std::vector<int64_t> seg_stage_;
+  // [layer] -> rows of the open segment that are quantised.
+  std::vector<int64_t> seg_done_;
   // [layer * n_kv_heads + kv_head] -> bytes the last query_spans read (sparse).
   std::unique_ptr<std::atomic<size_t>[]> active_;
 };

@@ -9,8 +9,8 @@ namespace folio {
 
 void quantize_staged_rows(const KVLayout& lay, const KVBlock& s, int64_t rows, const KVBlock& d) {
   if (s.v_type != d.v_type) throw Error(Error::Kind::Internal, "a staging block's values must be stored as its group's");
-  // The staging block holds keys in f16 (or another float type): reading them is exact, so the
-  // group is quantised from exactly what was staged.
+  // The staging block holds keys as q8 per token (or in a float type): the group is quantised per
+  // channel from what was staged.
   thread_local std::vector<float> k;
   k.resize(static_cast<size_t>(lay.n_kv_heads * rows * lay.head_dim));
   read_key_rows(lay, s, rows, k.data());

@@ -1,7 +1,7 @@
 // Quantised KV storage fills a group of kKVKeyGroup tokens in a staging block, then quantises the
 // group into its final block at once (keys per channel over the group's tokens, KIVI-style):
-// quantize_staged_rows does that step. The staging block holds keys in f16 and values already in
-// their stored type (quantised values are per token, in groups of the layout's value_group
+// quantize_staged_rows does that step. The staging block holds keys as q8 per token
+// (KVFootprint::stage_key_type) and values already in their stored type (quantised values are per token, in groups of the layout's value_group
 // channels, so each is final when written; staging them in f16 would cost the window 4x a q4 row).
 // Pure: it reads `stage` and writes `dst`, nothing else; callers serialise writes to one block.
 #pragma once

@@ -155,48 +155,180 @@ TEST(SequenceKVQuant, BytesAgainstBf16FromThePool) {
   std::printf("q8/bf16 = %.4f  q4/bf16 = %.4f\n", q8 / bf16, q4 / bf16);
 }
 
-// A quantised region's group being filled keeps its keys in f16 (their scales are per channel over
-// the whole group) but its values in their stored type from the start (per token, final when
-// written): a generated token's value codes and parameters read from the staging block are the
-// bytes it keeps once its group is quantised into the window's ring.
-TEST(SequenceKVQuant, ValuesAreStagedInTheirStoredType) {
+// The window quantises each row as it is written, keys per token like values: it holds exactly
+// one ring block of W rows per layer (no f16 staging group beside it), and a generated token's key
+// reads back from the window span right after it is stored.
+TEST(SequenceKVQuant, WindowRowsAreQuantisedWhenWritten) {
+  const int64_t layers = 2, W = 128;
+  KVBlockPool pool(KVLayout(layers, kHeads, kHd, parse_kv_types("q4")), 0);
+  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", W));
+  const KVFootprint f(pool, KVPolicy::parse("rswa", W), 16);
+  EXPECT_EQ(f.window(), pool.block_bytes(W, KVDType::Q4, KVDType::Q4, KeyScales::PerToken));
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd;
+  kv.append(64, true);
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t p = 0; p < 64; ++p) store_token(kv, l, p, rng);
+  for (int64_t j = 0; j < 200; ++j) {
+    const int64_t pos = kv.append(1, false);
+    std::vector<float> k(kRow), v(kRow, 0.f);
+    for (auto& x : k) x = nd(rng);
+    for (int64_t l = 0; l < layers; ++l) kv.store(l, pos, k.data(), v.data());
+    EXPECT_EQ(kv.bytes(), static_cast<size_t>(layers) * (f.closed_segment(64) + f.window())) << "generated token " << j;
+    std::vector<KVSpan> spans;
+    kv.visible_spans(1, pos, spans);
+    ASSERT_EQ(spans.size(), 2u);
+    const KVSpan& win = spans.back();
+    ASSERT_EQ(win.k_type, KVDType::Q4);
+    ASSERT_GT(win.k_param_stride, 0u);
+    ASSERT_EQ(win.tokens, std::min(j + 1, W));
+    // The newest row sits in ring slot j % W; each head's key comes back within half a step.
+    const int64_t slot = j % W;
+    for (int64_t h = 0; h < kHeads; ++h) {
+      std::vector<float> got(kHd);
+      const uint16_t* params = win.k_params + slot * win.k_param_stride + (h * kHd / win.k_group) * 2;
+      kernels::dequantize_value_group(KVDType::Q4, kernels::head_rows(win, h, false) + slot * kernels::kv_row_bytes(KVDType::Q4, kHd),
+                                      params, kHd, got.data());
+      float lo = INFINITY, hi = -INFINITY;
+      for (int64_t c = 0; c < kHd; ++c) lo = std::min(lo, k[h * kHd + c]), hi = std::max(hi, k[h * kHd + c]);
+      for (int64_t c = 0; c < kHd; ++c) ASSERT_NEAR(got[c], k[h * kHd + c], (hi - lo) / 15 * 0.51 + 1e-3) << "head " << h << " channel " << c;
+    }
+  }
+}
+
+// A reference group being filled keeps its keys as q8 per token (half of f16's bytes) and quantises
+// them per channel when the group completes: the open group's span reads q8 rows with per-row
+// parameters, the staging block costs what the footprint says, and the final keys stay within a
+// q4 step (plus the q8 staging's half step) of what was stored.
+TEST(SequenceKVQuant, ReferenceGroupStagesKeysAsQ8PerToken) {
   KVBlockPool pool(KVLayout(1, kHeads, kHd, parse_kv_types("q4")), 0);
   SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 128));
-  std::mt19937 rng(6);
-  kv.append(64, true);
-  for (int64_t p = 0; p < 64; ++p) store_token(kv, 0, p, rng);
-  // Head 0's value codes and parameters of the token whose marker is `marked`, in the spans a query
-  // at `pos` sees whose keys are stored as `k_type` (f16: the staging block; q4: quantised groups).
-  auto value_bytes = [&](int64_t pos, int64_t marked, KVDType k_type) {
-    std::vector<KVSpan> spans;
-    kv.visible_spans(0, pos, spans);
-    std::vector<float> row(kHd);
-    for (const KVSpan& s : spans) {
-      if (s.k_type != k_type) continue;
-      EXPECT_EQ(s.v_type, KVDType::Q4);
-      for (int64_t t = 0; t < s.tokens; ++t) {
-        const uint8_t* codes = s.v + t * kernels::kv_row_bytes(s.v_type, kHd);
-        const uint16_t* params = s.v_params + t * s.v_param_stride;
-        kernels::dequantize_value_group(s.v_type, codes, params, kHd, row.data());
-        if (std::lround(row[0]) != marked) continue;
-        std::vector<uint8_t> out(codes, codes + kernels::kv_row_bytes(s.v_type, kHd));
-        out.insert(out.end(), reinterpret_cast<const uint8_t*>(params), reinterpret_cast<const uint8_t*>(params + 2));
-        return out;
+  const KVFootprint f(pool, KVPolicy::parse("rswa", 128), 16);
+  EXPECT_EQ(f.reference_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::Q8, KVDType::Q4, KeyScales::PerToken));
+  EXPECT_LT(f.reference_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::F16, KVDType::Q4));
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd;
+  const int64_t G = kernels::kKVKeyGroup;
+  std::vector<std::vector<float>> keys;
+  kv.append(G + 10, true);
+  EXPECT_EQ(kv.bytes(), 2 * f.reference_block() + f.reference_stage());
+  for (int64_t p = 0; p < G + 10; ++p) {
+    std::vector<float> k(kRow), v(kRow);
+    for (auto& x : k) x = nd(rng);
+    kv.store(0, p, k.data(), v.data());
+    keys.push_back(k);
+  }
+  std::vector<KVSpan> spans;
+  kv.visible_spans(0, G + 9, spans);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].k_type, KVDType::Q4);
+  EXPECT_EQ(spans[0].k_param_stride, 0u) << "a complete group's keys are scaled per channel";
+  EXPECT_EQ(spans[1].k_type, KVDType::Q8);
+  EXPECT_GT(spans[1].k_param_stride, 0u) << "the open group's keys are q8 per token";
+  EXPECT_EQ(spans[1].tokens, 10);
+  // Head 0 of the complete group against what was stored.
+  std::vector<float> got(static_cast<size_t>(G * kHd));
+  kernels::dequantize_key_rows(KVDType::Q4, spans[0].k, spans[0].k_params, G, kHd, got.data());
+  for (int64_t c = 0; c < kHd; ++c) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (int64_t r = 0; r < G; ++r) lo = std::min(lo, keys[r][c]), hi = std::max(hi, keys[r][c]);
+    for (int64_t r = 0; r < G; ++r) {
+      float amax = 0;  // the q8 staging step of row r's head 0
+      for (int64_t i = 0; i < kHd; ++i) amax = std::max(amax, std::fabs(keys[r][i]));
+      ASSERT_NEAR(got[r * kHd + c], keys[r][c], (hi - lo) / 15 * 0.51 + amax / 127 * 0.51 + 1e-3) << "row " << r << " channel " << c;
+    }
+  }
+}
+
+// Rows of span s, head h, as f32 (keys or values), decoded independently of the attention kernel:
+// per-channel key groups, or per-token parameters per segment of `group` channels.
+std::vector<float> decode_rows(const KVSpan& s, int64_t h, int64_t hd, bool values) {
+  const KVDType t = values ? s.v_type : s.k_type;
+  const size_t rb = kernels::kv_row_bytes(t, hd);
+  const uint8_t* base = kernels::head_rows(s, static_cast<size_t>(h), values);
+  std::vector<float> out(static_cast<size_t>(s.tokens * hd));
+  if (!kernels::kv_quantized(t)) {
+    convert_to_f32(kernels::kv_float_dtype(t), base, out.data(), s.tokens * hd);
+    return out;
+  }
+  const int64_t np = kernels::kv_params_per_group(t);
+  const uint16_t* params = values ? s.v_params : s.k_params;
+  const size_t stride = values ? s.v_param_stride : s.k_param_stride;
+  const int64_t group = values ? s.v_group : s.k_group;
+  if (!stride) {  // keys of one per-channel group
+    kernels::dequantize_key_rows(t, base, params + h * np * hd, s.tokens, hd, out.data());
+    return out;
+  }
+  const int64_t seg = std::min(group, hd);
+  for (int64_t r = 0; r < s.tokens; ++r)
+    for (int64_t j = 0; j < hd / seg; ++j) {
+      // Dequantise the segment's codes one by one (q4: low nibble first).
+      const uint16_t* p = params + r * stride + (h * hd / group + j) * np;
+      const float sc = f16_to_f32(p[0]), mn = t == KVDType::Q4 ? f16_to_f32(p[1]) : 0.f;
+      for (int64_t c = j * seg; c < (j + 1) * seg; ++c) {
+        const uint8_t* row = base + r * rb;
+        const float code = t == KVDType::Q4 ? static_cast<float>((row[c / 2] >> (4 * (c % 2))) & 0xf)
+                                            : static_cast<float>(static_cast<int8_t>(row[c]));
+        out[static_cast<size_t>(r * hd + c)] = mn + sc * code;
       }
     }
-    return std::vector<uint8_t>{};
-  };
-  int64_t pos = 0;
-  for (int j = 0; j < 10; ++j) store_token(kv, 0, pos = kv.append(1, false), rng);
-  const std::vector<uint8_t> staged = value_bytes(pos, 68, KVDType::F16);
-  ASSERT_FALSE(staged.empty()) << "position 68 is not in the staging block";
-  for (int j = 10; j < 70; ++j) store_token(kv, 0, pos = kv.append(1, false), rng);  // its group closes at 127
-  EXPECT_TRUE(value_bytes(pos, 68, KVDType::F16).empty()) << "position 68 is still staged";
-  EXPECT_EQ(value_bytes(pos, 68, KVDType::Q4), staged);
-  // What the window's staging costs: f16 keys beside q4 values, not f16 values.
-  const KVFootprint f(pool, KVPolicy::parse("rswa", 128), 16);
-  EXPECT_EQ(f.window_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::F16, KVDType::Q4));
-  EXPECT_LT(f.window_stage(), pool.block_bytes(kernels::kKVKeyGroup, KVDType::F16, KVDType::F16));
+  return out;
+}
+
+// Attention over a quantised cache (reference groups + a window with per-token keys) equals
+// attention over the same rows decoded to f32 by the test: the kernels read the codes and
+// parameters where they are, for a head of one key segment (32) and of two (128).
+TEST(SequenceKVQuant, AttentionReadsPerTokenWindowKeysExactly) {
+  for (const int64_t hd : {int64_t{32}, int64_t{128}}) {
+    for (const char* types : {"q4", "q8"}) {
+      const int64_t heads = 2, row = heads * hd;
+      KVBlockPool pool(KVLayout(1, heads, hd, parse_kv_types(types)), 0);
+      SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 32));
+      std::mt19937 rng(7);
+      std::normal_distribution<float> nd;
+      auto store = [&](int64_t pos) {
+        std::vector<float> k(row), v(row);
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        kv.store(0, pos, k.data(), v.data());
+      };
+      kv.append(100, true);
+      for (int64_t p = 0; p < 100; ++p) store(p);
+      int64_t pos = 0;
+      for (int64_t j = 0; j < 45; ++j) store(pos = kv.append(1, false));
+      std::vector<KVSpan> spans;
+      kv.visible_spans(0, pos, spans);
+      // The same rows as f32 spans.
+      std::vector<std::vector<float>> keys, vals;
+      std::vector<KVSpan> f32_spans;
+      for (const KVSpan& s : spans) {
+        std::vector<float> k, v;
+        for (int64_t h = 0; h < heads; ++h) {
+          const std::vector<float> kh = decode_rows(s, h, hd, false), vh = decode_rows(s, h, hd, true);
+          k.insert(k.end(), kh.begin(), kh.end());
+          v.insert(v.end(), vh.begin(), vh.end());
+        }
+        keys.push_back(std::move(k));
+        vals.push_back(std::move(v));
+      }
+      for (size_t i = 0; i < spans.size(); ++i) {
+        KVSpan f;
+        f.k = reinterpret_cast<const uint8_t*>(keys[i].data());
+        f.v = reinterpret_cast<const uint8_t*>(vals[i].data());
+        f.tokens = spans[i].tokens;
+        f.k_head_stride = f.v_head_stride = static_cast<size_t>(spans[i].tokens * hd) * 4;
+        f32_spans.push_back(f);
+      }
+      ASSERT_GT(spans.back().k_param_stride, 0u) << "the window keeps its keys per token";
+      std::vector<float> q(row);
+      for (auto& x : q) x = nd(rng);
+      const kernels::AttentionShape shape{heads, heads, hd, 1.f / std::sqrt(static_cast<float>(hd))};
+      std::vector<float> got(row), want(row), scratch(kernels::attend_scratch_floats(200, heads, hd));
+      kernels::attend(q.data(), spans, shape, got.data(), 0, heads, scratch.data());
+      kernels::attend(q.data(), f32_spans, shape, want.data(), 0, heads, scratch.data());
+      for (int64_t i = 0; i < row; ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << types << " hd=" << hd << " i=" << i;
+    }
+  }
 }
 
 TEST(SequenceKVQuant, KVTypesParseAndName) {

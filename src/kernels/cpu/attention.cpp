@@ -80,13 +80,14 @@ class StreamPrefetch {
   const uint8_t* base_ = nullptr;
 };
 
-// Rows [r, r + n) of a span as a span of their own (same storage; values' per-row parameters move
-// with them, keys' per-span parameters do not).
+// Rows [r, r + n) of a span as a span of their own (same storage; per-row parameters move with
+// them, keys' per-span parameters do not).
 KVSpan sub_span(const KVSpan& s, int64_t r, int64_t n, int64_t hd) {
   KVSpan sub = s;
   sub.k = s.k + static_cast<size_t>(r) * kv_row_bytes(s.k_type, hd);
   sub.v = s.v + static_cast<size_t>(r) * kv_row_bytes(s.v_type, hd);
   if (s.v_params) sub.v_params = s.v_params + static_cast<size_t>(r) * s.v_param_stride;
+  if (s.k_params && s.k_param_stride) sub.k_params = s.k_params + static_cast<size_t>(r) * s.k_param_stride;
   sub.tokens = n;
   return sub;
 }
@@ -147,7 +148,10 @@ void attend(const float* q, std::span<const KVSpan> spans, const AttentionShape&
   for_spans_then_heads(spans, head_begin, head_end, group, hd, false, [&](const KVSpan& sp, int64_t h, int64_t kv_head, int64_t rows) {
     const size_t rb = kv_row_bytes(sp.k_type, hd);
     const uint8_t* kh = head_rows(sp, static_cast<size_t>(kv_head), false);
-    if (kv_quantized(sp.k_type)) {
+    if (kv_quantized(sp.k_type) && sp.k_param_stride) {
+      dot_token_key_rows(sp.k_type, q + h * hd, kh, rb, sp.k_params, sp.k_param_stride, kv_head * hd / sp.k_group, sp.k_group,
+                         sp.tokens, hd, s.scale, scores(h) + rows);
+    } else if (kv_quantized(sp.k_type)) {
       const uint16_t* params = sp.k_params + kv_head * kv_params_per_group(sp.k_type) * hd;
       dot_key_rows(sp.k_type, q + h * hd, kh, rb, params, sp.tokens, hd, s.scale, qs, scores(h) + rows);
     } else {

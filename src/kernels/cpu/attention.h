@@ -27,8 +27,12 @@ struct KVSpan {
   KVDType k_type = KVDType::F32;
   KVDType v_type = KVDType::F32;
   // Quantised keys: per KV head h, params at k_params + h * nparams * head_dim (see kv_quant.h);
-  // the same for every row of the span (one key group).
+  // the same for every row of the span (one key group). Keys quantised per token (the window,
+  // k_param_stride > 0) keep them as values do: row t's at k_params + t * k_param_stride, channel
+  // segment g at + g * nparams; head h uses segments from h * head_dim / k_group.
   const uint16_t* k_params = nullptr;
+  size_t k_param_stride = 0;
+  int64_t k_group = 0;
   // Quantised values: row t's params at v_params + t * v_param_stride, channel group g at
   // + g * nparams; head h uses groups from h * head_dim / v_group.
   const uint16_t* v_params = nullptr;

@@ -160,6 +160,35 @@ void dot_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_s
   detail::table_for(active_isa()).dot_code_rows[t == KVDType::Q4](qs, codes, code_stride, rows, head_dim, bias, out);
 }
 
+void dot_token_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
+                        size_t param_stride, int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float scale,
+                        float* out) {
+  check_quantized(t);
+  const detail::KernelTable& table = detail::table_for(active_isa());
+  const int64_t segs = head_dim / group, np = kv_params_per_group(t);
+  // Score of row r: scale * sum_j (s_rj <q_j, codes_rj> + m_rj sum(q_j)), segments in order. The
+  // integer-code dots run over a tile of rows per segment (one kernel call each), then combine.
+  constexpr int64_t kTile = 64;
+  float raw[kTile], acc[kTile];
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t n = std::min(kTile, rows - r0);
+    std::fill_n(acc, n, 0.f);
+    for (int64_t j = 0; j < segs; ++j) {
+      const float* qj = q + j * group;
+      float qsum = 0;
+      if (t == KVDType::Q4)
+        for (int64_t c = 0; c < group; ++c) qsum += qj[c];
+      table.dot_code_rows[t == KVDType::Q4](qj, codes + static_cast<size_t>(r0) * code_stride + kv_row_bytes(t, j * group),
+                                            code_stride, n, group, 0.f, raw);
+      for (int64_t r = 0; r < n; ++r) {
+        const uint16_t* p = params + static_cast<size_t>(r0 + r) * param_stride + (first_group + j) * np;
+        acc[r] += f16_to_f32(p[0]) * raw[r] + (t == KVDType::Q4 ? f16_to_f32(p[1]) * qsum : 0.f);
+      }
+    }
+    for (int64_t r = 0; r < n; ++r) out[r0 + r] = scale * acc[r];
+  }
+}
+
 void axpy_value_rows(KVDType t, const float* p, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                      size_t param_stride, int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float* y) {
   check_quantized(t);

@@ -6,6 +6,10 @@
 //   q8  symmetric: x ~ s * c, c in [-127, 127] (int8), one f16 scale per group.
 //   q4  asymmetric: x ~ m + s * c, c in [0, 15] (two per byte, low nibble first), f16 scale and min.
 // Groups are quantised once complete; until then their rows live in f16 (see SequenceKV).
+// The window (the last W generated tokens, rewritten one row per step) stores its keys per token
+// instead, like values, in segments of kv_token_key_group(head_dim) channels: a key is then final
+// when written and needs no f16 staging group beside the ring (which cost the window of a small
+// model a third of its q4 bytes).
 //
 // Attention reads the codes directly: for keys, q . k_t = sum_c (q_c s_c) code_tc + sum_c q_c m_c,
 // so a query is scaled once per group and then dotted with integer codes; for values,
@@ -42,6 +46,10 @@ size_t kv_row_bytes(KVDType t, int64_t head_dim);
 // when it tiles both the row and the heads, else head_dim (one group per head row).
 int64_t kv_value_group(int64_t row_elems, int64_t head_dim);
 
+// Channels sharing one per-token key scale (window keys): kKVValueGroup when it divides head_dim,
+// else head_dim (one group per head row).
+inline int64_t kv_token_key_group(int64_t head_dim) { return head_dim % kKVValueGroup == 0 ? kKVValueGroup : head_dim; }
+
 // Keys of one head, `rows` tokens x head_dim, quantised per channel: codes [rows][kv_row_bytes],
 // params [nparams][head_dim] (scales, then mins for q4).
 void quantize_key_group(KVDType t, const float* x, int64_t rows, int64_t head_dim, uint8_t* codes, uint16_t* params);
@@ -55,6 +63,12 @@ void dequantize_value_group(KVDType t, const uint8_t* codes, const uint16_t* par
 // qs is scratch of head_dim floats.
 void dot_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                   int64_t rows, int64_t head_dim, float scale, float* qs, float* out);
+// The same scores for keys quantised per token (window keys): row r's parameters for channel
+// segment j (`group` channels each, head_dim / group of them) at params + r * param_stride +
+// (first_group + j) * nparams, as values keep theirs.
+void dot_token_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
+                        size_t param_stride, int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float scale,
+                        float* out);
 // y[head_dim] += sum_r p[r] * value row r, for quantised value rows of one head. Row r's codes are
 // at codes + r * code_stride; its params for channel segment j at params + r * param_stride +
 // (first_group + j) * nparams, each segment `group` channels (head_dim / group segments, or one
