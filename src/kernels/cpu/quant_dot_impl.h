@@ -27,7 +27,7 @@
 namespace folio::kernels::detail {
 namespace {
 
-constexpr int kMaxQGroup = 2;  // activation rows sharing one pass over a weight row
+constexpr int kMaxQGroup = 4;  // activation rows sharing one pass over a weight row
 
 // Block formats of 32: weights() gives signed codes (q8_0) or unsigned ones (kUnsigned) with
 // kOffset to subtract (q4_0: 8, q5_0: 16, q5_1: 0). Unsigned codes go straight into the u8 x s8
@@ -232,7 +232,12 @@ inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, f
 }
 
 // QGemvFn (kernel_table.h): rows [r0, r1) of W against n quantised activation rows, one row at a
-// time, kMaxQGroup activation rows per pass over it (later passes find the row in cache).
+// time, up to kMaxQGroup activation rows per pass over it (later passes find the row in cache).
+// Four rows per pass rather than two: a block's weights (nibbles, high bits, scales and minima)
+// are unpacked once for all of them, and with several sequences per step the product is bound by
+// that work, not by bytes. [65536, 1280] with four activation rows, 2 threads, Zen 4, two builds
+// alternated: q4_k 4.33 / 3.98 / 4.56 -> 3.15 / 3.58 / 3.07 ms, q6_k 7.30 / 5.90 -> 4.53 / 4.45,
+// q8_0 7.94 / 6.64 -> 6.71 / 4.70; AVX2 q4_k 8.99 / 7.40 -> 6.52 / 6.41 (same bits).
 template <class I, DType T>
 void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n, float* y,
            int64_t ldy) {
@@ -240,16 +245,18 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   const int64_t nb = in / (k_format ? 256 : 32);
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
-  static_assert(kMaxQGroup == 2, "a pass takes kMaxQGroup activation rows or the 1 left over");
+  static_assert(kMaxQGroup == 4, "a pass takes 4 activation rows, else 2, else 1");
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * rb;
-    for (int64_t g0 = 0; g0 < n; g0 += kMaxQGroup) {
+    for (int64_t g0 = 0; g0 < n;) {
       const void* x = xb + static_cast<size_t>(g0 * nb) * act_bytes;
       float out[kMaxQGroup];
-      const int64_t gn = std::min<int64_t>(kMaxQGroup, n - g0);
-      if (gn == kMaxQGroup) dot_row_q<I, T, kMaxQGroup>(row, nb, x, nb, out);
+      const int64_t left = n - g0, gn = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      if (gn == 4) dot_row_q<I, T, 4>(row, nb, x, nb, out);
+      else if (gn == 2) dot_row_q<I, T, 2>(row, nb, x, nb, out);
       else dot_row_q<I, T, 1>(row, nb, x, nb, out);
       for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r] = out[g];
+      g0 += gn;
     }
   }
 }
