@@ -5,7 +5,7 @@
 // per token over groups of channels (value error then stays local to one token's contribution).
 //   q8  symmetric: x ~ s * c, c in [-127, 127] (int8), one f16 scale per group.
 //   q4  asymmetric: x ~ m + s * c, c in [0, 15] (two per byte, low nibble first), f16 scale and min.
-// Groups are quantised once complete; until then their rows live in f16 (see SequenceKV).
+// Groups are quantised once complete; until then their keys live in q8 per token (see SequenceKV).
 // The window (the last W generated tokens, rewritten one row per step) stores its keys per token
 // instead, like values, in segments of kv_token_key_group(head_dim) channels: a key is then final
 // when written and needs no f16 staging group beside the ring (which cost the window of a small
