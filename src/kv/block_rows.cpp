@@ -43,23 +43,15 @@ void quantize_token_key(const KVLayout& lay, const KVBlock& b, const float* x, i
                                   b.k_params + static_cast<size_t>(r) * b.k_param_stride + (h * segs + j) * np);
 }
 
-void dequantize_token_key(const KVLayout& lay, const KVBlock& b, int64_t h, int64_t r, float* out) {
-  const int64_t D = lay.head_dim, g = kernels::kv_token_key_group(D), segs = D / g, np = kernels::kv_params_per_group(b.k_type);
-  const uint8_t* codes = key_codes(b, h, r, D);
-  for (int64_t j = 0; j < segs; ++j)
-    kernels::dequantize_value_group(b.k_type, codes + kv_row_bytes(b.k_type, j * g),
-                                    b.k_params + static_cast<size_t>(r) * b.k_param_stride + (h * segs + j) * np, g, out + j * g);
-}
-
 }  // namespace
 
 void read_key_rows(const KVLayout& lay, const KVBlock& b, int64_t rows, float* k) {
-  const int64_t D = lay.head_dim, np_k = kernels::kv_params_per_group(b.k_type);
+  const int64_t D = lay.head_dim, np_k = kernels::kv_params_per_group(b.k_type), g = kernels::kv_token_key_group(D);
   for (int64_t h = 0; h < lay.n_kv_heads; ++h) {
     const uint8_t* src = b.k + static_cast<size_t>(h) * b.k_head_stride;
     float* out = k + h * rows * D;
     if (kv_quantized(b.k_type) && b.k_param_stride)
-      for (int64_t r = 0; r < rows; ++r) dequantize_token_key(lay, b, h, r, out + r * D);
+      kernels::dequantize_token_rows(b.k_type, src, kv_row_bytes(b.k_type, D), b.k_params, b.k_param_stride, h * D / g, g, rows, D, out);
     else if (kv_quantized(b.k_type)) kernels::dequantize_key_rows(b.k_type, src, b.k_params + h * np_k * D, rows, D, out);
     else convert_to_f32(kernels::kv_float_dtype(b.k_type), src, out, rows * D);
   }

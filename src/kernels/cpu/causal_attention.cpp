@@ -25,20 +25,6 @@ void make_blas_single_threaded() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-// `take` rows of KV head `kvh` quantised per token (values; window keys) as f32 [take, hd]: each
-// row's parameters per segment of `group` channels of the head, or one covering the head.
-void token_rows_to_f32(KVDType t, const uint8_t* base, size_t rb, const uint16_t* params, size_t param_stride,
-                       int64_t group, int64_t kvh, int64_t hd, int64_t take, float* out) {
-  const int64_t seg = std::min(group, hd), nseg = hd / seg, first_group = kvh * hd / group;
-  const int64_t np = kv_params_per_group(t);
-  for (int64_t i = 0; i < take; ++i)
-    for (int64_t j = 0; j < nseg; ++j) {
-      const size_t code_off = kv_row_bytes(t, j * seg);
-      const uint16_t* p = params + static_cast<size_t>(i) * param_stride + (first_group + j) * np;
-      dequantize_value_group(t, base + static_cast<size_t>(i) * rb + code_off, p, seg, out + i * hd + j * seg);
-    }
-}
-
 // Rows [0, rows) of KV head `kvh`, keys or values, as f32 [rows, hd] in dst.
 void head_to_f32(std::span<const KVSpan> spans, int64_t kvh, int64_t hd, bool values, int64_t rows, float* dst,
                  const detail::KernelTable& table) {
@@ -53,9 +39,9 @@ void head_to_f32(std::span<const KVSpan> spans, int64_t kvh, int64_t hd, bool va
     if (!kv_quantized(t)) {
       table.to_f32[static_cast<int>(kv_float_dtype(t))](base, rb, hd, take, out);
     } else if (values) {
-      token_rows_to_f32(t, base, rb, s.v_params, s.v_param_stride, s.v_group, kvh, hd, take, out);
+      dequantize_token_rows(t, base, rb, s.v_params, s.v_param_stride, kvh * hd / s.v_group, s.v_group, take, hd, out);
     } else if (s.k_param_stride) {
-      token_rows_to_f32(t, base, rb, s.k_params, s.k_param_stride, s.k_group, kvh, hd, take, out);
+      dequantize_token_rows(t, base, rb, s.k_params, s.k_param_stride, kvh * hd / s.k_group, s.k_group, take, hd, out);
     } else {
       dequantize_key_rows(t, base, s.k_params + kvh * kv_params_per_group(t) * hd, take, hd, out);
     }

@@ -160,6 +160,16 @@ void dot_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_s
   detail::table_for(active_isa()).dot_code_rows[t == KVDType::Q4](qs, codes, code_stride, rows, head_dim, bias, out);
 }
 
+void dequantize_token_rows(KVDType t, const uint8_t* codes, size_t code_stride, const uint16_t* params, size_t param_stride,
+                           int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float* out) {
+  check_quantized(t);
+  const int64_t seg = std::min(group, head_dim), np = kv_params_per_group(t);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < head_dim / seg; ++j)
+      dequantize_value_group(t, codes + static_cast<size_t>(r) * code_stride + kv_row_bytes(t, j * seg),
+                             params + static_cast<size_t>(r) * param_stride + (first_group + j) * np, seg, out + r * head_dim + j * seg);
+}
+
 void dot_token_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                         size_t param_stride, int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float scale,
                         float* out) {

@@ -63,6 +63,11 @@ void dequantize_value_group(KVDType t, const uint8_t* codes, const uint16_t* par
 // qs is scratch of head_dim floats.
 void dot_key_rows(KVDType t, const float* q, const uint8_t* codes, size_t code_stride, const uint16_t* params,
                   int64_t rows, int64_t head_dim, float scale, float* qs, float* out);
+// `rows` rows of one head quantised per token (values; window keys) as f32 [rows][head_dim]: row r's
+// codes at codes + r * code_stride, its parameters for channel segment j (min(group, head_dim)
+// channels each) at params + r * param_stride + (first_group + j) * nparams, as values keep theirs.
+void dequantize_token_rows(KVDType t, const uint8_t* codes, size_t code_stride, const uint16_t* params, size_t param_stride,
+                           int64_t first_group, int64_t group, int64_t rows, int64_t head_dim, float* out);
 // The same scores for keys quantised per token (window keys): row r's parameters for channel
 // segment j (`group` channels each, head_dim / group of them) at params + r * param_stride +
 // (first_group + j) * nparams, as values keep theirs.
