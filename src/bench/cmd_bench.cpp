@@ -393,7 +393,7 @@ int run_decode_pages(const DecodeArgs& a) {
 }
 
 struct EncodeArgs {
-  std::string model, mode = "base", json;
+  std::string model, mode = "base", json, precision = "auto";
   int runs = 5, threads = 0, page_width = 2480, page_height = 3508;  // A4 at 300 DPI
 };
 
@@ -446,7 +446,10 @@ int run_encode(const EncodeArgs& a) {
   if (a.runs < 1) throw_invalid("--runs must be at least 1");
   if (a.json.empty()) throw_invalid("--json FILE is required");
   check_image_size(a.page_width, a.page_height, "--page-width x --page-height");
+  const kernels::GemmPrecision precision = kernels::gemm_precision_from_name(a.precision, "--precision");
   auto model = UnlimitedOcrModel::load(a.model);
+  model->set_encoder_precision(precision);
+  const char* ran_in = model->encoder_precision();
   const DeepEncoder& enc = model->encoder();
   ThreadPool threads(a.threads);
   const RgbImage page = synthetic_page(a.page_width, a.page_height);
@@ -459,6 +462,7 @@ int run_encode(const EncodeArgs& a) {
                       {"mode", a.mode},
                       {"threads", threads.size()},
                       {"isa", kernels::isa_name(kernels::active_isa())},
+                      {"precision", ran_in},
                       {"page_width", a.page_width},
                       {"page_height", a.page_height},
                       {"runs", a.runs},
@@ -532,6 +536,9 @@ Runner add_bench(CLI::App& app) {
   en->add_option("--threads", e->threads, "Threads (0 = one per core)")->capture_default_str();
   en->add_option("--page-width", e->page_width, "Synthetic page width in pixels")->capture_default_str();
   en->add_option("--page-height", e->page_height, "Synthetic page height in pixels")->capture_default_str();
+  en->add_option("--precision", e->precision,
+                 "Arithmetic of the encoder's products: auto (bf16 where the CPU has AVX512-BF16), f32 or bf16")
+      ->capture_default_str();
   en->add_option("--json", e->json, "Output JSON file")->required();
   return [a, d, e, en, acc, srv, rep, div]() -> int {
     if (d->parsed()) return run_decode(*a);

@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "doc/ocr_output.h"
 #include "doc/preprocess.h"
+#include "kernels/cpu/matmul.h"
 #include "model/decoder.h"
 #include "runtime/generator.h"
 #include "runtime/ocr_pages.h"
@@ -84,6 +85,13 @@ class OcrModel {
   // A prepared pass ready for one more sequence (the server decodes one prepared pass for many
   // requests): hooks that keep decoding state get their own. Default: a copy.
   virtual OcrPass fresh_decoding(const OcrPass& prepared) const { return prepared; }
+
+  // The arithmetic of the vision encoder's products (kernels::GemmPrecision; Bf16 runs only where the
+  // CPU has AVX512-BF16). Returns false, changing nothing, for a model whose encoder has no bf16 path
+  // (folio's mini models). Not to be called while a pass is being prepared.
+  virtual bool set_encoder_precision(kernels::GemmPrecision) { return false; }
+  // The precision the encoder's products actually run in ("f32" or "bf16").
+  virtual const char* encoder_precision() const { return "f32"; }
 
   // The decoded text of one pass -> its pages (parse_ocr_output by default).
   virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }

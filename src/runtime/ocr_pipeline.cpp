@@ -380,6 +380,7 @@ OcrResult OcrRun::finish() {
   out_.json["model"] = model_.name();
   out_.json["mode"] = mode_name(opt_.mode);
   out_.json["stats"] = stats_json(st, opt_.policy);
+  out_.json["stats"]["encoder_precision"] = model_.encoder_precision();
   if (!out_.warnings.empty()) out_.json["warnings"] = out_.warnings;
   return std::move(out_);
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "doc/ocr_prompt.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "model/vision/image_assembly.h"
 #include "model/vision/mmproj.h"
 
@@ -54,6 +55,12 @@ void UnlimitedOcrModel::attach_encoder(const VisionConfig& vcfg, const TensorSou
   encoder_ = std::make_unique<DeepEncoder>(vcfg, vision);
   global_side_ = output_side(vcfg, kGlobalViewSide);
   tile_side_ = output_side(vcfg, kTileSide);
+}
+
+const char* UnlimitedOcrModel::encoder_precision() const {
+  // Bf16 is a request: float weights on a CPU without AVX512-BF16 still run in f32.
+  const bool bf16 = encoder_->precision() == kernels::GemmPrecision::Bf16 && kernels::bf16_gemm_supported();
+  return kernels::gemm_precision_name(bf16 ? kernels::GemmPrecision::Bf16 : kernels::GemmPrecision::F32);
 }
 
 int64_t UnlimitedOcrModel::image_tokens(int width, int height, VisionMode mode) const {

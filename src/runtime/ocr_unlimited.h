@@ -53,6 +53,12 @@ class UnlimitedOcrModel : public OcrModel {
   std::vector<float> encode_page(const RgbImage& page, VisionMode mode, ThreadPool& threads) const;
 
   const DeepEncoder& encoder() const { return *encoder_; }
+  // DeepEncoder::set_precision; F32 until set.
+  bool set_encoder_precision(kernels::GemmPrecision p) override {
+    encoder_->set_precision(p);
+    return true;
+  }
+  const char* encoder_precision() const override;
   const LoadedModel& loaded() const { return model_; }
 
  private:

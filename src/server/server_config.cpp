@@ -79,6 +79,13 @@ const std::vector<Key>& keys() {
                  }});
     k.push_back({"model.mmproj", Type::String, "with a .gguf model.path: its vision tower (llama.cpp's mmproj file), for OCR",
                  [](ServerConfig& c, const Value& v) { c.model.mmproj = v.s; return std::string(); }});
+    k.push_back({"model.encoder_precision", Type::String,
+                 "the vision encoder's products (OCR models): auto (bf16 where the CPU has AVX512-BF16), f32 or bf16",
+                 [](ServerConfig& c, const Value& v) {
+                   c.model.encoder_precision = v.s;
+                   if (v.s == "auto" || v.s == "f32" || v.s == "bf16") return std::string();
+                   return "must be auto, f32 or bf16, got '" + v.s + "'";
+                 }});
     k.push_back({"model.mmap", Type::Bool,
                  "map the checkpoint's files instead of reading them into huge-page memory (opens at once, shares the page cache; decode 10-20% slower)",
                  [](ServerConfig& c, const Value& v) { c.model.mmap = v.b; return std::string(); }});

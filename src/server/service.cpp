@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "kernels/cpu/matmul.h"
 #include "runtime/default_model.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
@@ -171,6 +172,7 @@ void Service::load() {
   if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
   if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
     ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
+    ocr_model_->set_encoder_precision(kernels::gemm_precision_from_name(cfg_.model.encoder_precision, "model.encoder_precision"));
     if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(path));
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();

@@ -16,6 +16,7 @@
 #include "../runtime/test_png.h"
 #include "run_folio.h"
 #include "doc/preprocess.h"
+#include "kernels/cpu/bf16_gemm.h"
 
 namespace {
 
@@ -192,6 +193,24 @@ TEST_F(OcrCli, OtherBadInput) {
   expect_refused(ocr(kDoc + "two_pages.pdf --policy full --kv-keep 0.5"), {"keep", "rswa or sparse", "full"});
   expect_refused(ocr(kDoc + "two_pages.pdf --mode gundam --pages-per-pass 2"), {"--pages-per-pass 2", "gundam"});
   expect_refused(folio("ocr --model " + kDoc + " --dpi 50 " + kDoc + "two_pages.pdf", dir_), {"config.json"});
+}
+
+// --encoder-precision: auto runs the encoder's products in bf16 where the CPU has AVX512-BF16, and
+// the JSON says which precision ran; a name it does not know, or bf16 on a CPU without it, is refused.
+TEST_F(OcrCli, EncoderPrecision) {
+  const auto ran_in = [&](const std::string& choice) {
+    OcrRun r = ocr(kDoc + "two_pages.pdf --pages 1 --json " + path("p.json") + " --encoder-precision " + choice);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(std::ifstream(path("p.json")))["stats"]["encoder_precision"].get<std::string>();
+  };
+  const bool bf16 = folio::kernels::bf16_gemm_supported();
+  EXPECT_EQ(ran_in("f32"), "f32");
+  EXPECT_EQ(ran_in("auto"), bf16 ? "bf16" : "f32");
+  if (bf16) EXPECT_EQ(ran_in("bf16"), "bf16");
+  else expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision bf16"), {"--encoder-precision", "AVX512-BF16"});
+  expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision fp16"), {"--encoder-precision", "auto, f32 or bf16", "fp16"});
+  expect_refused(folio("bench encode --model " + model() + " --precision half --json " + path("e.json"), dir_),
+                 {"--precision", "half"});
 }
 
 TEST_F(OcrCli, BenchEncodeWritesJson) {

@@ -175,6 +175,8 @@ TEST_F(ServerConfigTest, OutOfRangeIsNamed) {
   EXPECT_NE(m.find("server.log_format must be one of json, text"), std::string::npos) << m;
   m = error_of({"", {}, {{"server.log_level", "debug"}}});
   EXPECT_NE(m.find("server.log_level must be one of info, warn, error, off"), std::string::npos) << m;
+  m = error_of({"", {}, {{"model.encoder_precision", "fp16"}}});
+  EXPECT_NE(m.find("model.encoder_precision must be auto, f32 or bf16, got 'fp16'"), std::string::npos) << m;
 }
 
 TEST_F(ServerConfigTest, BadYamlFileIsAClearError) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/row_max.h"
@@ -47,10 +48,64 @@ void add_relative_positions(const RelPos2D& rel, int64_t t, const float* ph, con
   }
 }
 
+// The two products of a block of query rows with one head's keys and values: in f32 with sgemm, or in
+// bf16 (bf16_gemm.h) over each head's K and V^T packed once, before the blocks run.
+class HeadProducts {
+ public:
+  HeadProducts(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t d, bool bf16, ThreadPool& pool)
+      : qkv_(qkv), T_(T), H_(n_heads), d_(d), D_(n_heads * d), ld_(3 * n_heads * d), bf16_(bf16) {
+    if (!bf16_) return;
+    k_.resize(static_cast<size_t>(n_seq * H_));
+    vt_.resize(k_.size());
+    pool.parallel_for(n_seq * H_, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        pack_bf16_weights(key(i / H_, i % H_), T_, d_, ld_, 1, k_[static_cast<size_t>(i)]);
+        pack_bf16_weights(value(i / H_, i % H_), d_, T_, 1, ld_, vt_[static_cast<size_t>(i)]);
+      }
+    });
+  }
+
+  // S [nq, T] = scale * Q . K^T for nq query rows Q (ld apart) of sequence s, head h.
+  void scores(int64_t s, int64_t h, const float* Q, int64_t nq, float scale, float* S) const {
+    if (!bf16_) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(nq), static_cast<blasint>(T_),
+                  static_cast<blasint>(d_), scale, Q, static_cast<blasint>(ld_), key(s, h), static_cast<blasint>(ld_), 0.0f,
+                  S, static_cast<blasint>(T_));
+      return;
+    }
+    thread_local Bf16Activations q;
+    q.assign(Q, nq, d_, ld_);
+    bf16_gemm(q, k_[static_cast<size_t>(s * H_ + h)].data(), T_, S, T_);
+    for (int64_t i = 0; i < nq * T_; ++i) S[i] *= scale;
+  }
+
+  // out [nq, d] (rows ldo apart) = P [nq, T] . V of sequence s, head h.
+  void weighted_sum(int64_t s, int64_t h, const float* P, int64_t nq, float* out, int64_t ldo) const {
+    if (!bf16_) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(nq), static_cast<blasint>(d_),
+                  static_cast<blasint>(T_), 1.0f, P, static_cast<blasint>(T_), value(s, h), static_cast<blasint>(ld_), 0.0f,
+                  out, static_cast<blasint>(ldo));
+      return;
+    }
+    thread_local Bf16Activations p;
+    p.assign(P, nq, T_, T_);
+    bf16_gemm(p, vt_[static_cast<size_t>(s * H_ + h)].data(), d_, out, ldo);
+  }
+
+ private:
+  const float* key(int64_t s, int64_t h) const { return qkv_ + s * T_ * ld_ + D_ + h * d_; }
+  const float* value(int64_t s, int64_t h) const { return qkv_ + s * T_ * ld_ + 2 * D_ + h * d_; }
+
+  const float* qkv_;
+  int64_t T_, H_, d_, D_, ld_;
+  bool bf16_;
+  std::vector<std::vector<uint32_t>> k_, vt_;  // per (sequence, head), when bf16_
+};
+
 }  // namespace
 
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
-                     const RelPos2D* rel, float* out, ThreadPool& pool) {
+                     const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision) {
   FOLIO_CHECK_INPUT(n_seq >= 0 && T > 0 && n_heads > 0 && head_dim > 0, "dense_attention: bad shape");
   if (rel)
     FOLIO_CHECK_INPUT(rel->side_h * rel->side_w == T && rel->table_h && rel->table_w,
@@ -61,6 +116,8 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
   const int64_t D = n_heads * head_dim, ld = 3 * D, d = head_dim;
   const int64_t q_blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = n_seq * n_heads * q_blocks;
+  const bool bf16 = precision == GemmPrecision::Bf16 && bf16_gemm_supported();
+  const HeadProducts products(qkv, n_seq, T, n_heads, d, bf16, pool);
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scores, relh, relw;
     scores.resize(static_cast<size_t>(kQueryBlock * T));
@@ -75,12 +132,8 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
       const int64_t nq = std::min(kQueryBlock, T - q0);
       const float* base = qkv + s * T * ld;
       const float* Q = base + q0 * ld + h * d;
-      const float* K = base + D + h * d;
-      const float* V = base + 2 * D + h * d;
       float* S = scores.data();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(nq), static_cast<blasint>(T),
-                  static_cast<blasint>(d), scale, Q, static_cast<blasint>(ld), K, static_cast<blasint>(ld), 0.0f, S,
-                  static_cast<blasint>(T));
+      products.scores(s, h, Q, nq, scale, S);
       if (rel) {
         project_on_table(Q, ld, nq, d, rel->table_h, rel->side_h, relh.data());
         project_on_table(Q, ld, nq, d, rel->table_w, rel->side_w, relw.data());
@@ -95,9 +148,7 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
         const float inv = static_cast<float>(1.0 / table.exp_sum(row, T, detail::row_max(row, T)));
         for (int64_t j = 0; j < T; ++j) row[j] *= inv;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(nq), static_cast<blasint>(d),
-                  static_cast<blasint>(T), 1.0f, S, static_cast<blasint>(T), V, static_cast<blasint>(ld), 0.0f,
-                  out + (s * T + q0) * D + h * d, static_cast<blasint>(D));
+      products.weighted_sum(s, h, S, nq, out + (s * T + q0) * D + h * d, D);
     }
   });
 }

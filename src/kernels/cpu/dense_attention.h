@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
 
 namespace folio::kernels {
 
@@ -24,8 +25,10 @@ struct RelPos2D {
 // row laid out [3][n_heads][head_dim] (q, k, v); out is [n_seq * T, n_heads * head_dim], heads
 // concatenated head-major. scale is usually 1 / sqrt(head_dim). QK^T and PV run as single-threaded
 // sgemm calls on blocks of query rows, spread over the pool (results do not depend on the pool size).
+// With `precision` Bf16 on a CPU with AVX512-BF16 the two products run in bf16 with f32 sums
+// (bf16_gemm.h: Q, K, V and the probabilities rounded to bf16), each head's K and V packed once.
 // Throws InvalidInput if rel is given and side_h * side_w != T.
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
-                     const RelPos2D* rel, float* out, ThreadPool& pool);
+                     const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision = GemmPrecision::F32);
 
 }  // namespace folio::kernels

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/quant_blocks.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 
@@ -89,6 +90,32 @@ void matmul_gemm(const detail::KernelTable& table, const TensorView& w, const fl
   });
 }
 
+// Rows per tile of the bf16 path: whole panels of the micro-kernel, ~512 KiB of packed bf16 (the tile
+// is re-read from L2 for every panel of activation rows), and >= 8 tiles to balance the threads.
+// Depends only on W's shape, so results are the same for any pool size.
+int64_t bf16_tile_rows(int64_t out, int64_t in) {
+  const int64_t cache_rows = (int64_t{1} << 18) / std::max<int64_t>(in, 1);
+  const int64_t rows = std::min(cache_rows, (out + 7) / 8);
+  return std::clamp<int64_t>((rows + kBf16PanelCols - 1) / kBf16PanelCols * kBf16PanelCols, 64, 512);
+}
+
+// The bf16 path: X rounded and packed once, shared by the threads; each thread packs whole tiles of W
+// into its own buffer and multiplies them (every output is one sum over `in`, whatever the split).
+void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const Bf16Activations xb(x, n, in, pool);
+  const int64_t tile = bf16_tile_rows(out, in);
+  const int64_t tiles = (out + tile - 1) / tile;
+  pool.parallel_for(tiles, [&](int64_t tb, int64_t te) {
+    thread_local std::vector<uint32_t> packed;
+    for (int64_t t = tb; t < te; ++t) {
+      const int64_t r = t * tile, rows = std::min(tile, out - r);
+      pack_bf16_weights(w, r, rows, packed);
+      bf16_gemm(xb, packed.data(), rows, y + r, out);
+    }
+  });
+}
+
 // Block-quantised weights are multiplied with activations quantised to 8 bits (ActQ8 per 32 or
 // ActQ8K per 256 elements, as llama.cpp does), once per call for all weight rows.
 size_t act_row_bytes(DType t, int64_t in) {
@@ -155,11 +182,26 @@ int dtype_index_for_vector_op(DType t, const char* op) {
 
 }  // namespace
 
+const char* gemm_precision_name(GemmPrecision p) { return p == GemmPrecision::Bf16 ? "bf16" : "f32"; }
+
+GemmPrecision gemm_precision_from_name(std::string_view name, std::string_view what) {
+  if (name == "f32") return GemmPrecision::F32;
+  if (name == "auto") return bf16_gemm_supported() ? GemmPrecision::Bf16 : GemmPrecision::F32;
+  FOLIO_CHECK_INPUT(name == "bf16", std::string(what) + " must be auto, f32 or bf16, got '" + std::string(name) + "'");
+  FOLIO_CHECK_INPUT(bf16_gemm_supported(), std::string(what) + " bf16 needs a CPU with AVX512-BF16, which this one lacks (use auto or f32)");
+  return GemmPrecision::Bf16;
+}
+
+bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision) {
+  const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
+  return precision == GemmPrecision::Bf16 && float_weights && bf16_gemm_supported();
+}
+
 int64_t matmul_gemm_min_rows() { return g_gemm_min_rows.load(std::memory_order_relaxed); }
 
 void set_matmul_gemm_min_rows(int64_t n) { g_gemm_min_rows.store(n, std::memory_order_relaxed); }
 
-void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, GemmPrecision precision) {
   const std::string who = "matmul: weight '" + w.name + "'";
   FOLIO_CHECK_INPUT(w.shape.size() == 2, who + " must be 2-D [out, in], got shape " + shape_to_string(w.shape));
   FOLIO_CHECK_INPUT(n >= 0, who + ": negative number of input rows " + std::to_string(n));
@@ -177,7 +219,8 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
 
   const detail::KernelTable& table = detail::table_for(active_isa());
   if (n >= matmul_gemm_min_rows()) {
-    matmul_gemm(table, w, x, n, y, pool);
+    if (matmul_uses_bf16(w, precision)) matmul_gemm_bf16(w, x, n, y, pool);
+    else matmul_gemm(table, w, x, n, y, pool);
     return;
   }
   // Reused across calls (decode calls this hundreds of times per token). The workers get a pointer:

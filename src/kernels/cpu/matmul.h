@@ -6,12 +6,25 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
 namespace folio::kernels {
+
+// The arithmetic of matmul's large-n path. F32: f32 products (OpenBLAS sgemm). Bf16: X and W rounded
+// to bf16, products summed in f32 (bf16_gemm.h), about twice as fast; taken only when w is f32, f16
+// or bf16 and bf16_gemm_supported(), else F32 runs. The small-n (GEMV) path is the same for both.
+enum class GemmPrecision { F32, Bf16 };
+
+// "f32", "bf16".
+const char* gemm_precision_name(GemmPrecision p);
+
+// The precision a user named: "f32", "bf16", or "auto" (Bf16 where bf16_gemm_supported(), else F32).
+// Throws InvalidInput naming `what` for any other text, and for "bf16" on a CPU without AVX512-BF16.
+GemmPrecision gemm_precision_from_name(std::string_view name, std::string_view what);
 
 // Y[n, out] = X[n, in] * W^T, where w is 2-D [out, in] (any DType; for a block format, in is a
 // multiple of its block) and x, y are contiguous row-major f32. y must not overlap x or w.
@@ -24,9 +37,15 @@ namespace folio::kernels {
 // and summed in a fixed order, so every ISA gives the same bits (quant_dot_impl.h). Larger n (prefill) converts tiles of W to f32 and multiplies them with
 // single-threaded OpenBLAS sgemm calls, one tile per pool thread at a time: the first such call
 // sets OpenBLAS's (process-wide) thread count to 1.
+// With `precision` Bf16 (where it applies, see GemmPrecision) the large-n path multiplies in bf16
+// instead; its results are also bit-identical for any pool size.
 // Throws Error(InvalidInput) naming the weight if w is not 2-D, has no data, or in is not a
 // multiple of its block; or if n < 0.
-void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
+            GemmPrecision precision = GemmPrecision::F32);
+
+// True when matmul with `precision` multiplies w in bf16 at a large n (the CPU and w's dtype allow it).
+bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision);
 
 // Smallest n that takes the sgemm path. The setter is for tests and benchmarks (n <= 1 forces the
 // sgemm path, a huge n the GEMV path); like set_isa, not to be called while matmuls are running.

@@ -12,6 +12,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
 #include "model/vision/vision_config.h"
 #include "model/vision/vision_weights.h"
 
@@ -30,6 +31,11 @@ class ClipEncoder {
   // position-id buffer).
   static std::vector<std::string> unused_tensor_names(const std::string& prefix = "model.vision_model.");
 
+  // The arithmetic of the linears and attention products (kernels::GemmPrecision); F32 by default.
+  // Not to be changed while forward runs.
+  void set_precision(kernels::GemmPrecision p) { precision_ = p; }
+  kernels::GemmPrecision precision() const { return precision_; }
+
  private:
   struct Layer {
     std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
@@ -40,6 +46,7 @@ class ClipEncoder {
   const std::vector<float>& patch_positions(int64_t side) const;
 
   VisionConfig cfg_;
+  kernels::GemmPrecision precision_ = kernels::GemmPrecision::F32;
   int64_t pos_side_ = 0;
   std::vector<float> cls_;       // [width]
   std::vector<float> pos_cls_;   // position row 0

@@ -25,6 +25,12 @@ DeepEncoder::DeepEncoder(const VisionConfig& config, const TensorSource& weights
   W.reject_unused({"model.sam_model.", "model.vision_model.", "model.projector."}, ignored);
 }
 
+void DeepEncoder::set_precision(kernels::GemmPrecision p) {
+  precision_ = p;
+  sam_->set_precision(p);
+  clip_->set_precision(p);
+}
+
 SamEncoder::Output DeepEncoder::sam(const float* pixels, int64_t size, ThreadPool& pool) const {
   return sam_->forward(pixels, size, pool);
 }
@@ -44,7 +50,7 @@ std::vector<float> DeepEncoder::project(const float* clip_out, const float* sam_
     std::copy_n(sam_tokens + t * S, S, cat.data() + t * in + C);
   }
   std::vector<float> y(static_cast<size_t>(n * cfg_.n_embed));
-  kernels::matmul(*proj_w_, cat.data(), n, y.data(), pool);
+  kernels::matmul(*proj_w_, cat.data(), n, y.data(), pool, precision_);
   kernels::add_bias(y.data(), proj_b_.data(), n, cfg_.n_embed);
   return y;
 }

@@ -21,6 +21,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
 #include "model/vision/vision_config.h"
 #include "model/vision/vision_weights.h"
 
@@ -45,6 +46,11 @@ class SamEncoder {
   // Side of the output grid for an input of `size` pixels (1024 -> 16, 640 -> 10).
   int64_t output_side(int64_t size) const;
 
+  // The arithmetic of the linears and attention products (kernels::GemmPrecision); F32 by default.
+  // Not to be changed while forward runs.
+  void set_precision(kernels::GemmPrecision p) { precision_ = p; }
+  kernels::GemmPrecision precision() const { return precision_; }
+
  private:
   struct Block {
     bool global = false;
@@ -67,6 +73,7 @@ class SamEncoder {
   const std::vector<float>& rel_table(int64_t block, bool height, int64_t s) const;
 
   VisionConfig cfg_;
+  kernels::GemmPrecision precision_ = kernels::GemmPrecision::F32;
   int64_t pos_side_ = 0;  // trained grid side (image_size / patch)
   const TensorView* patch_w_ = nullptr;
   std::vector<float> patch_b_;

@@ -1,0 +1,177 @@
+#include "kernels/cpu/bf16_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace folio::kernels {
+
+bool bf16_gemm_supported() {
+#if defined(__x86_64__)
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+}  // namespace folio::kernels
+
+// Everything below runs only where bf16_gemm_supported() (the header's precondition).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+
+namespace folio::kernels {
+
+namespace {
+
+constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
+
+// src[0, in) rounded to bf16 (round to nearest even, as vcvtne2ps2bf16 does) as ceil(in / 2) words,
+// element 2p in the low half of word p; an odd last element is paired with zero.
+void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
+  int64_t k = 0;
+  for (; k + 32 <= in; k += 32) {
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
+    _mm512_storeu_si512(pairs + k / 2, reinterpret_cast<__m512i>(b));
+  }
+  if (k < in) {
+    const int64_t left = in - k;
+    const __mmask16 lo = static_cast<__mmask16>((left >= 16) ? 0xffff : (1u << left) - 1);
+    const __mmask16 hi = static_cast<__mmask16>((left <= 16) ? 0 : (1u << (left - 16)) - 1);
+    const __m512bh b =
+        _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + k + 16), _mm512_maskz_loadu_ps(lo, src + k));
+    const int64_t words = (left + 1) / 2;
+    _mm512_mask_storeu_epi32(pairs + k / 2, static_cast<__mmask16>((1u << words) - 1), reinterpret_cast<__m512i>(b));
+  }
+}
+
+// Writes one row's pairs into its slot of a panel whose rows are `stride` words apart per pair.
+void scatter_pairs(const uint32_t* pairs, int64_t count, uint32_t* slot, int64_t stride) {
+  for (int64_t p = 0; p < count; ++p) slot[p * stride] = pairs[p];
+}
+
+// One MR x NR block of Y: acc[m][h] holds row m, columns 16h..16h+15, summed over all pairs.
+// `rows` <= MR rows and the columns in `cols_lo`/`cols_hi` are stored.
+void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
+                  __mmask16 cols_lo, __mmask16 cols_hi) {
+  __m512 acc0[MR], acc1[MR];
+#pragma GCC unroll 14
+  for (int m = 0; m < MR; ++m) acc0[m] = acc1[m] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
+    const auto b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
+    const auto b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16));
+#pragma GCC unroll 14
+    for (int m = 0; m < MR; ++m) {
+      const auto av = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[m])));
+      acc0[m] = _mm512_dpbf16_ps(acc0[m], av, b0);
+      acc1[m] = _mm512_dpbf16_ps(acc1[m], av, b1);
+    }
+  }
+  for (int64_t m = 0; m < rows; ++m) {
+    _mm512_mask_storeu_ps(y + m * ldy, cols_lo, acc0[m]);
+    _mm512_mask_storeu_ps(y + m * ldy + 16, cols_hi, acc1[m]);
+  }
+}
+
+__mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16{0xffff} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1); }
+
+}  // namespace
+
+void Bf16Activations::shape(int64_t n, int64_t in) {
+  n_ = n;
+  in_ = in;
+  pairs_ = (in + 1) / 2;
+  panels_ = (n + MR - 1) / MR;
+  data_.assign(static_cast<size_t>(panels_ * MR * pairs_), 0u);
+}
+
+// Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ stay zero.
+void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
+  thread_local std::vector<uint32_t> pairs;
+  pairs.resize(static_cast<size_t>(pairs_));
+  uint32_t* panel = data_.data() + i * pairs_ * MR;
+  for (int64_t m = 0; m < MR && i * MR + m < n_; ++m) {
+    round_to_pairs(x + (i * MR + m) * ld, in_, pairs.data());
+    scatter_pairs(pairs.data(), pairs_, panel + m, MR);
+  }
+}
+
+Bf16Activations::Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool) {
+  shape(n, in);
+  pool.parallel_for(panels_, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) pack_panel(x, in, i);
+  });
+}
+
+void Bf16Activations::assign(const float* x, int64_t n, int64_t in, int64_t ld) {
+  shape(n, in);
+  for (int64_t i = 0; i < panels_; ++i) pack_panel(x, ld, i);
+}
+
+namespace {
+
+// Packs `rows` rows, row(r, buf) giving row r as `in` contiguous f32 values (buf is scratch it may use).
+template <typename RowFn>
+void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) {
+  const int64_t pairs = (in + 1) / 2, panels = (rows + NR - 1) / NR;
+  out.assign(static_cast<size_t>(panels * NR * pairs), 0u);
+  thread_local std::vector<float> buf;
+  thread_local std::vector<uint32_t> rounded;
+  buf.resize(static_cast<size_t>(in));
+  rounded.resize(static_cast<size_t>(pairs));
+  for (int64_t r = 0; r < rows; ++r) {
+    round_to_pairs(row(r, buf.data()), in, rounded.data());
+    scatter_pairs(rounded.data(), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
+  }
+}
+
+}  // namespace
+
+void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out) {
+  FOLIO_CHECK_INPUT(w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16,
+                    "bf16 GEMM: weight '" + w.name + "' is " + std::string(dtype_name(w.dtype)) +
+                        ", expected f32, f16 or bf16");
+  const int64_t in = w.shape[1];
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  pack_rows(rows, in, out, [&](int64_t r, float* buf) -> const float* {
+    convert_to_f32(w.dtype, base + (r0 + r) * w.row_bytes(), buf, in);
+    return buf;
+  });
+}
+
+void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_stride, int64_t col_stride,
+                       std::vector<uint32_t>& out) {
+  pack_rows(rows, in, out, [&](int64_t r, float* buf) -> const float* {
+    const float* s = src + r * row_stride;
+    if (col_stride == 1) return s;
+    for (int64_t k = 0; k < in; ++k) buf[k] = s[k * col_stride];
+    return buf;
+  });
+}
+
+void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy) {
+  const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
+  for (int64_t i = 0; i < x.panels(); ++i) {
+    const int64_t r = std::min(MR, x.rows() - i * MR);
+    for (int64_t j = 0; j < panels; ++j) {
+      const int64_t c = rows - j * NR;
+      micro_kernel(x.panel(i), packed_w + j * NR * pairs, pairs, y + i * MR * ldy + j * NR, ldy, r, lane_mask(c),
+                   lane_mask(c - 16));
+    }
+  }
+}
+
+}  // namespace folio::kernels
+
+#pragma GCC pop_options

@@ -1,0 +1,76 @@
+// Matrix product with bf16 operands and f32 sums, for CPUs with AVX512-BF16.
+//
+// vdpbf16ps multiplies 32 pairs of bf16 values per instruction and adds them into 16 f32 lanes,
+// twice the products of an f32 FMA; a GEMM built on it runs the vision encoder's linears at about
+// twice sgemm's rate. The price is precision: the f32 activations are rounded to bf16 (8 significant
+// bits), the precision the official model computes in. Weights stored as bf16 are taken exactly;
+// f16 and f32 weights are rounded to bf16 too.
+//
+// Use: pack the activations once (Bf16Activations), pack a run of weight rows (pack_bf16_weights),
+// multiply (bf16_gemm). Every output is one f32 sum over the whole input width in a fixed order
+// (pairs, in order of k), so a result does not depend on how rows are split over threads or on the
+// number of activation rows. It may differ in the last bits between CPU vendors: vdpbf16ps's
+// intermediate rounding is the hardware's.
+//
+// Preconditions: bf16_gemm_supported() is true (the packing and product functions are compiled for
+// AVX512-BF16 and are undefined on other CPUs). Threads: the packed objects are read-only once
+// built, so any number of threads may multiply with them at once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace folio::kernels {
+
+// True when the CPU reports AVX-512 F/BW/VL/DQ and AVX512-BF16.
+bool bf16_gemm_supported();
+
+// Activation rows per micro-kernel panel, and weight rows (output columns) per weight panel.
+inline constexpr int64_t kBf16PanelRows = 14;
+inline constexpr int64_t kBf16PanelCols = 32;
+
+// X [n, in] (f32, rows `ld` apart) rounded to bf16 and laid out in panels of kBf16PanelRows rows:
+// for each pair of input columns (2p, 2p+1), the panel's rows' pairs are adjacent (one 32-bit word
+// per row). Rows past n and the odd column past an odd `in` are zero. Reusable: assign() keeps the
+// storage, so a thread packing block after block does not allocate each time.
+class Bf16Activations {
+ public:
+  Bf16Activations() = default;
+  // Packs contiguous rows, the panels split over `pool`.
+  Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool);
+  // Packs on the calling thread.
+  void assign(const float* x, int64_t n, int64_t in, int64_t ld);
+
+  int64_t rows() const { return n_; }
+  int64_t width() const { return in_; }
+  int64_t pairs() const { return pairs_; }
+  int64_t panels() const { return panels_; }
+  const uint32_t* panel(int64_t i) const { return data_.data() + i * pairs_ * kBf16PanelRows; }
+
+ private:
+  void shape(int64_t n, int64_t in);
+  void pack_panel(const float* x, int64_t ld, int64_t i);
+
+  int64_t n_ = 0, in_ = 0, pairs_ = 0, panels_ = 0;
+  std::vector<uint32_t> data_;
+};
+
+// Rows [r0, r0 + rows) of the 2-D weight w [out, in] (f32, f16 or bf16) rounded to bf16 and laid out
+// in panels of kBf16PanelCols rows, pairs of input columns adjacent, as the micro-kernel reads them.
+// `out` is resized to hold them (rows past the end and an odd last column are zero).
+// Throws InvalidInput for another dtype.
+void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out);
+
+// The same for an f32 matrix of `rows` x `in` whose element (r, k) is src[r * row_stride + k *
+// col_stride]: K of an attention head is (ld, 1), V transposed is (1, ld).
+void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_stride, int64_t col_stride,
+                       std::vector<uint32_t>& out);
+
+// y[i * ldy + c] = sum_k x[i, k] * w[r0 + c, k] for i < x.rows(), c < rows, where packed_w holds
+// those rows (pack_bf16_weights with the same width as x). Single-threaded.
+void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy);
+
+}  // namespace folio::kernels

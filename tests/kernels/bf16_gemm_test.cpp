@@ -1,0 +1,216 @@
+// The bf16 GEMM (bf16_gemm.h) and the paths that use it (matmul and dense_attention with
+// GemmPrecision::Bf16). Oracle: the same products written out in double from the inputs rounded to
+// bf16 by core/dtype.h's f32_to_bf16 (round to nearest even), so the only difference left is the
+// kernel's f32 summation; the bound is checked to catch a kernel that does not round (or rounds the
+// wrong elements). Skipped on CPUs without AVX512-BF16, where the kernel cannot run and the
+// precision falls back to f32 (that fallback is tested everywhere).
+#include "kernels/cpu/bf16_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/cpu/dense_attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernel_test_util.h"
+
+namespace folio::kernels {
+namespace {
+
+using testing::make_weight;
+using testing::random_floats;
+using testing::StoredWeight;
+
+#define REQUIRE_BF16()                                                             \
+  if (!bf16_gemm_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+
+float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+
+// Y[i, c] = sum_k bf16(x[i, k]) * bf16(w[c, k]) in double; `scale[i, c]` = sum_k |x| |w| (the size
+// of the terms, which bounds an f32 summation's error).
+void rounded_reference(const std::vector<float>& x, const std::vector<float>& w, int64_t n, int64_t out, int64_t in,
+                       std::vector<double>& y, std::vector<double>& scale) {
+  y.assign(static_cast<size_t>(n * out), 0.0);
+  scale.assign(y.size(), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < out; ++c)
+      for (int64_t k = 0; k < in; ++k) {
+        const double p = static_cast<double>(round_bf16(x[i * in + k])) * round_bf16(w[c * in + k]);
+        y[i * out + c] += p;
+        scale[i * out + c] += std::fabs(p);
+      }
+}
+
+// Largest |y - ref| / (scale + tiny) over all outputs.
+double worst_relative(const std::vector<float>& y, const std::vector<double>& ref, const std::vector<double>& scale) {
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]) / (scale[i] + 1e-30));
+  return worst;
+}
+
+// f32 sums of `in` terms: a few units of 2^-24 times sqrt(in) or so; 1e-5 of the terms' magnitude
+// leaves room, and a kernel that skipped the rounding of x or w would be off by ~2^-9 of it.
+constexpr double kSumBound = 1e-5;
+
+TEST(Bf16Gemm, MatchesRoundedProductsForEveryWeightDtypeAndEdge) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  // Shapes cross the 14-row and 32-column panel edges, an odd width, and widths past 32 (vector tails).
+  const int64_t shapes[][3] = {{1, 1, 1}, {13, 31, 33}, {14, 32, 64}, {29, 65, 130}, {15, 33, 7}, {40, 70, 768}};
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    for (const auto& s : shapes) {
+      const int64_t n = s[0], out = s[1], in = s[2];
+      const std::vector<float> x = random_floats(n * in, 7);
+      const StoredWeight w = make_weight(t, out, in, 8);
+      std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
+      const Bf16Activations xb(x.data(), n, in, pool);
+      std::vector<uint32_t> packed;
+      pack_bf16_weights(w.view, 0, out, packed);
+      bf16_gemm(xb, packed.data(), out, y.data(), out);
+      std::vector<double> ref, scale;
+      rounded_reference(x, w.decoded, n, out, in, ref, scale);
+      EXPECT_LT(worst_relative(y, ref, scale), kSumBound) << dtype_name(t) << " " << n << "x" << out << "x" << in;
+      if (t == DType::F32 && in >= 64) {
+        // The bound discriminates: exact f32 products differ from the rounded ones by far more.
+        std::vector<float> exact(y.size());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < out; ++c) {
+            double acc = 0;
+            for (int64_t k = 0; k < in; ++k) acc += static_cast<double>(x[i * in + k]) * w.decoded[c * in + k];
+            exact[i * out + c] = static_cast<float>(acc);
+          }
+        EXPECT_GT(worst_relative(exact, ref, scale), 10 * kSumBound);
+      }
+    }
+  }
+}
+
+TEST(Bf16Gemm, WeightRowsPackedFromAnOffsetAndStrides) {
+  REQUIRE_BF16();
+  ThreadPool pool(1);
+  const int64_t n = 5, out = 40, in = 24;
+  const std::vector<float> x = random_floats(n * in, 3);
+  const StoredWeight w = make_weight(DType::F32, out, in, 4);
+  // Rows 10..39 through the TensorView overload.
+  std::vector<uint32_t> a, b;
+  pack_bf16_weights(w.view, 10, 30, a);
+  // The same rows as a transposed view (element (r, k) at src[r + k * out]).
+  std::vector<float> wt(static_cast<size_t>(in * out));
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t k = 0; k < in; ++k) wt[k * out + r] = w.decoded[r * in + k];
+  pack_bf16_weights(wt.data() + 10, 30, in, 1, out, b);
+  EXPECT_EQ(a, b);
+  std::vector<float> y(static_cast<size_t>(n * 30));
+  const Bf16Activations xb(x.data(), n, in, pool);
+  bf16_gemm(xb, a.data(), 30, y.data(), 30);
+  std::vector<double> ref, scale;
+  const std::vector<float> rows(w.decoded.begin() + 10 * in, w.decoded.end());
+  rounded_reference(x, rows, n, 30, in, ref, scale);
+  EXPECT_LT(worst_relative(y, ref, scale), kSumBound);
+  // Activation rows `ld` apart pack like contiguous ones.
+  std::vector<float> wide(static_cast<size_t>(n * 50), 99.0f);
+  for (int64_t i = 0; i < n; ++i) std::copy_n(x.data() + i * in, in, wide.data() + i * 50);
+  Bf16Activations strided;
+  strided.assign(wide.data(), n, in, 50);
+  std::vector<float> y2(y.size());
+  bf16_gemm(strided, a.data(), 30, y2.data(), 30);
+  EXPECT_EQ(y, y2);
+}
+
+TEST(Bf16Gemm, MatmulSameBitsForAnyPoolSizeAndBatch) {
+  REQUIRE_BF16();
+  const int64_t n = 45, out = 300, in = 96;
+  const std::vector<float> x = random_floats(n * in, 11);
+  const StoredWeight w = make_weight(DType::BF16, out, in, 12);
+  ThreadPool p1(1), p2(2);
+  std::vector<float> y1(static_cast<size_t>(n * out)), y2(y1.size()), part(static_cast<size_t>(25 * out));
+  matmul(w.view, x.data(), n, y1.data(), p1, GemmPrecision::Bf16);
+  matmul(w.view, x.data(), n, y2.data(), p2, GemmPrecision::Bf16);
+  EXPECT_EQ(y1, y2);
+  // Rows 20..44 alone give the same bits as within the whole batch.
+  matmul(w.view, x.data() + 20 * in, 25, part.data(), p2, GemmPrecision::Bf16);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), y1.begin() + 20 * out));
+  // And they are the bf16 products, not f32 ones.
+  std::vector<float> f32(y1.size());
+  matmul(w.view, x.data(), n, f32.data(), p2, GemmPrecision::F32);
+  EXPECT_NE(y1, f32);
+  EXPECT_TRUE(matmul_uses_bf16(w.view, GemmPrecision::Bf16));
+}
+
+TEST(Bf16Gemm, BlockFormatsAndSmallBatchesKeepTheirOwnPath) {
+  // Runs everywhere: Bf16 asks for bf16 products only where they apply.
+  const int64_t out = 64, in = 64;
+  ThreadPool pool(2);
+  const StoredWeight q = make_weight(DType::Q8_0, out, in, 5);
+  EXPECT_FALSE(matmul_uses_bf16(q.view, GemmPrecision::Bf16));
+  const StoredWeight f = make_weight(DType::F16, out, in, 6);
+  EXPECT_EQ(matmul_uses_bf16(f.view, GemmPrecision::Bf16), bf16_gemm_supported());
+  EXPECT_FALSE(matmul_uses_bf16(f.view, GemmPrecision::F32));
+  for (int64_t n : {int64_t{1}, matmul_gemm_min_rows() + 3}) {
+    const std::vector<float> x = random_floats(n * in, 9);
+    std::vector<float> a(static_cast<size_t>(n * out)), b(a.size());
+    matmul(q.view, x.data(), n, a.data(), pool, GemmPrecision::Bf16);
+    matmul(q.view, x.data(), n, b.data(), pool, GemmPrecision::F32);
+    EXPECT_EQ(a, b) << "q8_0, n=" << n;
+  }
+  // A decode-sized batch of float weights takes the GEMV, whatever the precision.
+  const std::vector<float> x = random_floats(2 * in, 10);
+  std::vector<float> a(static_cast<size_t>(2 * out)), b(a.size());
+  matmul(f.view, x.data(), 2, a.data(), pool, GemmPrecision::Bf16);
+  matmul(f.view, x.data(), 2, b.data(), pool, GemmPrecision::F32);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Bf16Gemm, PrecisionNames) {
+  EXPECT_EQ(gemm_precision_from_name("f32", "--p"), GemmPrecision::F32);
+  EXPECT_EQ(gemm_precision_from_name("auto", "--p"),
+            bf16_gemm_supported() ? GemmPrecision::Bf16 : GemmPrecision::F32);
+  if (bf16_gemm_supported()) EXPECT_EQ(gemm_precision_from_name("bf16", "--p"), GemmPrecision::Bf16);
+  else EXPECT_THROW(gemm_precision_from_name("bf16", "--p"), Error);
+  try {
+    gemm_precision_from_name("fp16", "--encoder-precision");
+    FAIL() << "fp16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--encoder-precision must be auto, f32 or bf16, got 'fp16'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_STREQ(gemm_precision_name(GemmPrecision::Bf16), "bf16");
+}
+
+// Attention in bf16 against f32 attention: Q, K, V and the probabilities rounded to bf16 move each
+// output by ~2^-9 of the values' size; the same bits for one and two threads; rel-pos terms kept.
+TEST(Bf16Gemm, DenseAttentionCloseToF32AndThreadIndependent) {
+  REQUIRE_BF16();
+  const int64_t H = 2, d = 32, D = H * d, sh = 9, sw = 11, T = sh * sw, n_seq = 2;
+  const std::vector<float> qkv = random_floats(n_seq * T * 3 * D, 31);
+  const std::vector<float> th = random_floats((2 * sh - 1) * d, 32), tw = random_floats((2 * sw - 1) * d, 33);
+  const RelPos2D rel{th.data(), tw.data(), sh, sw};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  ThreadPool p1(1), p2(2);
+  std::vector<float> f32(static_cast<size_t>(n_seq * T * D)), b1(f32.size()), b2(f32.size());
+  dense_attention(qkv.data(), n_seq, T, H, d, scale, &rel, f32.data(), p2, GemmPrecision::F32);
+  dense_attention(qkv.data(), n_seq, T, H, d, scale, &rel, b1.data(), p1, GemmPrecision::Bf16);
+  dense_attention(qkv.data(), n_seq, T, H, d, scale, &rel, b2.data(), p2, GemmPrecision::Bf16);
+  EXPECT_EQ(b1, b2);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    num += (b1[i] - f32[i]) * static_cast<double>(b1[i] - f32[i]);
+    den += f32[i] * static_cast<double>(f32[i]);
+  }
+  const double rel_l2 = std::sqrt(num / den);
+  EXPECT_LT(rel_l2, 2e-2);
+  EXPECT_GT(rel_l2, 1e-5) << "bf16 products did not run";
+  // Without the relative-position terms the outputs move by O(1): the bound above discriminates.
+  std::vector<float> plain(f32.size());
+  dense_attention(qkv.data(), n_seq, T, H, d, scale, nullptr, plain.data(), p2, GemmPrecision::Bf16);
+  num = 0;
+  for (size_t i = 0; i < f32.size(); ++i) num += (plain[i] - f32[i]) * static_cast<double>(plain[i] - f32[i]);
+  EXPECT_GT(std::sqrt(num / den), 0.1);
+}
+
+}  // namespace
+}  // namespace folio::kernels
