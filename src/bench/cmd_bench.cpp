@@ -20,6 +20,7 @@
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/bandwidth.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/compute_peak.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
@@ -401,6 +402,7 @@ struct EncodeArgs {
 // What each timed encoder run measured (one entry per run; tile_ms one per tile).
 struct EncodeRuns {
   std::vector<double> pre_ms, global_ms, tile_ms, assemble_ms, page_ms, peak_gflops, view_gflops, efficiency;
+  std::vector<double> bf16_peak_gflops, bf16_efficiency;  // runs whose products are bf16
   int64_t tokens = 0, n_tiles = 0;
 };
 
@@ -409,6 +411,8 @@ struct EncodeRuns {
 // measured beside it.
 void time_encode_run(const DeepEncoder& enc, const RgbImage& page, VisionMode mode, ThreadPool& threads, EncodeRuns& r) {
   r.peak_gflops.push_back(kernels::measure_sgemm_gflops(threads));
+  const bool bf16 = enc.precision() == kernels::GemmPrecision::Bf16 && kernels::bf16_gemm_supported();
+  if (bf16) r.bf16_peak_gflops.push_back(kernels::measure_bf16_gemm_gflops(threads));
   const double t0 = now_ms();
   const PagePixels px = preprocess_page(page, mode);
   const double t1 = now_ms();
@@ -433,9 +437,12 @@ void time_encode_run(const DeepEncoder& enc, const RgbImage& page, VisionMode mo
                        static_cast<double>(r.n_tiles) * encoder_view_flops(enc.config(), kTileSide).total();
   r.view_gflops.push_back(flops / ((t3 - t1) * 1e6));
   r.efficiency.push_back(r.view_gflops.back() / r.peak_gflops.back());
-  std::fprintf(stderr, "  run %zu: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f), %.1f GFLOP/s, %.0f%% of the sgemm peak %.1f\n",
+  if (bf16) r.bf16_efficiency.push_back(r.view_gflops.back() / r.bf16_peak_gflops.back());
+  std::fprintf(stderr, "  run %zu: %.1f ms (preprocess %.1f, global view %.1f, %lld tiles %.1f), %.1f GFLOP/s, %.0f%% of the sgemm peak %.1f",
                r.page_ms.size(), t4 - t0, t1 - t0, t2 - t1, static_cast<long long>(r.n_tiles), t3 - t2, r.view_gflops.back(),
                100 * r.efficiency.back(), r.peak_gflops.back());
+  if (bf16) std::fprintf(stderr, ", %.0f%% of the bf16 peak %.1f", 100 * r.bf16_efficiency.back(), r.bf16_peak_gflops.back());
+  std::fprintf(stderr, "\n");
 }
 
 int run_encode(const EncodeArgs& a) {
@@ -482,15 +489,21 @@ int run_encode(const EncodeArgs& a) {
                       {"sgemm_peak_gflops_median", median(r.peak_gflops)},
                       {"encode_efficiency", r.efficiency},
                       {"encode_efficiency_median", median(r.efficiency)},
+                      {"bf16_peak_gflops", r.bf16_peak_gflops},
+                      {"bf16_peak_gflops_median", median(r.bf16_peak_gflops)},
+                      {"encode_efficiency_bf16", r.bf16_efficiency},
+                      {"encode_efficiency_bf16_median", median(r.bf16_efficiency)},
                       {"rss_peak_bytes", peak_rss_bytes()}};
   std::ofstream out(a.json);
   if (!out) throw_invalid("cannot write " + a.json);
   out << j.dump(2) << "\n";
-  std::printf("encode %s %dx%d: %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), %lld image tokens, "
-              "%.1f GFLOP/s = %.0f%% of the in-run sgemm peak (median), RSS peak %zu\n",
-              a.mode.c_str(), a.page_width, a.page_height, median(r.page_ms), a.runs, median(r.global_ms),
+  std::printf("encode %s %dx%d (%s products): %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), "
+              "%lld image tokens, %.1f GFLOP/s = %.0f%% of the in-run sgemm peak (median)",
+              a.mode.c_str(), a.page_width, a.page_height, ran_in, median(r.page_ms), a.runs, median(r.global_ms),
               static_cast<long long>(r.n_tiles), median(r.tile_ms), static_cast<long long>(r.tokens), median(r.view_gflops),
-              100 * median(r.efficiency), peak_rss_bytes());
+              100 * median(r.efficiency));
+  if (!r.bf16_efficiency.empty()) std::printf(", %.0f%% of the bf16 peak", 100 * median(r.bf16_efficiency));
+  std::printf(", RSS peak %zu\n", peak_rss_bytes());
   return 0;
 }
 

@@ -93,16 +93,17 @@ void Bf16Activations::shape(int64_t n, int64_t in) {
   in_ = in;
   pairs_ = (in + 1) / 2;
   panels_ = (n + MR - 1) / MR;
-  data_.assign(static_cast<size_t>(panels_ * MR * pairs_), 0u);
+  data_.resize(static_cast<size_t>(panels_ * MR * pairs_));  // every word is written by pack_panel
 }
 
-// Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ stay zero.
+// Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ are zero.
 void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
   thread_local std::vector<uint32_t> pairs;
   pairs.resize(static_cast<size_t>(pairs_));
   uint32_t* panel = data_.data() + i * pairs_ * MR;
-  for (int64_t m = 0; m < MR && i * MR + m < n_; ++m) {
-    round_to_pairs(x + (i * MR + m) * ld, in_, pairs.data());
+  for (int64_t m = 0; m < MR; ++m) {
+    if (i * MR + m < n_) round_to_pairs(x + (i * MR + m) * ld, in_, pairs.data());
+    else std::fill(pairs.begin(), pairs.end(), 0u);
     scatter_pairs(pairs.data(), pairs_, panel + m, MR);
   }
 }
@@ -121,19 +122,22 @@ void Bf16Activations::assign(const float* x, int64_t n, int64_t in, int64_t ld) 
 
 namespace {
 
-// Packs `rows` rows, row(r, buf) giving row r as `in` contiguous f32 values (buf is scratch it may use).
+// Packs `rows` rows into panels of NR; row(r, floats, pairs) returns row r as ceil(in / 2) pair
+// words (it may fill and return `pairs`, using `floats` as scratch). A last panel's rows past `rows`
+// are zero; the rest of `out` is overwritten, so it is not cleared first.
 template <typename RowFn>
 void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) {
   const int64_t pairs = (in + 1) / 2, panels = (rows + NR - 1) / NR;
-  out.assign(static_cast<size_t>(panels * NR * pairs), 0u);
-  thread_local std::vector<float> buf;
-  thread_local std::vector<uint32_t> rounded;
-  buf.resize(static_cast<size_t>(in));
-  rounded.resize(static_cast<size_t>(pairs));
-  for (int64_t r = 0; r < rows; ++r) {
-    round_to_pairs(row(r, buf.data()), in, rounded.data());
-    scatter_pairs(rounded.data(), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
-  }
+  out.resize(static_cast<size_t>(panels * NR * pairs));
+  thread_local std::vector<float> floats;
+  thread_local std::vector<uint32_t> words;
+  floats.resize(static_cast<size_t>(in));
+  words.assign(static_cast<size_t>(pairs), 0u);
+  for (int64_t r = 0; r < rows; ++r)
+    scatter_pairs(row(r, floats.data(), words.data()), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
+  std::fill(words.begin(), words.end(), 0u);
+  for (int64_t r = rows; r < panels * NR; ++r)
+    scatter_pairs(words.data(), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
 }
 
 }  // namespace
@@ -144,19 +148,30 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
                         ", expected f32, f16 or bf16");
   const int64_t in = w.shape[1];
   const auto* base = static_cast<const uint8_t*>(w.data);
-  pack_rows(rows, in, out, [&](int64_t r, float* buf) -> const float* {
-    convert_to_f32(w.dtype, base + (r0 + r) * w.row_bytes(), buf, in);
-    return buf;
+  pack_rows(rows, in, out, [&](int64_t r, float* floats, uint32_t* pairs) -> const uint32_t* {
+    const uint8_t* src = base + (r0 + r) * w.row_bytes();
+    // bf16 rows are already pairs (element 2p in the low half of word p, little-endian); an odd
+    // last element keeps the zero high half `pairs` was cleared to.
+    if (w.dtype == DType::BF16) {
+      std::memcpy(pairs, src, static_cast<size_t>(in) * sizeof(uint16_t));
+      return pairs;
+    }
+    convert_to_f32(w.dtype, src, floats, in);
+    round_to_pairs(floats, in, pairs);
+    return pairs;
   });
 }
 
 void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_stride, int64_t col_stride,
                        std::vector<uint32_t>& out) {
-  pack_rows(rows, in, out, [&](int64_t r, float* buf) -> const float* {
+  pack_rows(rows, in, out, [&](int64_t r, float* floats, uint32_t* pairs) -> const uint32_t* {
     const float* s = src + r * row_stride;
-    if (col_stride == 1) return s;
-    for (int64_t k = 0; k < in; ++k) buf[k] = s[k * col_stride];
-    return buf;
+    if (col_stride != 1) {
+      for (int64_t k = 0; k < in; ++k) floats[k] = s[k * col_stride];
+      s = floats;
+    }
+    round_to_pairs(s, in, pairs);
+    return pairs;
   });
 }
 
