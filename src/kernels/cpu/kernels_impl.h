@@ -7,7 +7,9 @@
 // the AVX2 or scalar ones (which would put AVX-512 code on CPUs without it).
 //
 // A traits struct V supplies the vector type and primitives:
-//   reg, W (lanes, a divisor of 32), kGemvInputs (input rows a float GEMV applies each weight row to at once),
+//   reg, W (lanes, a divisor of 32), kGemvInputs, kGemvRows and kGemvLanes (the float GEMV's tile:
+//   input rows each weight row is applied to at once, weight rows read side by side when there are
+//   several inputs, accumulators per row and input),
 //   zero, set1, load (f32), load_f16, load_bf16, load_i8 (W int8 -> f32), store, fma(a, b, c) = a*b+c,
 //   mul, add, hsum, f16 (scalar f16 -> f32); SIMD traits also load_u4 (W 4-bit codes, two per byte,
 //   low nibble first -> f32).
@@ -86,64 +88,103 @@ struct LoadQ8 {
   static typename V::reg load(const Ctx& ctx, int k) { return V::mul(V::load_i8(ctx.q + k * V::W), ctx.d); }
 };
 
-// ---- GEMV of float weights: one weight row at a time ------------------------------------------
-// A row is streamed once, front to back, and applied to up to 4 input rows. Each input row sums
-// into kLanesAcc accumulators, vector k of the row going to accumulator k % kLanesAcc, so that
-// independent FMA chains hide the FMA latency within the row; they are added pairwise at the end.
-// That order depends on nothing but the row, so a row's result is the same bits whatever the
-// batch, the thread split or the rows around it.
+// ---- GEMV of float weights --------------------------------------------------------------------
+// Each (weight row, input row) pair sums into V::kGemvLanes accumulators, vector k of the row going
+// to accumulator k % kGemvLanes, added in order at the end: that order depends on nothing but the
+// row, so a row's result is the same bits whatever the batch, the thread split or the tile it was
+// read in. One accumulator on AVX-512: a row alone is then one FMA chain, which still outruns
+// memory (16 bf16 weights per FMA latency), and a tile of 4 rows x 4 inputs fits in registers.
 //
-// One row at a time, rather than a tile of rows read side by side: the weights are then one
-// sequential stream per thread, which the hardware prefetcher follows from the first row on.
-// Measured with stand-alone AVX-512 copies of both loops on 256 [896, 1280] bf16 matrices cycled
-// past the caches, one thread (Zen 4): 8-row tiles with software prefetch 23-27 GB/s, this
-// 29-33 GB/s (best of 8, alternated); whole decode steps of the full-size bf16 decoder 1.07x.
-constexpr int kLanesAcc = 4;
+// One input row (a single sequence's decode): one weight row at a time, front to back, so each
+// thread's weights are one sequential stream the hardware prefetcher follows (8-row tiles with
+// software prefetch read 23-27 GB/s where this reads 29-33, one thread, Zen 4; two rows side by
+// side read less still).
+// Several input rows (passes side by side, a server batch): tiles of V::kGemvRows rows x up to
+// V::kGemvInputs inputs, each weight vector loaded once for the tile's inputs and each input vector
+// once for its rows, and the rows kPrefetchRows ahead asked for while the tile works. One row at a
+// time was compute-bound there (five loads per four FMAs) and its misses did not overlap: a
+// [65536, 1280] bf16 product, four input rows, two threads, read 13.0 GB/s against 21-24 in
+// 4-row tiles with prefetch.
+constexpr int64_t kPrefetchRows = 8;
+// Long rows stream well on their own; the prefetch hints are for rows of a few KiB, whose streams
+// end before the hardware prefetcher has ramped up on them (+15% on [60000, 1280] bf16, Zen 3).
+constexpr size_t kPrefetchMaxRowBytes = 4096;
 
-template <class V, class L, int G>
-inline void gemv_row(const uint8_t* row, int64_t in, const float* x, float* y, int64_t ldy) {
+template <class V, class L, int R, int G>
+inline void gemv_tile(const uint8_t* row, size_t rb, int64_t in, const float* x, float* y, int64_t ldy, bool prefetch) {
   using reg = typename V::reg;
-  constexpr int W = V::W, A = kLanesAcc;
-  reg acc[G][A];
-  for (int g = 0; g < G; ++g)
-    for (int a = 0; a < A; ++a) acc[g][a] = V::zero();
+  constexpr int W = V::W, A = V::kGemvLanes;
+  constexpr size_t kElemBytes = L::kChunkBytes / 32;
+  reg acc[R][G][A];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g)
+      for (int a = 0; a < A; ++a) acc[r][g][a] = V::zero();
+  // Integer arithmetic: past the last row these addresses lie outside W (prefetches cannot fault,
+  // but out-of-bounds pointer arithmetic would be undefined).
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(row) + kPrefetchRows * rb;
   int64_t c = 0;
   for (; c + A * W <= in; c += A * W) {
+    if (prefetch && (c * kElemBytes) % 64 == 0)
+      for (int r = 0; r < R; ++r) __builtin_prefetch(reinterpret_cast<const void*>(ahead + r * rb + c * kElemBytes));
     for (int a = 0; a < A; ++a) {
-      const reg wv = L::load1(row, c + a * W);
-      for (int g = 0; g < G; ++g) acc[g][a] = V::fma(wv, V::load(x + g * in + c + a * W), acc[g][a]);
+      reg wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = L::load1(row + r * rb, c + a * W);
+      for (int g = 0; g < G; ++g) {
+        const reg xv = V::load(x + g * in + c + a * W);
+        for (int r = 0; r < R; ++r) acc[r][g][a] = V::fma(wv[r], xv, acc[r][g][a]);
+      }
     }
   }
-  for (; c + W <= in; c += W) {
-    const reg wv = L::load1(row, c);
-    for (int g = 0; g < G; ++g) acc[g][0] = V::fma(wv, V::load(x + g * in + c), acc[g][0]);
-  }
-  for (int g = 0; g < G; ++g) {
-    float s = V::hsum(V::add(V::add(acc[g][0], acc[g][1]), V::add(acc[g][2], acc[g][3])));
-    for (int64_t i = c; i < in; ++i) s += L::scalar(row, i) * x[g * in + i];
-    y[g * ldy] = s;
-  }
+  for (; c + W <= in; c += W)
+    for (int r = 0; r < R; ++r) {
+      const reg wv = L::load1(row + r * rb, c);
+      for (int g = 0; g < G; ++g) acc[r][g][0] = V::fma(wv, V::load(x + g * in + c), acc[r][g][0]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) {
+      reg sum = acc[r][g][0];
+      for (int a = 1; a < A; ++a) sum = V::add(sum, acc[r][g][a]);
+      float s = V::hsum(sum);
+      for (int64_t i = c; i < in; ++i) s += L::scalar(row + r * rb, i) * x[g * in + i];
+      y[g * ldy + r] = s;
+    }
 }
 
-// Rows [r0, r1) of w against n input rows (x: [n][in]) into y (row g at y + g * ldy). Every row is
-// read from memory once: the later groups of V::kGemvInputs inputs find it in cache.
+// R rows from `row` against `count` (1..V::kGemvInputs) input rows.
+template <class V, class L, int R, int G = 1>
+void gemv_tile_inputs(const uint8_t* row, size_t rb, int64_t in, const float* x, int64_t count, float* y, int64_t ldy,
+                      bool prefetch) {
+  if constexpr (G < V::kGemvInputs) {
+    if (count != G) return gemv_tile_inputs<V, L, R, G + 1>(row, rb, in, x, count, y, ldy, prefetch);
+  }
+  gemv_tile<V, L, R, G>(row, rb, in, x, y, ldy, prefetch);
+}
+
+// Rows [r0, r1) of w against n input rows (x: [n][in]) into y (row g at y + g * ldy).
 template <class V, class L>
 void gemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t n, float* y,
           int64_t ldy) {
   static_assert(!L::kBlocked, "block formats have their own integer GEMV (quant_dot_impl.h)");
-  static_assert(V::kGemvInputs == 2 || V::kGemvInputs == 4);
-  constexpr int64_t P = V::kGemvInputs;
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w + static_cast<size_t>(r) * rb;
+  if (n == 1) {
+    for (int64_t r = r0; r < r1; ++r) gemv_tile<V, L, 1, 1>(w + static_cast<size_t>(r) * rb, rb, in, x, y + r, ldy, false);
+    return;
+  }
+  constexpr int64_t R = V::kGemvRows, P = V::kGemvInputs;
+  // Rows go in blocks of 8; every group of P inputs runs over the whole block before the next
+  // group, so the block's rows come from L1 again (the first group asks for the rows ahead).
+  constexpr int64_t kBlockRows = 8;
+  static_assert(kBlockRows % R == 0);
+  const bool prefetch = rb <= kPrefetchMaxRowBytes;
+  for (int64_t b = r0; b < r1; b += kBlockRows) {
+    const int64_t e = std::min(r1, b + kBlockRows);
     for (int64_t g = 0; g < n; g += P) {
       const float* xg = x + g * in;
-      float* yg = y + g * ldy + r;
-      switch (n - g >= P ? P : n - g) {
-        case 1: gemv_row<V, L, 1>(row, in, xg, yg, ldy); break;
-        case 2: gemv_row<V, L, 2>(row, in, xg, yg, ldy); break;
-        case 3: gemv_row<V, L, 3>(row, in, xg, yg, ldy); break;
-        default: gemv_row<V, L, P>(row, in, xg, yg, ldy); break;
-      }
+      float* yg = y + g * ldy;
+      const int64_t count = std::min(P, n - g);
+      const bool pf = prefetch && g == 0;
+      int64_t r = b;
+      for (; r + R <= e; r += R) gemv_tile_inputs<V, L, R>(w + static_cast<size_t>(r) * rb, rb, in, xg, count, yg + r, ldy, pf);
+      for (; r < e; ++r) gemv_tile_inputs<V, L, 1>(w + static_cast<size_t>(r) * rb, rb, in, xg, count, yg + r, ldy, pf);
     }
   }
 }

@@ -16,8 +16,10 @@ namespace {
 struct VScalar {
   using reg = float;
   static constexpr int W = 1;
-  // Scalar code has 16 xmm registers too; 4 accumulators per input row stay within them.
+  // Scalar code has 16 xmm registers too; the float GEMV tile's 2 x 2 x 2 accumulators fit.
   static constexpr int kGemvInputs = 2;
+  static constexpr int kGemvRows = 2;
+  static constexpr int kGemvLanes = 2;
   static reg zero() { return 0.0f; }
   static reg set1(float v) { return v; }
   static reg load(const float* p) { return *p; }

@@ -9,8 +9,11 @@ namespace {
 struct VAvx512 {
   using reg = __m512;
   static constexpr int W = 16;
-  // 32 zmm registers: 4 accumulators per input row + a weight vector + an input must fit.
+  // Float GEMV tile (kernels_impl.h): 4 weight rows x 4 input rows, one accumulator each, plus
+  // the inputs' and a row's vectors, in 32 zmm registers (16 + 4 + 1).
   static constexpr int kGemvInputs = 4;
+  static constexpr int kGemvRows = 4;
+  static constexpr int kGemvLanes = 1;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float v) { return _mm512_set1_ps(v); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
