@@ -87,7 +87,9 @@ int run_ocr_command(const OcrArgs& a) {
   // The model first (it maps its weights, nothing more) because it says which DPI its pages want.
   const kernels::GemmPrecision precision = kernels::gemm_precision_from_name(a.encoder_precision, "--encoder-precision");
   std::unique_ptr<OcrModel> model = load_ocr_model(model_dir, a.weights, a.mmproj);
-  model->set_encoder_precision(precision);
+  if (!model->set_encoder_precision(precision) && a.encoder_precision == "bf16" && !a.quiet)
+    std::fprintf(stderr, "folio: warning: --encoder-precision bf16: %s's encoder has no bf16 path, it runs in f32\n",
+                 model->name().c_str());
   OcrPages pages = OcrPages::open(a.inputs, a.pages, a.dpi > 0 ? a.dpi : model->pdf_dpi());
   ThreadPool threads(a.threads);
   if (opt.kv_budget > 0 && !a.policy_given) {

@@ -209,6 +209,14 @@ TEST_F(OcrCli, EncoderPrecision) {
   if (bf16) EXPECT_EQ(ran_in("bf16"), "bf16");
   else expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision bf16"), {"--encoder-precision", "AVX512-BF16"});
   expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision fp16"), {"--encoder-precision", "auto, f32 or bf16", "fp16"});
+  if (bf16) {
+    // The shipped model's encoder has no bf16 path: said, and the run goes on in f32.
+    OcrRun mini = folio("ocr --dpi 50 --max-tokens 2 --encoder-precision bf16 --json " + path("m.json") + " " + kDoc + "two_pages.pdf",
+                        dir_, "FOLIO_MODEL=" + std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2");
+    EXPECT_EQ(mini.code, 0) << mini.err;
+    EXPECT_NE(mini.err.find("has no bf16 path, it runs in f32"), std::string::npos) << mini.err;
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path("m.json")))["stats"]["encoder_precision"], "f32");
+  }
   expect_refused(folio("bench encode --model " + model() + " --precision half --json " + path("e.json"), dir_),
                  {"--precision", "half"});
 }
