@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "bench/json_output.h"
 #include "cli/commands.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
@@ -175,9 +176,7 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                 100 * *eff_min, 100 * *eff_max, bw_median, *bw_min, *bw_max);
   }
   j.update(r.extra);
-  std::ofstream out(a.json);
-  if (!out) throw_invalid("cannot write " + a.json);
-  out << j.dump(2) << "\n";
+  JsonOutput(a.json).write(j);
   std::printf("prefill: %lld tokens in %.1f s, %.1f GFLOP/s, %.0f%% of the in-run sgemm peak (%.1f GFLOP/s)\n",
               static_cast<long long>(r.ref_tokens), r.prefill_ms / 1e3, prefill_gflops, 100.0 * prefill_gflops / sgemm_gflops,
               sgemm_gflops);
@@ -256,11 +255,11 @@ void decode_sampled(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vect
 }
 
 int run_decode(const DecodeArgs& a) {
+  const JsonOutput checked(a.json);  // before minutes of work, not after
   if (a.pages > 0) return run_decode_pages(a);
   KVPolicy policy = a.policy.policy();
   const KVTypes kv_types = a.kv.types();
   if (a.ref_tokens < 1 || a.gen_tokens < 1 || a.sample_every < 1) throw_invalid("--ref-tokens, --gen-tokens and --sample-every must be positive");
-  if (a.json.empty()) throw_invalid("--json FILE is required");
 
   LoadedModel m = load_model(a.model, false, a.weights);
   if (a.context > 0) m.decoder->set_context(a.context);
@@ -451,7 +450,7 @@ int run_encode(const EncodeArgs& a) {
   else if (a.mode == "gundam") mode = VisionMode::Gundam;
   else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
   if (a.runs < 1) throw_invalid("--runs must be at least 1");
-  if (a.json.empty()) throw_invalid("--json FILE is required");
+  const JsonOutput json_out(a.json);
   check_image_size(a.page_width, a.page_height, "--page-width x --page-height");
   const kernels::GemmPrecision precision = kernels::gemm_precision_from_name(a.precision, "--precision");
   auto model = UnlimitedOcrModel::load(a.model);
@@ -494,9 +493,7 @@ int run_encode(const EncodeArgs& a) {
                       {"encode_efficiency_bf16", r.bf16_efficiency},
                       {"encode_efficiency_bf16_median", median(r.bf16_efficiency)},
                       {"rss_peak_bytes", peak_rss_bytes()}};
-  std::ofstream out(a.json);
-  if (!out) throw_invalid("cannot write " + a.json);
-  out << j.dump(2) << "\n";
+  json_out.write(j);
   std::printf("encode %s %dx%d (%s products): %.1f ms/page median of %d (global view %.1f ms, %lld tiles at %.1f ms), "
               "%lld image tokens, %.1f GFLOP/s = %.0f%% of the in-run sgemm peak (median)",
               a.mode.c_str(), a.page_width, a.page_height, ran_in, median(r.page_ms), a.runs, median(r.global_ms),

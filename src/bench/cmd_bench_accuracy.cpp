@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench/json_output.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/memory_stats.h"
@@ -203,7 +204,7 @@ AccuracyTally read_with_folio(const AccuracyArgs& a, const std::vector<HeldoutDo
 }
 
 int run_accuracy(const AccuracyArgs& a) {
-  if (a.json.empty()) throw_invalid("--json FILE is required");
+  const JsonOutput json_out(a.json);
   if (a.engine != "folio" && a.engine != "tesseract") throw_invalid("--engine must be folio or tesseract, not '" + a.engine + "'");
   const std::string sets = a.sets.empty() ? shipped_path("data/heldout") : a.sets;
   const std::vector<HeldoutDoc> docs = accuracy_docs(a, sets);
@@ -213,9 +214,7 @@ int run_accuracy(const AccuracyArgs& a) {
                       {"compare", docs.front().normalised ? "normalised-text" : "exact"}};
   if (a.engine == "tesseract") read_with_tesseract(a, docs, threads, j);
   else read_with_folio(a, docs, threads, j);
-  std::ofstream out(a.json);
-  if (!out) throw Error(Error::Kind::Io, "cannot write " + a.json);
-  out << j.dump(2) << "\n";
+  json_out.write(j);
   std::printf("accuracy %s, %d x %d-page documents: CER %.4f", a.engine.c_str(), a.docs, a.pages, j["cer"].get<double>());
   if (a.engine == "folio")
     std::printf(" (baseline %s/%s: %.4f), token agreement %.4f (teacher-forced %.4f), KV peak %zu bytes (baseline %zu)",

@@ -18,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/json_output.h"
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "core/error.h"
@@ -81,6 +82,7 @@ struct Divergence {
 };
 
 int run_divergence(const DivergenceArgs& a) {
+  const JsonOutput json_out(a.json);
   if (a.ref_tokens < 1 || a.gen_tokens < 1) throw_invalid("--ref-tokens and --gen-tokens must be at least 1");
   LoadedModel m = load_model(a.model, false);
   Decoder& dec = *m.decoder;
@@ -143,9 +145,7 @@ int run_divergence(const DivergenceArgs& a) {
                       {"baseline_kv_bytes_peak", base.kv_bytes_peak},
                       {"kv_active_bytes_max", run.kv_active_bytes_max},
                       {"baseline_kv_active_bytes_max", base.kv_active_bytes_max}};
-  std::ofstream out(a.json);
-  if (!out) throw Error(Error::Kind::Io, "cannot write " + a.json);
-  out << j.dump(2) << "\n";
+  json_out.write(j);
   std::printf("divergence %s/%s vs %s/f32 over %zu steps: KL mean %.3g max %.3g nats, top-1 agreement %.4f, logits rel. L2 %.3g, KV %zu vs %zu bytes\n",
               run_policy.name().c_str(), a.kv.types().name().c_str(), base_policy.name().c_str(), d.steps, d.kl_sum / n, d.kl_max,
               static_cast<double>(d.agree) / n, d.rel_sum / n, run.kv_bytes_peak, base.kv_bytes_peak);

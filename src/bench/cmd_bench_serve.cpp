@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/json_output.h"
 #include "cli/commands.h"
 #include "core/content_hash.h"
 #include "core/error.h"
@@ -330,9 +331,7 @@ bool report(const BenchServeArgs& a, const LoadRun& run, int port) {
                   {"caches", !a.no_cache},
                   {"server_reference_cache_misses", metric(m, "folio_reference_cache_misses_total")},
                   {"by_kind", by_kind(run.samples)}};
-  std::ofstream out(a.json);
-  if (!out) throw_invalid("--json: cannot write '" + a.json + "'");
-  out << j.dump(2) << "\n";
+  JsonOutput(a.json).write(j);
   std::printf("serve %s: %lld/%d ok, %lld errors, %.2f req/s, %.1f output tokens/s; TTFT p50 %.0f ms p99 %.0f ms; "
               "TPOT p50 %.2f ms p99 %.2f ms; server RSS after the first 50 %.1f MiB, at the end %.1f MiB; by kind %s\n",
               a.kind.c_str(), static_cast<long long>(ok), a.requests, static_cast<long long>(errors), static_cast<double>(ok) / wall_s,
@@ -343,6 +342,7 @@ bool report(const BenchServeArgs& a, const LoadRun& run, int port) {
 
 int run_bench_serve(const BenchServeArgs& a) {
   check_args(a);
+  const JsonOutput checked(a.json);  // before the load runs, not after
   Target target = start_target(a);
   const LoadRun run = run_load(a, target);
   if (target.service) target.service->shutdown();

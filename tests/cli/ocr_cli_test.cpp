@@ -221,6 +221,29 @@ TEST_F(OcrCli, EncoderPrecision) {
                  {"--precision", "half"});
 }
 
+// Every suite checks its --json file before it works (a missing directory used to surface only
+// when a run of minutes ended): the error names the file even when the model does not exist.
+TEST_F(OcrCli, BenchJsonIsCheckedBeforeTheRun) {
+  const std::string bad = path("no_such_dir") + "/out.json";
+  for (const std::string& args : {"bench decode --model " + path("no_model") + " --synthetic-ref",
+                                  "bench encode --model " + path("no_model"),
+                                  "bench accuracy --model " + path("no_model") + " --docs 1 --pages 1",
+                                  "bench divergence --model " + path("no_model")}) {
+    OcrRun r = folio(args + " --json " + bad, dir_);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("--json: cannot write '" + bad + "'"), std::string::npos) << args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(path("no_such_dir"))) << args;
+  }
+  // A writable file is checked without being created or emptied before the run ends.
+  std::ofstream(path("kept.json")) << "kept";
+  EXPECT_EQ(folio("bench encode --model " + path("no_model") + " --json " + path("kept.json"), dir_).code, 2);
+  std::stringstream kept;
+  kept << std::ifstream(path("kept.json")).rdbuf();
+  EXPECT_EQ(kept.str(), "kept");
+  EXPECT_EQ(folio("bench encode --model " + path("no_model") + " --json " + path("fresh.json"), dir_).code, 2);
+  EXPECT_FALSE(fs::exists(path("fresh.json")));
+}
+
 TEST_F(OcrCli, BenchEncodeWritesJson) {
   const std::string json = path("encode.json");
   OcrRun r = folio("bench encode --model " + model() + " --runs 3 --threads 1 --page-width 600 --page-height 800 --json " + json, dir_);
