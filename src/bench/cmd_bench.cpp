@@ -21,7 +21,6 @@
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/bandwidth.h"
-#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/compute_peak.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kv/block_pool.h"
@@ -410,7 +409,7 @@ struct EncodeRuns {
 // measured beside it.
 void time_encode_run(const DeepEncoder& enc, const RgbImage& page, VisionMode mode, ThreadPool& threads, EncodeRuns& r) {
   r.peak_gflops.push_back(kernels::measure_sgemm_gflops(threads));
-  const bool bf16 = enc.precision() == kernels::GemmPrecision::Bf16 && kernels::bf16_gemm_supported();
+  const bool bf16 = enc.precision() == kernels::GemmPrecision::Bf16;
   if (bf16) r.bf16_peak_gflops.push_back(kernels::measure_bf16_gemm_gflops(threads));
   const double t0 = now_ms();
   const PagePixels px = preprocess_page(page, mode);

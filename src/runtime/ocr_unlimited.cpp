@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "doc/ocr_prompt.h"
-#include "kernels/cpu/bf16_gemm.h"
 #include "model/vision/image_assembly.h"
 #include "model/vision/mmproj.h"
 
@@ -57,11 +56,7 @@ void UnlimitedOcrModel::attach_encoder(const VisionConfig& vcfg, const TensorSou
   tile_side_ = output_side(vcfg, kTileSide);
 }
 
-const char* UnlimitedOcrModel::encoder_precision() const {
-  // Bf16 is a request: float weights on a CPU without AVX512-BF16 still run in f32.
-  const bool bf16 = encoder_->precision() == kernels::GemmPrecision::Bf16 && kernels::bf16_gemm_supported();
-  return kernels::gemm_precision_name(bf16 ? kernels::GemmPrecision::Bf16 : kernels::GemmPrecision::F32);
-}
+const char* UnlimitedOcrModel::encoder_precision() const { return kernels::gemm_precision_name(encoder_->precision()); }
 
 int64_t UnlimitedOcrModel::image_tokens(int width, int height, VisionMode mode) const {
   const TileGrid g = mode == VisionMode::Gundam ? select_tile_grid(width, height) : TileGrid{};

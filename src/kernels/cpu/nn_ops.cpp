@@ -32,6 +32,12 @@ void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
   }
 }
 
+void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
+            GemmPrecision precision) {
+  matmul(w, x, n, y, pool, precision);
+  add_bias(y, b, n, w.shape[0]);
+}
+
 void gelu_erf_inplace(float* x, int64_t n) { detail::table_for(active_isa()).gelu_erf(x, n); }
 
 void quick_gelu_inplace(float* x, int64_t n) {

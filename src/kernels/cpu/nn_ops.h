@@ -6,6 +6,10 @@
 
 #include <cstdint>
 
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+
 namespace folio::kernels {
 
 // LayerNorm over each of `rows` rows of width n: mean and biased variance of the row,
@@ -14,6 +18,11 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 
 // y[r, i] += b[i] for each of `rows` rows of width n.
 void add_bias(float* y, const float* b, int64_t rows, int64_t n);
+
+// A linear layer: y [n, out] = x [n, in] . w^T + b, w [out, in] multiplied by matmul with
+// `precision`, b holding out values. Throws as matmul does.
+void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
+            GemmPrecision precision = GemmPrecision::F32);
 
 // x = 0.5 x (1 + erf(x / sqrt 2)), the exact GELU (SAM's MLP); erf to within 1.5e-7 absolute
 // on AVX2 / AVX-512 (a vector approximation), std::erf under FOLIO_ISA=scalar.

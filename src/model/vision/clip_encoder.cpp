@@ -12,16 +12,6 @@
 
 namespace folio {
 
-namespace {
-
-void linear(const TensorView& w, const std::vector<float>& b, const float* x, int64_t n, float* y, ThreadPool& pool,
-            kernels::GemmPrecision precision) {
-  kernels::matmul(w, x, n, y, pool, precision);
-  kernels::add_bias(y, b.data(), n, w.shape[0]);
-}
-
-}  // namespace
-
 std::vector<std::string> ClipEncoder::unused_tensor_names(const std::string& p) {
   return {p + "embeddings.patch_embedding.weight", p + "embeddings.position_ids"};
 }
@@ -87,14 +77,14 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
   std::vector<float> h(static_cast<size_t>(T * M));
   for (const Layer& L : layers_) {
     kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps);
-    linear(*L.qkv, L.qkv_b, y.data(), T, qkv.data(), pool, precision_);
+    kernels::linear(*L.qkv, L.qkv_b.data(), y.data(), T, qkv.data(), pool, precision_);
     kernels::dense_attention(qkv.data(), 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr, att.data(), pool, precision_);
-    linear(*L.out, L.out_b, att.data(), T, y.data(), pool, precision_);
+    kernels::linear(*L.out, L.out_b.data(), att.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
     kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps);
-    linear(*L.fc1, L.fc1_b, y.data(), T, h.data(), pool, precision_);
+    kernels::linear(*L.fc1, L.fc1_b.data(), y.data(), T, h.data(), pool, precision_);
     kernels::quick_gelu_inplace(h.data(), T * M);
-    linear(*L.fc2, L.fc2_b, h.data(), T, y.data(), pool, precision_);
+    kernels::linear(*L.fc2, L.fc2_b.data(), h.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
   }
   return x;

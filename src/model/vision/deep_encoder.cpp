@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nn_ops.h"
 #include "model/vision/vision_weights.h"
@@ -26,6 +27,8 @@ DeepEncoder::DeepEncoder(const VisionConfig& config, const TensorSource& weights
 }
 
 void DeepEncoder::set_precision(kernels::GemmPrecision p) {
+  // Bf16 is a request: a CPU without AVX512-BF16 runs f32, and precision() says so.
+  if (!kernels::bf16_gemm_supported()) p = kernels::GemmPrecision::F32;
   precision_ = p;
   sam_->set_precision(p);
   clip_->set_precision(p);
@@ -50,8 +53,7 @@ std::vector<float> DeepEncoder::project(const float* clip_out, const float* sam_
     std::copy_n(sam_tokens + t * S, S, cat.data() + t * in + C);
   }
   std::vector<float> y(static_cast<size_t>(n * cfg_.n_embed));
-  kernels::matmul(*proj_w_, cat.data(), n, y.data(), pool, precision_);
-  kernels::add_bias(y.data(), proj_b_.data(), n, cfg_.n_embed);
+  kernels::linear(*proj_w_, proj_b_.data(), cat.data(), n, y.data(), pool, precision_);
   return y;
 }
 

@@ -39,6 +39,7 @@ class DeepEncoder {
   // (kernels::GemmPrecision). F32 by default; Bf16 is about twice as fast where the CPU has
   // AVX512-BF16 (elsewhere it runs F32). Not to be changed while a view is being encoded.
   void set_precision(kernels::GemmPrecision p);
+  // The precision the products run in: F32 after set_precision(Bf16) on a CPU without AVX512-BF16.
   kernels::GemmPrecision precision() const { return precision_; }
 
   // One view: planar normalised pixels [3, size, size] (size 1024 for the global view, 640 for a

@@ -19,12 +19,6 @@ namespace {
 // 4096 tokens x 3072).
 constexpr int64_t kMlpRows = 1024;
 
-void linear(const TensorView& w, const std::vector<float>& b, const float* x, int64_t n, float* y, ThreadPool& pool,
-            kernels::GemmPrecision precision) {
-  kernels::matmul(w, x, n, y, pool, precision);
-  kernels::add_bias(y, b.data(), n, w.shape[0]);
-}
-
 }  // namespace
 
 SamEncoder::SamEncoder(const VisionConfig& cfg, VisionWeights& W, const std::string& p) : cfg_(cfg) {
@@ -109,10 +103,10 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
   kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps);
 
   if (B.global) {
-    linear(*B.qkv, B.qkv_b, y, T, qkv, pool, precision_);
+    kernels::linear(*B.qkv, B.qkv_b.data(), y, T, qkv, pool, precision_);
     kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
     kernels::dense_attention(qkv, 1, T, H, hd, scale, &rel, att, pool, precision_);
-    linear(*B.proj, B.proj_b, att, T, y, pool, precision_);
+    kernels::linear(*B.proj, B.proj_b.data(), att, T, y, pool, precision_);
     kernels::add_inplace(x, y, T * D);
   } else {
     // Pad the normalised map with zero tokens at the bottom/right to whole windows; the padding
@@ -124,11 +118,11 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     auto slot = [&](int64_t gy, int64_t gx) { return ((gy / ws) * nw + gx / ws) * Tw + (gy % ws) * ws + gx % ws; };
     for (int64_t gy = 0; gy < G; ++gy)
       for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
-    linear(*B.qkv, B.qkv_b, win, rows, qkv, pool, precision_);
+    kernels::linear(*B.qkv, B.qkv_b.data(), win, rows, qkv, pool, precision_);
     kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
     kernels::dense_attention(qkv, nw * nw, Tw, H, hd, scale, &rel, att, pool, precision_);
     // The projection of the windows goes to qkv, whose contents are spent.
-    linear(*B.proj, B.proj_b, att, rows, qkv, pool, precision_);
+    kernels::linear(*B.proj, B.proj_b.data(), att, rows, qkv, pool, precision_);
     for (int64_t gy = 0; gy < G; ++gy)
       for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
   }
@@ -139,9 +133,9 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     const int64_t n = std::min(kMlpRows, T - r0);
     float* xr = x + r0 * D;
     kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps);
-    linear(*B.lin1, B.lin1_b, y, n, h, pool, precision_);
+    kernels::linear(*B.lin1, B.lin1_b.data(), y, n, h, pool, precision_);
     kernels::gelu_erf_inplace(h, n * M);
-    linear(*B.lin2, B.lin2_b, h, n, y, pool, precision_);
+    kernels::linear(*B.lin2, B.lin2_b.data(), h, n, y, pool, precision_);
     kernels::add_inplace(xr, y, n * D);
   }
 }
