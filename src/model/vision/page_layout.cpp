@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "model/vision/page_background.h"
+
 namespace folio {
 
 namespace {
@@ -29,8 +31,10 @@ double percentile(const std::array<uint64_t, 256>& hist, uint64_t total, double 
   return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;  // numpy's lerp
 }
 
-// Binary ink, ink strength, and rules removed from both.
-InkPage ink_page(const uint8_t* gray, int width, int height) {
+// Binary ink, ink strength, and rules removed from both, on the page with its background removed.
+InkPage ink_page(const uint8_t* page, int width, int height) {
+  const std::vector<uint8_t> normalised = remove_background(page, width, height);
+  const uint8_t* gray = normalised.data();
   InkPage p;
   p.width = width, p.height = height;
   const size_t n = size_t(width) * height;

@@ -2,7 +2,8 @@
 // tools/train/mini2/layout.py (keep the two in step; tests/vision/page_layout_golden_test compares
 // them on a two-column page with a ruled table).
 //
-//   1. Otsu binarisation; ink strength by the page's own paper and ink levels (the 90th percentile
+//   1. The background removed (page_background.h: text on shaded boxes stands on white paper), then
+//      Otsu binarisation; ink strength by the page's own paper and ink levels (the 90th percentile
 //      of the page, the 5th of its Otsu ink). Rules are removed: pixels of horizontal ink runs of at
 //      least kRuleH x the page width or vertical runs of at least kRuleV x its height stop being ink
 //      (a ruled table falls apart into rows and cells).

@@ -2,7 +2,7 @@
 
 The reference the C++ front end mirrors (keep the two in step). Built on line_finder.py:
 
-  1. Otsu binarisation (as line_finder: ink is at or below the level). Rules are removed: pixels of horizontal ink runs of at
+  1. The background removed (line_finder.remove_background), then Otsu binarisation (as line_finder: ink is at or below the level). Rules are removed: pixels of horizontal ink runs of at
      least RULE_H x the page width or vertical runs of at least RULE_V x its height (table borders,
      underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
      The text extent is the box of the remaining ink.

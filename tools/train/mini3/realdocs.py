@@ -1,0 +1,499 @@
+"""The real-document evaluation set of folio-mini-ocr 3: real toolchains, held-out sources, scans.
+
+    /usr/bin/python3 tools/train/mini3/realdocs.py make --out train-work/realdocs
+    /usr/bin/python3 tools/train/mini3/realdocs.py eval --set train-work/realdocs --folio build/folio \
+        --model models/folio-mini-ocr-2 --json realdocs-folio.json [--tesseract] [--scan]
+
+`make` builds the set from what Debian packages install (the packages in tools/train/mini3/README.md):
+held-out sources (corpus.is_held_out: man pages' roff and the markdown files under /usr/share/doc,
+never in any training text) typeset by each toolchain in typeset.py (none of them used for
+training pages), plus the PDFs Debian's documentation packages ship (typeset by their authors'
+own toolchains). From each document up to --pages-per-doc pages with text are chosen and copied
+into SET/pages/NAME.pdf; each chosen page is also written as a scan (SET/scans/NAME/NNN.jpg: 200 or
+300 DPI, turned up to 2 degrees, blurred, noise, JPEG 50-70). SET/manifest.json holds per document
+its toolchain, sources, pages, whether code is shaded and whether it is set in two columns, and the
+strings of each class (code lines, inline monospace, identifiers with underscores, table cells,
+headers and footers) found on the chosen pages.
+
+Truth: the PDF's text layer in content-stream order (`pdftotext -raw`), which for the two-column
+documents typeset here is the source's reading order (a column, then the next), not pdftotext's
+layout guess. Scoring (`eval`): both sides ASCII-folded (ligatures, quotes and dashes mapped,
+accents dropped), markdown syntax taken off folio's output, whitespace runs made one space; CER =
+edit distance / truth length per page, summed over pages; word F1 over the bags of words; per class,
+the edit distance of each class string to its best-matching stretch of the document's output over the
+string's length. Pages/s are whole commands (process start and PDF rendering included).
+"""
+import argparse
+import collections
+import glob
+import gzip
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "mini2"))
+import corpus as corpus_mod  # noqa: E402
+import typeset  # noqa: E402
+from metrics import edit_distance  # noqa: E402
+
+CLASSES = ("shaded_code", "code", "inline_mono", "underscore_ids", "table", "furniture")
+IDENT = re.compile(r"[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?|_[A-Za-z][A-Za-z0-9_]+")
+_FOLD = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2212": "-",
+         "\u2010": "-", "\u2011": "-", "\u00a0": " ", "\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi",
+         "\ufb04": "ffl", "\u2022": "", "\u00b7": "", "\u2026": "...", "\u00ad": "", "\t": " ", "\u25cf": "", "\u25e6": ""}
+
+
+def fold(text):
+    """ASCII folding applied to truth and to every reader's output alike."""
+    text = "".join(_FOLD.get(c, c) for c in text)
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if 32 <= ord(c) < 127 or c == "\n")
+    return " ".join(text.split())
+
+
+def markdown_to_text(md):
+    out = []
+    for line in md.split("\n"):
+        if line.startswith("<!--") or line.startswith("```") or re.fullmatch(r"\|( ?:?-+:? ?\|)+", line.strip()):
+            continue
+        line = re.sub(r"^#{1,6} ", "", line)
+        line = re.sub(r"^\s*([-*+]|\d+\.) ", "", line)
+        if line.startswith("|") and line.endswith("|"):
+            line = " ".join(c.strip() for c in line.strip("|").split("|"))
+        out.append(line)
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def _held_out_sources():
+    man = []
+    for sec in ("1", "3", "5", "8"):
+        for p in sorted(glob.glob(f"/usr/share/man/man{sec}/*.gz")):
+            name = "man:" + os.path.basename(p)[:-3]
+            if not os.path.islink(p) and corpus_mod.is_held_out(name) and os.path.getsize(p) > 2500:
+                man.append((name, p, "man"))
+    md = []
+    for p in sorted(glob.glob("/usr/share/doc/*/*.md") + glob.glob("/usr/share/doc/*/*.md.gz")):
+        name = "doc:" + p[len("/usr/share/doc/"):]
+        if corpus_mod.is_held_out(name) and os.path.getsize(p) > 1500:
+            md.append((name, p, "gfm"))
+    return man, md
+
+
+def _unpack(path, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    base = os.path.basename(path)
+    dst = os.path.join(out_dir, base[:-3] if base.endswith(".gz") else base)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f, open(dst, "wb") as g:
+        g.write(f.read())
+    return dst
+
+
+def _shipped_pdfs():
+    out = []
+    for p in sorted(glob.glob("/usr/share/doc/**/*.pdf", recursive=True) + glob.glob("/usr/share/doc/**/*.pdf.gz", recursive=True)):
+        if os.path.getsize(p) > 20_000:
+            out.append(p)
+    return out
+
+
+# ---------------------------------------------------------------- pages and truth
+
+
+def page_count(pdf):
+    info = subprocess.run(["pdfinfo", pdf], capture_output=True, text=True).stdout
+    m = re.search(r"^Pages:\s+(\d+)", info, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def page_text(pdf, page, mode="-raw"):
+    return subprocess.run(["pdftotext", mode, "-f", str(page), "-l", str(page), pdf, "-"],
+                          capture_output=True, text=True).stdout
+
+
+def furniture_lines(pdf, page):
+    """Text lines in the top or bottom 8% of the page (running headers, footers, page numbers)."""
+    html = subprocess.run(["pdftotext", "-bbox", "-f", str(page), "-l", str(page), pdf, "-"],
+                          capture_output=True, text=True).stdout
+    m = re.search(r'<page width="([\d.]+)" height="([\d.]+)"', html)
+    if not m:
+        return []
+    h = float(m.group(2))
+    rows = collections.defaultdict(list)
+    for x0, y0, y1, w in re.findall(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>', html):
+        y0, y1 = float(y0), float(y1)
+        if y1 < 0.08 * h or y0 > 0.92 * h:
+            rows[round(y0 / 3)].append((float(x0), w))
+    return [" ".join(w for _, w in sorted(r)) for _, r in sorted(rows.items())]
+
+
+def choose_pages(pdf, n, rng, min_chars=300):
+    good = [p for p in range(1, page_count(pdf) + 1) if len(fold(page_text(pdf, p))) >= min_chars]
+    if len(good) <= n:
+        return good
+    return sorted(rng.sample(good, n))
+
+
+def extract_pages(pdf, pages, out_pdf):
+    tmp = tempfile.mkdtemp(prefix="rd_pages_")
+    parts = []
+    for p in pages:
+        part = os.path.join(tmp, f"{p:04d}.pdf")
+        subprocess.run(["pdfseparate", "-f", str(p), "-l", str(p), pdf, part], check=True)
+        parts.append(part)
+    if len(parts) == 1:
+        shutil.copy(parts[0], out_pdf)
+    else:
+        subprocess.run(["pdfunite", *parts, out_pdf], check=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render(pdf, page, dpi, out_prefix):
+    subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", "-singlefile", "-f", str(page), "-l", str(page),
+                    pdf, out_prefix], check=True)
+    return out_prefix + ".png"
+
+
+def write_scan(pdf, page, rng, out_jpg):
+    """A page as a scan: 200 or 300 DPI, turned by up to 2 degrees, blurred, noise, JPEG 50-70."""
+    from PIL import Image, ImageFilter
+    dpi = rng.choice([200, 300])
+    png = render(pdf, page, dpi, out_jpg[:-4] + "_src")
+    img = Image.open(png).convert("L")
+    os.remove(png)
+    img = img.rotate(rng.uniform(-2.0, 2.0), resample=Image.BILINEAR, fillcolor=255, expand=False)
+    img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.0) * dpi / 200))
+    a = np.asarray(img, np.float32)
+    a = a + np.random.default_rng(rng.randrange(1 << 30)).normal(0, rng.uniform(3, 10), a.shape)
+    Image.fromarray(a.clip(0, 255).astype(np.uint8)).save(out_jpg, format="JPEG", quality=rng.randint(50, 70))
+    return dpi
+
+
+# ---------------------------------------------------------------- class strings from the source
+
+
+def _inline_str(inlines):
+    out = []
+    for el in inlines:
+        t, c = el["t"], el.get("c")
+        if t == "Str":
+            out.append(c)
+        elif t in ("Space", "SoftBreak", "LineBreak"):
+            out.append(" ")
+        elif t == "Code":
+            out.append(c[1])
+        elif isinstance(c, list):
+            inner = c[1] if t in ("Link", "Span", "Quoted", "Cite", "Image") else c
+            if isinstance(inner, list) and inner and isinstance(inner[0], dict):
+                out.append(_inline_str(inner))
+    return "".join(out)
+
+
+def class_strings(ast):
+    """{class: [strings]} from a pandoc AST: code lines, inline code, table cells, identifiers."""
+    found = collections.defaultdict(list)
+
+    def walk(x):
+        if isinstance(x, dict):
+            t, c = x.get("t"), x.get("c")
+            if t == "CodeBlock":
+                found["code"] += [ln.strip() for ln in c[1].split("\n") if len(ln.strip()) >= 4]
+                return
+            if t == "Code":
+                found["inline_mono"].append(c[1])
+                return
+            if t == "Table":
+                cells = []
+
+                def cell_walk(y):
+                    if isinstance(y, dict) and y.get("t") in ("Plain", "Para"):
+                        cells.append(_inline_str(y["c"]))
+                    elif isinstance(y, dict):
+                        cell_walk(y.get("c"))
+                    elif isinstance(y, list):
+                        for z in y:
+                            cell_walk(z)
+                cell_walk(c)
+                found["table"] += [s for s in cells if len(s.strip()) >= 2]
+                return
+            if t == "Str":
+                found["underscore_ids"] += IDENT.findall(c)
+            walk(c)
+        elif isinstance(x, list):
+            for y in x:
+                walk(y)
+    walk(ast["blocks"])
+    for code in found["code"] + found["inline_mono"]:
+        found["underscore_ids"] += IDENT.findall(code)
+    return found
+
+
+def on_pages(strings, truth_pages, min_len=3):
+    """The strings (folded) whose text occurs on the chosen pages, with their page index."""
+    joined = [fold(t) for t in truth_pages]
+    out, seen = [], set()
+    for s in strings:
+        f = fold(s)
+        if len(f) < min_len or f in seen:
+            continue
+        for i, t in enumerate(joined):
+            if f in t:
+                out.append([f, i])
+                seen.add(f)
+                break
+    return out
+
+
+# ---------------------------------------------------------------- make
+
+
+def make(a):
+    out = a.out
+    for d in ("docs", "pages", "scans", "src"):
+        os.makedirs(os.path.join(out, d), exist_ok=True)
+    man_path = os.path.join(out, "manifest.json")
+    manifest = json.load(open(man_path)) if os.path.exists(man_path) else {"documents": []}
+    done = {d["name"] for d in manifest["documents"]}
+    rng = random.Random(a.seed)
+    man, md = _held_out_sources()
+    rng.shuffle(man)
+    rng.shuffle(md)
+    pools = {"man": man, "gfm": md}
+    for tool in typeset.TOOLS:
+        for k in range(a.docs_per_tool):
+            kind = ("gfm", "man")[k % 2] if pools["gfm"] else "man"
+            name = f"{tool}-{k + 1:02d}"
+            # the same draw whether or not the document is made now, so a resumed run picks the same sources
+            chosen, chars = [], 0
+            while chars < a.min_source_chars and pools[kind]:
+                src_name, path, fmt = pools[kind].pop()
+                chosen.append((src_name, path, fmt))
+                chars += os.path.getsize(path) * (3 if path.endswith(".gz") else 1)
+            if name in done or not chosen:
+                continue
+            srcs = [_unpack(p, os.path.join(out, "src", name)) for _, p, _ in chosen]
+            fmt = chosen[0][2]
+            joined = os.path.join(out, "src", name, "joined." + ("md" if fmt == "gfm" else "man"))
+            with open(joined, "wb") as g:
+                for s in srcs:
+                    g.write(open(s, "rb").read() + b"\n\n")
+            pdf = os.path.join(out, "docs", name + ".pdf")
+            try:
+                typeset.typeset(tool, joined if fmt == "gfm" else srcs[0], fmt, pdf, f"{a.seed}:{name}")
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+                err = getattr(e, "stderr", b"") or b""
+                print(f"{name}: {tool} failed: {err.decode('utf-8', 'replace')[-400:]}", flush=True)
+                continue
+            ast = typeset.source_ast(joined if fmt == "gfm" else srcs[0], fmt)
+            add_document(manifest, name, tool, [s for s, _, _ in chosen[:1 if fmt != "gfm" else None]], pdf,
+                         class_strings(ast), typeset.TOOLS[tool][2], typeset.TOOLS[tool][3], a, out)
+            json.dump(manifest, open(man_path, "w"), indent=1)
+    for k, path in enumerate(_shipped_pdfs()):
+        name = "shipped-" + re.sub(r"[^A-Za-z0-9]+", "-", path[len("/usr/share/doc/"):].split("/")[0])
+        if name in done or any(d["name"] == name for d in manifest["documents"]):
+            continue
+        pdf = os.path.join(out, "docs", name + ".pdf")
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as f, open(pdf, "wb") as g:
+                g.write(f.read())
+        else:
+            shutil.copy(path, pdf)
+        add_document(manifest, name, "shipped", [path], pdf, {}, None, False, a, out)
+        json.dump(manifest, open(man_path, "w"), indent=1)
+    n_pages = sum(len(d["pages"]) for d in manifest["documents"])
+    print(f"{len(manifest['documents'])} documents, {n_pages} pages in {out}")
+
+
+def add_document(manifest, name, tool, sources, pdf, strings, shaded, two_col, a, out):
+    rng = random.Random(f"{a.seed}:pages:{name}")
+    pages = choose_pages(pdf, a.pages_per_doc, rng)
+    if not pages:
+        print(f"{name}: no page with text", flush=True)
+        return
+    sub = os.path.join(out, "pages", name + ".pdf")
+    extract_pages(pdf, pages, sub)
+    truth = [page_text(sub, i + 1) for i in range(len(pages))]
+    for i, t in enumerate(truth):
+        with open(os.path.join(out, "pages", f"{name}.{i + 1:03d}.txt"), "w") as f:
+            f.write(t)
+    if shaded is None:  # a shipped PDF: no source to read classes from; identifiers from its text
+        strings = {"underscore_ids": [w for t in truth for w in IDENT.findall(t)]}
+    classes = {}
+    for cls in ("code", "inline_mono", "underscore_ids", "table"):
+        classes[cls] = on_pages(strings.get(cls, []), truth, 4 if cls == "code" else 3)
+    if shaded:
+        classes["shaded_code"], classes["code"] = classes["code"], []
+    classes["furniture"] = [[fold(s), i] for i in range(len(pages)) for s in furniture_lines(sub, i + 1) if len(fold(s)) >= 1]
+    scan_dir = os.path.join(out, "scans", name)
+    os.makedirs(scan_dir, exist_ok=True)
+    dpis = [write_scan(sub, i + 1, random.Random(f"{a.seed}:scan:{name}:{i}"), os.path.join(scan_dir, f"{i + 1:03d}.jpg"))
+            for i in range(len(pages))]
+    manifest["documents"].append({"name": name, "tool": tool, "sources": sources, "pages": pages, "scan_dpi": dpis,
+                                  "shaded_code": bool(shaded), "two_columns": two_col, "classes": classes})
+    print(f"{name}: {len(pages)} pages of {page_count(pdf)}, " +
+          ", ".join(f"{k} {len(v)}" for k, v in classes.items() if v), flush=True)
+
+
+# ---------------------------------------------------------------- eval
+
+
+def semi_global(pattern, text):
+    """Edit distance of pattern to its best-matching stretch of text (free start and end in text)."""
+    if not pattern:
+        return 0
+    if not text:
+        return len(pattern)
+    tv = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    idx = np.arange(len(text) + 1)
+    prev = np.zeros(len(text) + 1, np.int64)
+    for i, ch in enumerate(pattern, 1):
+        cost = (tv != ord(ch)).astype(np.int64)
+        cur = np.empty_like(prev)
+        cur[0] = i
+        cur[1:] = np.minimum(prev[1:] + 1, prev[:-1] + cost)
+        cur = idx + np.minimum.accumulate(cur - idx)
+        prev = cur
+    return int(prev.min())
+
+
+def split_pages(md, n):
+    parts = re.split(r"^<!-- page \d+ -->$", md, flags=re.M)
+    parts = [p for p in parts if p.strip()] if len(parts) > 1 else [md]
+    return (parts + [""] * n)[:n]
+
+
+def run_folio(a, inputs, n):
+    with tempfile.NamedTemporaryFile(suffix=".md") as f:
+        t0 = time.time()
+        subprocess.run([a.folio, "ocr", *inputs, "--model", a.model, "--out", f.name, "--quiet", "--threads",
+                        str(a.threads)], check=True)
+        secs = time.time() - t0
+        return split_pages(open(f.name, encoding="utf-8").read(), n), secs
+
+
+def run_tesseract(a, images):
+    texts, secs = [], 0.0
+    for img in images:
+        t0 = time.time()
+        texts.append(subprocess.run(["tesseract", img, "-", "--psm", a.psm], capture_output=True, text=True,
+                                    env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout)
+        secs += time.time() - t0
+    return texts, secs
+
+
+class Tally:
+    def __init__(self):
+        self.err = self.chars = self.match = self.hyp_words = self.ref_words = self.pages = 0
+        self.secs = 0.0
+        self.cls = collections.defaultdict(lambda: [0, 0])
+
+    def add_page(self, hyp, ref):
+        self.err += edit_distance(hyp, ref)
+        self.chars += len(ref)
+        h, r = collections.Counter(hyp.split()), collections.Counter(ref.split())
+        self.match += sum((h & r).values())
+        self.hyp_words += sum(h.values())
+        self.ref_words += sum(r.values())
+        self.pages += 1
+
+    def summary(self):
+        p = self.match / max(1, self.hyp_words)
+        r = self.match / max(1, self.ref_words)
+        out = {"cer": self.err / max(1, self.chars), "word_f1": 2 * p * r / max(1e-9, p + r), "pages": self.pages,
+               "chars": self.chars, "seconds": round(self.secs, 2), "pages_per_s": self.pages / max(1e-9, self.secs)}
+        out["classes"] = {k: {"cer": e / max(1, n), "chars": n} for k, (e, n) in sorted(self.cls.items())}
+        return out
+
+
+def evaluate(a):
+    manifest = json.load(open(os.path.join(a.set, "manifest.json")))
+    readers = ["folio"] + (["tesseract"] if a.tesseract else [])
+    tallies = {r: Tally() for r in readers}
+    by_tool = {r: collections.defaultdict(Tally) for r in readers}
+    tmp = tempfile.mkdtemp(prefix="rd_eval_")
+    for doc in manifest["documents"]:
+        if a.only and not re.search(a.only, doc["name"]):
+            continue
+        n = len(doc["pages"])
+        pdf = os.path.join(a.set, "pages", doc["name"] + ".pdf")
+        truth = [fold(open(os.path.join(a.set, "pages", f"{doc['name']}.{i + 1:03d}.txt")).read()) for i in range(n)]
+        scans = [os.path.join(a.set, "scans", doc["name"], f"{i + 1:03d}.jpg") for i in range(n)]
+        outputs = {}
+        outputs["folio"] = run_folio(a, scans if a.scan else [pdf], n)
+        if a.tesseract:
+            images = scans if a.scan else [render(pdf, i + 1, 300, os.path.join(tmp, f"p{i}")) for i in range(n)]
+            outputs["tesseract"] = run_tesseract(a, images)
+        line = doc["name"]
+        for r in readers:
+            pages, secs = outputs[r]
+            hyp = [fold(markdown_to_text(p)) if r == "folio" else fold(p) for p in pages]
+            for t in (tallies[r], by_tool[r][doc["tool"]] if not doc["two_columns"] else by_tool[r]["two_columns"]):
+                t.secs += secs
+                for h, ref in zip(hyp, truth):
+                    t.add_page(h, ref)
+            if doc["two_columns"]:
+                by_tool[r][doc["tool"]]  # noqa: B018 (the tool's row exists even when all its pages are two-column)
+            whole = " ".join(hyp)
+            for cls, items in doc["classes"].items():
+                for s, _ in items:
+                    tallies[r].cls[cls][0] += semi_global(s, whole)
+                    tallies[r].cls[cls][1] += len(s)
+            e = sum(edit_distance(h, ref) for h, ref in zip(hyp, truth)) / max(1, sum(len(x) for x in truth))
+            line += f"  {r} {e:.2%}"
+        print(line, flush=True)
+        if a.show:
+            for h, ref in zip([fold(markdown_to_text(p)) for p in outputs["folio"][0]], truth):
+                print("REF :", ref[:a.show], "\nOURS:", h[:a.show])
+    result = {"set": a.set, "scan": a.scan, "model": a.model, "threads": a.threads, "readers": {}}
+    for r in readers:
+        s = tallies[r].summary()
+        s["by_tool"] = {k: {"cer": v.summary()["cer"], "word_f1": v.summary()["word_f1"], "pages": v.pages}
+                        for k, v in sorted(by_tool[r].items()) if v.pages}
+        result["readers"][r] = s
+        print(f"{r}: CER {s['cer']:.2%}  word F1 {s['word_f1']:.3f}  {s['pages']} pages  {s['pages_per_s']:.2f} pages/s")
+        print("   " + "  ".join(f"{k} {v['cer']:.2%} ({v['chars']})" for k, v in s["classes"].items()))
+    if a.json:
+        json.dump(result, open(a.json, "w"), indent=1)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("--out", required=True)
+    m.add_argument("--seed", type=int, default=1)
+    m.add_argument("--docs-per-tool", type=int, default=2)
+    m.add_argument("--pages-per-doc", type=int, default=5)
+    m.add_argument("--min-source-chars", type=int, default=25_000)
+    e = sub.add_parser("eval")
+    e.add_argument("--set", required=True)
+    e.add_argument("--folio", default="build/folio")
+    e.add_argument("--model", default="models/folio-mini-ocr-2")
+    e.add_argument("--threads", type=int, default=2)
+    e.add_argument("--tesseract", action="store_true")
+    e.add_argument("--psm", default="3")
+    e.add_argument("--scan", action="store_true")
+    e.add_argument("--only", default="", help="a regular expression over document names")
+    e.add_argument("--show", type=int, default=0)
+    e.add_argument("--json", default="")
+    a = ap.parse_args()
+    make(a) if a.cmd == "make" else evaluate(a)
+
+
+if __name__ == "__main__":
+    main()
