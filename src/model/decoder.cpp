@@ -423,10 +423,12 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
   // of several per layer. Exceptions are carried back to this thread (a worker must not throw).
   const int64_t B = static_cast<int64_t>(batch.size()), parts = std::min<int64_t>(pool.size(), B);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  const bool row_invariant = kernels::RowInvariantScope::active_on_this_thread();
   pool.run_on_all([&](int tid) {
     if (tid >= parts) return;
     const int64_t b = B * tid / parts, e = B * (tid + 1) / parts;
     try {
+      const kernels::RowInvariantScope scope(row_invariant);  // the caller's choice holds on workers too
       ThreadPool solo(1);
       run(batch.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b)), first_pos.data() + b, logits + b * cfg_.vocab, solo);
     } catch (...) {

@@ -1,8 +1,10 @@
 #include "runtime/scheduler.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/error.h"
+#include "kernels/cpu/matmul.h"
 #include "kv/kv_footprint.h"
 #include "kv/sequence_kv.h"
 #include "runtime/prefix_entry_codec.h"
@@ -484,6 +486,9 @@ Scheduler::Batch Scheduler::gather_batch(std::vector<Done>& done) {
     if (a.finished) continue;
     const bool prefilling = prefilling_now(a);
     if ((prefilling && budget == 0) || (!prefilling && hold_decode)) continue;
+    // Batch-invariant chunks: a whole chunk (to the end of its part) or none, so a sequence's chunks
+    // start where they start when it runs alone, whatever others took of this step's budget.
+    if (prefilling && opt_.batch_invariant && budget < std::min(opt_.prefill_chunk, rows_left_in_part(a))) continue;
     try {
       const Decoder::Input in = prefilling ? prefill_input(a, budget) : decode_input(a);
       const int64_t n = prefilling ? (in.tokens.empty() ? in.n_embeddings : static_cast<int64_t>(in.tokens.size())) : 0;
@@ -537,6 +542,32 @@ bool Scheduler::advance_prefill(Active& a, int64_t n, std::span<const float> row
   return true;
 }
 
+int64_t Scheduler::rows_left_in_part(const Active& a) const {
+  return static_cast<int64_t>(a.prefill_part().ids.size()) - a.part_offset;
+}
+
+// The forward passes of a step, as [begin, end) ranges of the batch. Batch-invariant: the decode
+// inputs (moved to the front) in one pass on the GEMV path, then each prefill chunk in a pass of
+// its own, so every row is computed as it is when its sequence runs alone. Otherwise one pass.
+std::vector<std::pair<size_t, size_t>> Scheduler::plan_passes(Batch& b) const {
+  if (!opt_.batch_invariant) return {{0, b.inputs.size()}};
+  std::vector<size_t> order(b.inputs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return b.prefill[i] == 0; });
+  Batch sorted;
+  for (size_t i : order) {
+    sorted.inputs.push_back(b.inputs[i]);
+    sorted.owners.push_back(b.owners[i]);
+    sorted.prefill.push_back(b.prefill[i]);
+  }
+  b = std::move(sorted);
+  const size_t decoding = static_cast<size_t>(std::count(b.prefill.begin(), b.prefill.end(), int64_t{0}));
+  std::vector<std::pair<size_t, size_t>> passes;
+  if (decoding) passes.emplace_back(0, decoding);
+  for (size_t i = decoding; i < b.inputs.size(); ++i) passes.emplace_back(i, i + 1);
+  return passes;
+}
+
 void Scheduler::step(std::vector<Done>& done) {
   const size_t vocab = static_cast<size_t>(dec_.config().vocab);
   take_cached_first_tokens(done);
@@ -544,24 +575,35 @@ void Scheduler::step(std::vector<Done>& done) {
   auto drop_finished = [&] { std::erase_if(running_, [](const auto& a) { return a->finished; }); };
   if (b.inputs.empty()) return drop_finished();
   logits_.resize(b.inputs.size() * vocab);
-  const auto before = Clock::now();
-  try {
-    dec_.forward(b.inputs, logits_.data(), threads_);
-  } catch (const std::exception& e) {
-    // Admission reserves every sequence's worst case, so this is a bug, a broken model or a pool
-    // without reservation (reserve_worst_case off); the decoder rolled every sequence back, and the
-    // batch's requests end with the error.
-    for (Active* a : b.owners) finish(*a, StopReason::Error, e.what(), done, std::current_exception());
-    return drop_finished();
+  std::vector<double> pass_ms(b.inputs.size(), 0.0);
+  std::vector<uint8_t> failed(b.inputs.size(), 0);
+  for (const auto& [first, last] : plan_passes(b)) {
+    const bool decode_pass = b.prefill[first] == 0;
+    const auto before = Clock::now();
+    try {
+      const kernels::RowInvariantScope scope(opt_.batch_invariant && decode_pass);
+      dec_.forward(std::span(b.inputs).subspan(first, last - first), logits_.data() + first * vocab, threads_);
+    } catch (const std::exception& e) {
+      // Admission reserves every sequence's worst case, so this is a bug, a broken model or a pool
+      // without reservation (reserve_worst_case off); the decoder rolled this pass's sequences back,
+      // and their requests end with the error.
+      for (size_t i = first; i < last; ++i) {
+        finish(*b.owners[i], StopReason::Error, e.what(), done, std::current_exception());
+        failed[i] = 1;
+      }
+      continue;
+    }
+    const double ms = ms_between(before, Clock::now());
+    std::fill(pass_ms.begin() + first, pass_ms.begin() + last, ms);
+    (decode_pass ? counters_.decode_forward_ms : counters_.prefill_forward_ms) += ms;
+    counters_.steps++;
   }
-  counters_.steps++;
   counters_.sequence_steps += b.inputs.size();
   counters_.max_batch_seen = std::max<int64_t>(counters_.max_batch_seen, static_cast<int64_t>(b.inputs.size()));
   const auto after = Clock::now();
-  const double forward_ms = ms_between(before, after);
-  const bool any_prefill = std::any_of(b.prefill.begin(), b.prefill.end(), [](int64_t n) { return n > 0; });
-  (any_prefill ? counters_.prefill_forward_ms : counters_.decode_forward_ms) += forward_ms;
   for (size_t i = 0; i < b.owners.size(); ++i) {
+    if (failed[i]) continue;
+    const double forward_ms = pass_ms[i];
     Active& a = *b.owners[i];
     a.peak = std::max(a.peak, a.kv->bytes());
     a.offloaded_peak = std::max(a.offloaded_peak, a.kv->offloaded_bytes());

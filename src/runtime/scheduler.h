@@ -6,9 +6,12 @@
 //   2. admits waiting requests in arrival order while the running batch has room and the KV pool
 //      can hold the newcomer's worst case (see kv_bytes_needed) on top of what every running
 //      sequence may still claim,
-//   3. runs ONE Decoder::forward over every running sequence: one token for each decoding sequence
-//      plus a chunk of prompt for sequences still prefilling (at most prefill_chunk prompt tokens per
-//      step in all, oldest first), so a long prompt never stalls the others' decoding,
+//   3. runs the step's forward passes over every running sequence: one token for each decoding
+//      sequence plus a chunk of prompt for sequences still prefilling (at most prefill_chunk prompt
+//      tokens per step in all, oldest first), so a long prompt never stalls the others' decoding.
+//      Batch-invariant (the default): the decode rows in one pass on the GEMV path and each whole
+//      prefill chunk in a pass of its own, so each row is computed as when its request runs alone;
+//      otherwise one pass over all rows,
 //   4. samples the next token of every sequence whose prompt is complete, and finishes those that
 //      hit EOS, max_tokens or the model's context.
 // Sequences thus join and leave the running batch at every step. Admission reads the pool's
@@ -28,9 +31,10 @@
 // oldest page's KV is freed and the next page is prefilled (in chunks, like any prefill) before the
 // separator is fed back, so a document of any length takes the KV of a few pages.
 //
-// Each request's tokens are exactly those it gets alone (Generator: the same loop, one request)
-// when the decoder's per-row results do not depend on the batch (the GEMV path, see
-// kernels/cpu/matmul.h). That includes OCR requests: a reference of ReferenceParts (token ids, or
+// Each request's tokens are exactly those it gets alone in a scheduler with the same options
+// (batch_invariant; tests/runtime/batch_invariance_test), and those Generator gives it alone when
+// the prefill chunks agree too or the decoder's per-row results do not depend on the rows' count
+// (the GEMV path, see kernels/cpu/matmul.h). That includes OCR requests: a reference of ReferenceParts (token ids, or
 // embedding rows produced when prefill reaches the part) and an embed_token hook that feeds each
 // generated token back as an embedding row (the mini OCR model's position codes). A lazy part is
 // produced on the scheduler thread, so an expensive producer (a page encoder) delays the step of
@@ -96,6 +100,13 @@ struct SchedulerOptions {
   // forward pass with prefill rows, so on the GEMV path (batches under matmul_gemm_min_rows rows)
   // every sequence gets exactly the tokens it gets alone (the CLI's passes side by side).
   bool prefill_before_decode = false;
+  // Every request gets the tokens it gets alone, whatever else runs (the default): decode rows go in
+  // a forward pass of their own on the GEMV path (kernels::RowInvariantScope), each prefill chunk in
+  // a pass of its own, and chunks are whole (a sequence the step's budget cannot give a whole chunk
+  // waits a step), so no row's products depend on which rows share its pass. false: one pass per
+  // step over all rows (sgemm once more than matmul_gemm_min_rows rows meet), which reads the
+  // weights once per step instead of once per pass; docs/benchmarks.md measures the difference.
+  bool batch_invariant = true;
   // Called on the scheduler thread with each entry the prefix cache keeps (a copy sharing its KV),
   // e.g. to hand it to other replicas; it must return quickly (queue the work elsewhere).
   std::function<void(const PrefixKVCache::Entry&)> on_prefix_kept = nullptr;
@@ -209,6 +220,8 @@ class Scheduler {
     std::vector<int64_t> prefill;  // prompt rows in each input (0 = a decode input)
   };
   void step(std::vector<Done>& done);
+  std::vector<std::pair<size_t, size_t>> plan_passes(Batch& b) const;
+  int64_t rows_left_in_part(const Active& a) const;
   void take_cached_first_tokens(std::vector<Done>& done);
   Batch gather_batch(std::vector<Done>& done);
   Decoder::Input prefill_input(Active& a, int64_t budget);

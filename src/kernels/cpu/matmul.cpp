@@ -199,6 +199,17 @@ bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision) {
 
 int64_t matmul_gemm_min_rows() { return g_gemm_min_rows.load(std::memory_order_relaxed); }
 
+namespace {
+thread_local bool t_row_invariant = false;
+
+// The sgemm (or bf16 GEMM) path for n rows: large n, unless rows must not depend on their company.
+bool takes_gemm_path(int64_t n) { return n >= matmul_gemm_min_rows() && !t_row_invariant; }
+}  // namespace
+
+RowInvariantScope::RowInvariantScope(bool active) : previous_(t_row_invariant) { t_row_invariant = previous_ || active; }
+RowInvariantScope::~RowInvariantScope() { t_row_invariant = previous_; }
+bool RowInvariantScope::active_on_this_thread() { return t_row_invariant; }
+
 void set_matmul_gemm_min_rows(int64_t n) { g_gemm_min_rows.store(n, std::memory_order_relaxed); }
 
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, GemmPrecision precision) {
@@ -218,7 +229,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   }
 
   const detail::KernelTable& table = detail::table_for(active_isa());
-  if (n >= matmul_gemm_min_rows()) {
+  if (takes_gemm_path(n)) {
     if (matmul_uses_bf16(w, precision)) matmul_gemm_bf16(w, x, n, y, pool);
     else matmul_gemm(table, w, x, n, y, pool);
     return;
@@ -245,7 +256,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   std::vector<size_t> act_start;     // where each fused job's quantised activations begin in xq
   for (const MatmulJob& j : jobs) {
     const TensorView& w = *j.w;
-    if (j.n >= matmul_gemm_min_rows() || w.shape.size() != 2 || w.shape[1] == 0 || j.n == 0) {
+    if (takes_gemm_path(j.n) || w.shape.size() != 2 || w.shape[1] == 0 || j.n == 0) {
       matmul(w, j.x, j.n, j.y, pool);  // validates and handles the large and degenerate cases
       continue;
     }

@@ -52,6 +52,23 @@ bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision);
 int64_t matmul_gemm_min_rows();
 void set_matmul_gemm_min_rows(int64_t n);
 
+// While a RowInvariantScope lives, matmul and matmul_many on the thread that made it take the GEMV
+// path for any n, so each output row is the same bits whatever rows share the call (sgemm's are
+// not: OpenBLAS rounds a row by its place among the call's rows and their count). Decode steps of
+// several sequences run under it, so a sequence's tokens do not depend on the load. Scopes nest;
+// a thread pool's workers do not inherit it (a caller running work on them makes its own there).
+class RowInvariantScope {
+ public:
+  explicit RowInvariantScope(bool active = true);
+  ~RowInvariantScope();
+  RowInvariantScope(const RowInvariantScope&) = delete;
+  RowInvariantScope& operator=(const RowInvariantScope&) = delete;
+  static bool active_on_this_thread();
+
+ private:
+  bool previous_;
+};
+
 // sum_i a[i] * b[i] with b stored as f32, f16 or bf16 (a KV-cache row). Throws InvalidInput for a
 // block format.
 // One product y[n, out] = x[n, in] . W^T of a batch given to matmul_many.
