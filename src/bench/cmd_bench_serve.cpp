@@ -49,7 +49,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct BenchServeArgs {
-  std::string url, model, kind = "ocr", file, pages, json;
+  std::string url, model, mmproj, kind = "ocr", file, pages, json;
   int concurrency = 1, requests = 100, threads = 0, batch_size = 16;
   int64_t max_tokens = 0;
   bool no_cache = false;
@@ -203,6 +203,7 @@ Target start_target(const BenchServeArgs& a) {
   }
   ServerConfig c;
   c.model.path = a.model;
+  c.model.mmproj = a.mmproj;
   c.server.host = t.host;
   c.server.port = 0;
   c.inference.threads = a.threads;
@@ -229,6 +230,7 @@ struct LoadRun {
   double wall_s = 0;
   double rss_after_first = 0;  // server RSS right after the first 50 answers
   std::string metrics_at_end;  // /metrics after the last answer
+  std::string served_model;    // the first id of the server's /v1/models ("" when it did not answer)
 };
 
 // --concurrency clients send --requests requests between them; /metrics is read once after the
@@ -258,6 +260,11 @@ LoadRun run_load(const BenchServeArgs& a, const Target& target) {
   for (auto& t : workers) t.join();
   run.wall_s = ms_since(t0) / 1000.0;
   if (auto m = target.client(a.url)->Get("/metrics"); m && m->status == 200) run.metrics_at_end = m->body;
+  if (auto m = target.client(a.url)->Get("/v1/models"); m && m->status == 200) {
+    const json models = json::parse(m->body, nullptr, false);
+    if (models.is_object() && models.contains("data") && models["data"].is_array() && !models["data"].empty())
+      run.served_model = models["data"][0].value("id", "");
+  }
   return run;
 }
 
@@ -305,7 +312,11 @@ bool report(const BenchServeArgs& a, const LoadRun& run, int port) {
   const json j = {{"suite", "serve"},
                   {"kind", a.kind},
                   {"url", a.url.empty() ? "in-process http://127.0.0.1:" + std::to_string(port) : a.url},
-                  {"model", a.model.empty() ? "folio-mini-ocr (shipped)" : a.model},
+                  // What answered: the in-process server's --model (or the shipped default), or what
+                  // a --url server says it serves.
+                  {"model", !a.url.empty() ? (run.served_model.empty() ? "unknown" : run.served_model)
+                            : a.model.empty() ? std::string(kDefaultOcrModel) + " (shipped)" : a.model},
+                  {"served_model", run.served_model},
                   {"concurrency", a.concurrency},
                   {"requests", a.requests},
                   {"ok", ok},
@@ -356,6 +367,7 @@ SubRunner add_bench_serve(CLI::App& bench) {
   CLI::App* s = bench.add_subcommand("serve", "The service under load: throughput, TTFT/TPOT percentiles, errors, server RSS");
   s->add_option("--url", a->url, "A running server (default: start one in this process on a free loopback port)");
   s->add_option("--model", a->model, "Model of the in-process server (default: the shipped model)");
+  s->add_option("--mmproj", a->mmproj, "With a .gguf --model: its vision tower (llama.cpp's mmproj file), for OCR");
   s->add_option("--kind", a->kind, "ocr (POST /v1/ocr with --file), chat (streamed greedy text completion) or mixed (alternately)")
       ->capture_default_str();
   s->add_option("--file", a->file, "Document each OCR request sends (default: examples/sample-typeset.pdf)");
