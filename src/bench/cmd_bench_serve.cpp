@@ -53,6 +53,8 @@ struct BenchServeArgs {
   int concurrency = 1, requests = 100, threads = 0, batch_size = 16;
   int64_t max_tokens = 0;
   bool no_cache = false;
+  bool logprobs = false;
+  bool mixed_rows = false;
 };
 
 struct Sample {
@@ -130,6 +132,7 @@ Sample send_chat(httplib::Client& cli, const std::string& body) {
       if (j.contains("choices") && !j["choices"].empty() && j["choices"][0]["delta"].contains("content") &&
           !j["choices"][0]["delta"]["content"].get<std::string>().empty()) {
         s.answer += j["choices"][0]["delta"]["content"].get<std::string>();
+        if (const json& lp = j["choices"][0].value("logprobs", json()); !lp.is_null()) s.answer += "\x1f" + lp.dump();
         if (!first) first = Clock::now();
         last = Clock::now();
       }
@@ -174,6 +177,9 @@ std::string request_payload(const BenchServeArgs& a, const std::string& kind) {
             {"temperature", 0},
             {"stream", true},
             {"stream_options", {{"include_usage", true}}}};
+    // Each token's logprob as the server prints it (the shortest text that reads back as the same
+    // float): the answers then differ when any bit of the chosen tokens' logits does.
+    if (a.logprobs) body["logprobs"] = true;
   }
   return body.dump();
 }
@@ -208,6 +214,7 @@ Target start_target(const BenchServeArgs& a) {
   c.server.port = 0;
   c.inference.threads = a.threads;
   c.inference.batch_size = a.batch_size;
+  c.inference.batch_invariant = !a.mixed_rows;
   c.inference.max_queued_requests = std::max<int64_t>(64, a.concurrency);
   if (a.no_cache) {
     // Every request prepares its pages and prefills its reference, as distinct documents would.
@@ -377,6 +384,10 @@ SubRunner add_bench_serve(CLI::App& bench) {
   s->add_option("--requests", a->requests, "Requests in all")->capture_default_str();
   s->add_option("--threads", a->threads, "Compute threads of the in-process server (0 = one per core)")->capture_default_str();
   s->add_option("--batch-size", a->batch_size, "inference.batch_size of the in-process server")->capture_default_str();
+  s->add_flag("--logprobs", a->logprobs,
+              "Chat requests ask for each token's logprob, which becomes part of the answer compared across requests");
+  s->add_flag("--mixed-rows", a->mixed_rows,
+              "In-process server with inference.batch_invariant false (one forward pass per step over every row)");
   s->add_flag("--no-cache", a->no_cache,
               "In-process server without the page and reference KV caches (every request encoded and prefilled, as distinct documents would be)");
   s->add_option("--json", a->json, "Output JSON file")->required();

@@ -201,6 +201,12 @@ const std::vector<Key>& keys() {
                    c.inference.prefill_chunk = v.i;
                    return in_range(v.i, 1, 1 << 20);
                  }});
+    k.push_back({"inference.batch_invariant", Type::Bool,
+                 "each request's greedy tokens exactly as when it runs alone (false: one forward pass per step, rows mixed)",
+                 [](ServerConfig& c, const Value& v) {
+                   c.inference.batch_invariant = v.b;
+                   return std::string();
+                 }});
     k.push_back({"inference.threads", Type::Int, "compute threads (0 = one per core)",
                  [](ServerConfig& c, const Value& v) {
                    c.inference.threads = v.i;

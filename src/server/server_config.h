@@ -49,6 +49,7 @@ struct ServerConfig {
     uint64_t kv_budget_bytes = uint64_t{2} << 30;  // KV pool capacity; 0 = unlimited
     int64_t max_queued_requests = 64;  // waiting for admission; more get 503
     int64_t prefill_chunk = 256;       // prompt tokens prefilled per scheduler step
+    bool batch_invariant = true;       // every request's tokens as alone (SchedulerOptions::batch_invariant)
     int64_t threads = 0;               // compute threads; 0 = one per core
     uint64_t reference_cache_bytes = uint64_t{256} << 20;  // prepared OCR references kept; 0 = no reuse
     uint64_t prefix_cache_bytes = uint64_t{256} << 20;     // reference KV kept for reuse; 0 = none

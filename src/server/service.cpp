@@ -197,6 +197,7 @@ void Service::load() {
   so.policy = policy_;
   so.max_batch = cfg_.inference.batch_size;
   so.prefill_chunk = cfg_.inference.prefill_chunk;
+  so.batch_invariant = cfg_.inference.batch_invariant;
   so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
   so.prefix_cache_bytes = static_cast<size_t>(cfg_.inference.prefix_cache_bytes);
   if (!cfg_.inference.kv_offload_dir.empty()) {

@@ -3,7 +3,8 @@
 # 64 identical requests at concurrency 24 gives every one of them the answer a lone request gets,
 # for OCR (examples/sample-1page.pdf) and greedy chat (320 tokens), each with and without the
 # caches (without, every request prefills, so prefill chunks share steps with other requests'
-# decode rows), on a tiny Unlimited-OCR checkpoint (MoE decoder) and on its Q8_0 and Q4_K_M GGUF conversions (text model + mmproj).
+# decode rows; chat answers carry each token's logprob, so any bit of the logits counts), on a
+# tiny Unlimited-OCR checkpoint (MoE decoder) and on its Q8_0 and Q4_K_M GGUF conversions (text model + mmproj).
 # Usage: same_answer_test.sh FOLIO_BINARY WORK_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +25,7 @@ check() {
   local name=$1 kind=$2
   shift 2
   local tokens=()
-  [ "$kind" = chat ] && tokens=(--max-tokens 320)
+  [ "$kind" = chat ] && tokens=(--max-tokens 320 --logprobs)
   "$folio" bench serve "$@" --kind "$kind" --file "$pdf" "${tokens[@]}" --requests 1 --concurrency 1 --threads 2 \
     --json "$work/$name-alone.json" > "$work/$name-alone.log" 2>&1
   local want
@@ -49,3 +50,10 @@ check bf16 ocr --model "$work/uocr"
 check bf16 chat --model "$work/uocr"
 check q8_0 ocr --model "$work/q8.gguf" --mmproj "$work/mmproj.gguf"
 check q4_k_m chat --model "$work/q4.gguf"
+# The control: the same crowd with inference.batch_invariant false mixes rows into sgemm calls, and
+# the chat answers (whose logprobs carry every bit of the chosen logits) come apart.
+"$folio" bench serve --model "$work/uocr" --kind chat --max-tokens 320 --logprobs --requests 64 --concurrency 24 --threads 2 \
+  --batch-size 24 --no-cache --mixed-rows --json "$work/control.json" > "$work/control.log" 2>&1
+n=$(distinct_of chat "$work/control.json")
+[ "$n" -gt 1 ] || fail "control: rows mixed in one pass per step still gave one answer ($n): the test would not see a regression"
+echo "same_answer_test: control (batch_invariant false): $n distinct chat answers among 64"
