@@ -11,7 +11,8 @@
 // text on a box stands on white paper and white paper stays as it was.
 //
 // Promises: the same bytes as the Python reference. Work linear in the pixels whatever the window
-// (van Herk / Gil-Werman running extremes), two page-sized buffers. Pure; thread-safe.
+// (van Herk / Gil-Werman running extremes; down the columns a whole row at a time), memory a few
+// page-sized buffers. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
