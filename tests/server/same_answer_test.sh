@@ -13,8 +13,7 @@ work=$2
 rm -rf "$work" && mkdir -p "$work"
 pdf=$root/examples/sample-1page.pdf
 fail() { echo "FAIL: $*"; exit 1; }
-hash_of() { sed -n "/\"$1\": {/,/}/s|.*\"answer_sha256\": *\"\([0-9a-f]*\)\".*|\1|p" "$2"; }
-distinct_of() { sed -n "/\"$1\": {/,/}/s|.*\"distinct_answers\": *\([0-9]*\).*|\1|p" "$2"; }
+source "$root/tests/server/bench_json.sh"
 
 "$folio" make-model --arch unlimited-ocr --preset tiny --seed 3 --out "$work/uocr" > /dev/null
 "$folio" convert --model "$work/uocr" --out "$work/q8.gguf" --mmproj-out "$work/mmproj.gguf" --type q8_0 > /dev/null

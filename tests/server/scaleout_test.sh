@@ -35,7 +35,7 @@ grep -q '"folio1": null' "$s" || fail "replica 1 still answers after SIGKILL" ""
 "$folio" make-model --arch unlimited-ocr --preset tiny --seed 5 --dtype f32 --out "$work/uocr" > /dev/null
 "$folio" bench serve --model "$work/uocr" --kind mixed --file "$root/examples/sample-1page.pdf" --requests 4 --concurrency 2 --threads 1 \
   --json "$work/alone.json" > "$work/alone.txt"
-hash_of() { sed -n "/\"$1\": {/,/}/s|.*\"answer_sha256\": *\"\([0-9a-f]*\)\".*|\1|p" "$2"; }
+source "$root/tests/server/bench_json.sh"
 bash "$root/scripts/scaleout_demo.sh" --folio "$folio" --model "$work/uocr" --kind mixed --redis --kill --replicas 3 --requests 36 \
   --concurrency 16 --out "$work/mixed"
 s=$work/mixed/summary.json

@@ -45,7 +45,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "mini2"))
 import corpus as corpus_mod  # noqa: E402
 import typeset  # noqa: E402
-from metrics import edit_distance  # noqa: E402
+from eval_pages import page_count, render  # noqa: E402
+from metrics import edit_distance, semi_global  # noqa: E402
 
 CLASSES = ("shaded_code", "code", "inline_mono", "underscore_ids", "table", "furniture")
 IDENT = re.compile(r"[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?|_[A-Za-z][A-Za-z0-9_]+")
@@ -114,12 +115,6 @@ def _shipped_pdfs():
 # ---------------------------------------------------------------- pages and truth
 
 
-def page_count(pdf):
-    info = subprocess.run(["pdfinfo", pdf], capture_output=True, text=True).stdout
-    m = re.search(r"^Pages:\s+(\d+)", info, re.M)
-    return int(m.group(1)) if m else 0
-
-
 def page_text(pdf, page, mode="-raw"):
     return subprocess.run(["pdftotext", mode, "-f", str(page), "-l", str(page), pdf, "-"],
                           capture_output=True, text=True).stdout
@@ -162,19 +157,13 @@ def extract_pages(pdf, pages, out_pdf):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def render(pdf, page, dpi, out_prefix):
-    subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", "-singlefile", "-f", str(page), "-l", str(page),
-                    pdf, out_prefix], check=True)
-    return out_prefix + ".png"
-
-
 def write_scan(pdf, page, rng, out_jpg):
     """A page as a scan: 200 or 300 DPI, turned by up to 2 degrees, blurred, noise, JPEG 50-70."""
     from PIL import Image, ImageFilter
     dpi = rng.choice([200, 300])
-    png = render(pdf, page, dpi, out_jpg[:-4] + "_src")
-    img = Image.open(png).convert("L")
-    os.remove(png)
+    pgm = render(pdf, page, dpi, out_jpg[:-4] + "_src")
+    img = Image.open(pgm).convert("L")
+    os.remove(pgm)
     img = img.rotate(rng.uniform(-2.0, 2.0), resample=Image.BILINEAR, fillcolor=255, expand=False)
     img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.0) * dpi / 200))
     a = np.asarray(img, np.float32)
@@ -351,25 +340,6 @@ def add_document(manifest, name, tool, sources, pdf, strings, shaded, two_col, a
 # ---------------------------------------------------------------- eval
 
 
-def semi_global(pattern, text):
-    """Edit distance of pattern to its best-matching stretch of text (free start and end in text)."""
-    if not pattern:
-        return 0
-    if not text:
-        return len(pattern)
-    tv = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    idx = np.arange(len(text) + 1)
-    prev = np.zeros(len(text) + 1, np.int64)
-    for i, ch in enumerate(pattern, 1):
-        cost = (tv != ord(ch)).astype(np.int64)
-        cur = np.empty_like(prev)
-        cur[0] = i
-        cur[1:] = np.minimum(prev[1:] + 1, prev[:-1] + cost)
-        cur = idx + np.minimum.accumulate(cur - idx)
-        prev = cur
-    return int(prev.min())
-
-
 def split_pages(md, n):
     parts = re.split(r"^<!-- page \d+ -->$", md, flags=re.M)
     parts = [p for p in parts if p.strip()] if len(parts) > 1 else [md]
@@ -441,12 +411,10 @@ def evaluate(a):
         for r in readers:
             pages, secs = outputs[r]
             hyp = [fold(markdown_to_text(p)) if r == "folio" else fold(p) for p in pages]
-            for t in (tallies[r], by_tool[r][doc["tool"]] if not doc["two_columns"] else by_tool[r]["two_columns"]):
+            for t in (tallies[r], by_tool[r]["two_columns" if doc["two_columns"] else doc["tool"]]):
                 t.secs += secs
                 for h, ref in zip(hyp, truth):
                     t.add_page(h, ref)
-            if doc["two_columns"]:
-                by_tool[r][doc["tool"]]  # noqa: B018 (the tool's row exists even when all its pages are two-column)
             whole = " ".join(hyp)
             for cls, items in doc["classes"].items():
                 for s, _ in items:
@@ -461,7 +429,7 @@ def evaluate(a):
     result = {"set": a.set, "scan": a.scan, "model": a.model, "threads": a.threads, "readers": {}}
     for r in readers:
         s = tallies[r].summary()
-        s["by_tool"] = {k: {"cer": v.summary()["cer"], "word_f1": v.summary()["word_f1"], "pages": v.pages}
+        s["by_tool"] = {k: {key: v.summary()[key] for key in ("cer", "word_f1", "pages")}
                         for k, v in sorted(by_tool[r].items()) if v.pages}
         result["readers"][r] = s
         print(f"{r}: CER {s['cer']:.2%}  word F1 {s['word_f1']:.3f}  {s['pages']} pages  {s['pages_per_s']:.2f} pages/s")

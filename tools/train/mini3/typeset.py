@@ -60,7 +60,11 @@ def _hex(rgb):
 
 
 def latex(src, fmt_in, out_pdf, rng, two_columns=False):
-    work = tempfile.mkdtemp(prefix="ts_latex_")
+    with tempfile.TemporaryDirectory(prefix="ts_latex_") as work:
+        _latex(src, fmt_in, out_pdf, rng, two_columns, work)
+
+
+def _latex(src, fmt_in, out_pdf, rng, two_columns, work):
     with open(os.path.join(work, "class.lua"), "w") as f:
         f.write(_CLASS_FILTER)
     theme = json.loads(_run(["pandoc", "--print-highlight-style", rng.choice(["tango", "pygments", "kate", "monochrome"])]))
@@ -77,37 +81,33 @@ def latex(src, fmt_in, out_pdf, rng, two_columns=False):
     for _ in range(2):
         _run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=work)
     shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def texinfo(src, fmt_in, out_pdf, rng):
-    work = tempfile.mkdtemp(prefix="ts_texinfo_")
-    pandoc(src, fmt_in, "texinfo", os.path.join(work, "doc.texi"), ["-s"])
-    _run(["texi2pdf", "--batch", "-q", "doc.texi"], cwd=work)
-    shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
-    shutil.rmtree(work, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="ts_texinfo_") as work:
+        pandoc(src, fmt_in, "texinfo", os.path.join(work, "doc.texi"), ["-s"])
+        _run(["texi2pdf", "--batch", "-q", "doc.texi"], cwd=work)
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
 
 
 def docbook_fop(src, fmt_in, out_pdf, rng):
-    work = tempfile.mkdtemp(prefix="ts_fop_")
-    pandoc(src, fmt_in, "docbook4", os.path.join(work, "doc.xml"), ["-s"])
     xsl = "/usr/share/xml/docbook/stylesheet/docbook-xsl/fo/docbook.xsl"
     params = ["--stringparam", "shade.verbatim", "1", "--stringparam", "paper.type", rng.choice(["A4", "USletter"]),
               "--stringparam", "body.font.master", str(rng.choice([9, 10, 11])),
               "--stringparam", "body.font.family", rng.choice(["serif", "sans-serif"])]
-    _run(["xsltproc", *params, "-o", os.path.join(work, "doc.fo"), xsl, os.path.join(work, "doc.xml")])
-    _run(["fop", "-q", "-fo", os.path.join(work, "doc.fo"), "-pdf", out_pdf])
-    shutil.rmtree(work, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="ts_fop_") as work:
+        pandoc(src, fmt_in, "docbook4", os.path.join(work, "doc.xml"), ["-s"])
+        _run(["xsltproc", *params, "-o", os.path.join(work, "doc.fo"), xsl, os.path.join(work, "doc.xml")])
+        _run(["fop", "-q", "-fo", os.path.join(work, "doc.fo"), "-pdf", out_pdf])
 
 
 def libreoffice(src, fmt_in, out_pdf, rng, kind="docx"):
-    work = tempfile.mkdtemp(prefix="ts_lo_")
-    doc = os.path.join(work, f"doc.{kind}")
-    pandoc(src, fmt_in, kind, doc, ["-s"])
-    profile = "file://" + os.path.join(work, "profile")
-    _run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir", work, doc])
-    shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
-    shutil.rmtree(work, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="ts_lo_") as work:
+        doc = os.path.join(work, f"doc.{kind}")
+        pandoc(src, fmt_in, kind, doc, ["-s"])
+        profile = "file://" + os.path.join(work, "profile")
+        _run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir", work, doc])
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
 
 
 def groff_ms(src, fmt_in, out_pdf, rng, two_columns=False):
@@ -145,8 +145,8 @@ def _inline_text(inlines, code_font):
 
 
 def _roff_escape(s):
-    s = s.replace("\\", "\\e")
-    return s.replace("\n.", "\n\\&.").replace("\n'", "\n\\&'") if s else s
+    """A backslash is roff's escape character; lines starting with . or ' are _line_safe's."""
+    return s.replace("\\", "\\e")
 
 
 def _line_safe(text):
@@ -217,17 +217,16 @@ def groff_macros(src, fmt_in, out_pdf, rng, macros):
 
 
 def sphinx_latex(src, fmt_in, out_pdf, rng):
-    work = tempfile.mkdtemp(prefix="ts_sphinx_")
-    os.makedirs(os.path.join(work, "src"))
-    pandoc(src, fmt_in, "rst", os.path.join(work, "src", "index.rst"), ["-s"])
-    with open(os.path.join(work, "src", "conf.py"), "w") as f:
-        f.write("project = 'Manual'\nmaster_doc = 'index'\nlatex_documents = [('index', 'doc.tex', 'Manual', 'folio', 'manual')]\n")
-    _run(["sphinx-build", "-q", "-b", "latex", os.path.join(work, "src"), os.path.join(work, "out")])
-    out = os.path.join(work, "out")
-    for _ in range(2):
-        _run(["pdflatex", "-interaction=nonstopmode", "doc.tex"], cwd=out)
-    shutil.copy(os.path.join(out, "doc.pdf"), out_pdf)
-    shutil.rmtree(work, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="ts_sphinx_") as work:
+        os.makedirs(os.path.join(work, "src"))
+        pandoc(src, fmt_in, "rst", os.path.join(work, "src", "index.rst"), ["-s"])
+        with open(os.path.join(work, "src", "conf.py"), "w") as f:
+            f.write("project = 'Manual'\nmaster_doc = 'index'\nlatex_documents = [('index', 'doc.tex', 'Manual', 'folio', 'manual')]\n")
+        out = os.path.join(work, "out")
+        _run(["sphinx-build", "-q", "-b", "latex", os.path.join(work, "src"), out])
+        for _ in range(2):
+            _run(["pdflatex", "-interaction=nonstopmode", "doc.tex"], cwd=out)
+        shutil.copy(os.path.join(out, "doc.pdf"), out_pdf)
 
 
 # name -> (function, keyword arguments, whether code blocks are shaded, whether two columns)
