@@ -45,6 +45,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "mini2"))
 import corpus as corpus_mod  # noqa: E402
 import typeset  # noqa: E402
+from eval_folio import markdown_to_text  # noqa: E402
 from eval_pages import page_count, render  # noqa: E402
 from metrics import edit_distance, semi_global  # noqa: E402
 
@@ -61,19 +62,6 @@ def fold(text):
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if 32 <= ord(c) < 127 or c == "\n")
     return " ".join(text.split())
-
-
-def markdown_to_text(md):
-    out = []
-    for line in md.split("\n"):
-        if line.startswith("<!--") or line.startswith("```") or re.fullmatch(r"\|( ?:?-+:? ?\|)+", line.strip()):
-            continue
-        line = re.sub(r"^#{1,6} ", "", line)
-        line = re.sub(r"^\s*([-*+]|\d+\.) ", "", line)
-        if line.startswith("|") and line.endswith("|"):
-            line = " ".join(c.strip() for c in line.strip("|").split("|"))
-        out.append(line)
-    return "\n".join(out)
 
 
 # ---------------------------------------------------------------- sources
