@@ -124,10 +124,16 @@ front=$(free_port)
 haproxy -c -q -f "$out/haproxy.cfg"
 haproxy -db -f "$out/haproxy.cfg" > "$out/haproxy.log" 2>&1 &
 pids+=($!)
+ready=0
 for _ in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$front/readyz" > /dev/null && break
+  curl -sf "http://127.0.0.1:$front/readyz" > /dev/null && ready=1 && break
   sleep 0.1
 done
+if [ "$ready" = 0 ]; then
+  echo "scaleout_demo: HAProxy's front end (port $front) answered no /readyz in 30 s; its log:" >&2
+  cat "$out/haproxy.log" >&2
+  exit 1
+fi
 
 # Requests a replica's /metrics text ($1) counts as answered (OCR and chat).
 answered_in() {
