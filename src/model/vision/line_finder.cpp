@@ -41,17 +41,27 @@ double median_height(const std::vector<Band>& bands) {
   return n % 2 ? h[n / 2] : (h[n / 2 - 1] + h[n / 2]) / 2.0;
 }
 
-// A thin band close above the next one (dots, accents) joins it.
+// A thin band (dots, accents, an underscore row under a line without descenders) joins its nearer
+// neighbour when that gap is small too; ties go to the band below (the dots' line).
 std::vector<Band> merge_thin(std::vector<Band> bands) {
   if (bands.empty()) return bands;
-  const double typical = median_height(bands);
+  const double limit = median_height(bands) / 3;
   std::vector<Band> out;
   for (size_t i = 0; i < bands.size(); ++i) {
     const auto [a, b] = bands[i];
-    if (i + 1 < bands.size() && b - a < typical / 3 && bands[i + 1].first - b < typical / 3)
-      bands[i + 1].first = a;
-    else
-      out.emplace_back(a, b);
+    if (b - a < limit) {
+      const int up = out.empty() ? -1 : a - out.back().second;
+      const int down = i + 1 < bands.size() ? bands[i + 1].first - b : -1;
+      if (up >= 0 && up < limit && (down < 0 || up < down)) {
+        out.back().second = b;
+        continue;
+      }
+      if (down >= 0 && down < limit) {
+        bands[i + 1].first = a;
+        continue;
+      }
+    }
+    out.emplace_back(a, b);
   }
   return out;
 }

@@ -3,8 +3,9 @@
 // them in step; tests/vision/page_layout_golden_test compares the whole layout).
 //
 //   Runs of rows holding ink (within the region's columns) form bands; a band thinner than a third
-//   of the region's median band whose gap to the next is also below that (the dots over i and j,
-//   accents) joins the next band. Bands under 3 rows are dropped. Each band is cut into segments at
+//   of the region's median band (the dots over i and j, accents, an underscore row under a line
+//   with no descenders) joins its nearer neighbour when that gap is also below a third (ties: the
+//   band below). Bands under 3 rows are dropped. Each band is cut into segments at
 //   column gaps wider than kSegmentGap x its x-height (table cells, a man page's option and its
 //   description). Every segment's ink goes through the crop rule (line_crop.h) on its own, with 2
 //   x-heights of blank margin.

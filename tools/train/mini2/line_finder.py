@@ -1,9 +1,9 @@
 """Classical text-line finding for folio-mini-ocr 2 (the reference the C++ front end will mirror).
 
 A page (gray, 255 = paper) is binarised with Otsu's threshold; rows holding ink form bands; a band
-thinner than a third of the typical band and closer than that to the next one (the dots over 'i'
-and 'j', accents) joins it. Each band is cut into segments at horizontal gaps wider than
-SEGMENT_GAP x its x-height (table cells, a man page's option and its description, columns).
+thinner than a third of the typical band (the dots over 'i' and 'j', accents, an underscore row)
+joins its nearer neighbour when closer to it than that. Each band is cut into segments at
+horizontal gaps wider than SEGMENT_GAP x its x-height (table cells, a man page's option and its description, columns).
 Segments come out top to bottom, left to right, each with its box, x-height and crop (lines.py's
 crop rule) ready for the recognizer.
 """
@@ -43,18 +43,28 @@ def bands(ink_rows):
 
 
 def merge_thin(bs):
+    """Joins each thin band (under a third of the median band height) to its nearer neighbour when
+    that gap is under a third of the median too: the dots over 'i' and 'j' and accents join the line
+    below them, an underscore row under a line without descenders (BZ_CONFIG_ERROR in Courier,
+    where the underscores are the only ink below the baseline) joins the line above. Ties go to the
+    line below."""
     if not bs:
         return bs
     typical = float(np.median([b - a for a, b in bs]))
+    limit = typical / 3
     out = []
-    i = 0
-    while i < len(bs):
-        a, b = bs[i]
-        if i + 1 < len(bs) and b - a < typical / 3 and bs[i + 1][0] - b < typical / 3:
-            bs[i + 1] = (a, bs[i + 1][1])
-        else:
-            out.append((a, b))
-        i += 1
+    bs = list(bs)
+    for i, (a, b) in enumerate(bs):
+        if b - a < limit:
+            up = a - out[-1][1] if out else None
+            down = bs[i + 1][0] - b if i + 1 < len(bs) else None
+            if up is not None and up < limit and (down is None or up < down):
+                out[-1] = (out[-1][0], b)
+                continue
+            if down is not None and down < limit:
+                bs[i + 1] = (a, bs[i + 1][1])
+                continue
+        out.append((a, b))
     return out
 
 
