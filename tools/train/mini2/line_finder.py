@@ -103,14 +103,15 @@ def _running(a, w, axis, op, pad):
     return op(np.lib.stride_tricks.sliding_window_view(padded, w, axis=axis), axis=-1)
 
 
-def remove_background(gray):
+def remove_background(gray, window=None):
     """The page divided by its background, so that text on a shaded or tinted box (code listings,
     notes, table headers) stands on white paper like any other text. The background is the gray
     closing of the page (a running max, then a running min, over a square window of
     background_window(width)): it fills every dark stroke narrower than the window and keeps the
     shade of any larger region, edges included. Each pixel becomes min(255, round(255 * g / bg)) in
-    integers (bg at least 1), so the C++ twin gives the same bytes. On white paper nothing changes."""
-    w = background_window(gray.shape[1])
+    integers (bg at least 1), so the C++ twin gives the same bytes. On white paper nothing changes.
+    Training lines (mini3/tech_lines.py) pass the window a page of their type size would get."""
+    w = window or background_window(gray.shape[1])
     closed = gray
     for axis in (0, 1):
         closed = _running(closed, w, axis, np.max, 0)

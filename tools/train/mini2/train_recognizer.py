@@ -27,6 +27,10 @@ import lines  # noqa: E402
 from metrics import edit_distance  # noqa: E402
 from recognizer import LineRecognizer, greedy_decode  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mini3"))
+import code_corpus  # noqa: E402
+import tech_lines  # noqa: E402
+
 torch.backends.mkldnn.enabled = False  # Debian torch 1.13: NaN gradients from MKL-DNN conv backward here
 
 
@@ -47,21 +51,33 @@ def ctc_loss(logits, texts, frames):
     return F.ctc_loss(logp, torch.cat(targets), frames, lengths, blank=0, reduction="mean", zero_infinity=True)
 
 
-def draw_lines(rng, corp, families, n, degrade=None):
+def draw_lines(rng, corp, families, n, degrade=None, tech=None, tech_share=0.0):
+    """n lines; with a tech corpus pair (prose, code), tech_share of them from mini3's tech_lines."""
     out = []
     while len(out) < n:
-        s = lines.sample(rng, corp, families, degrade=degrade)
+        if tech and rng.random() < tech_share:
+            s = tech_lines.sample(rng, tech[0], tech[1], families, degrade=degrade)
+        else:
+            s = lines.sample(rng, corp, families, degrade=degrade)
         if s is not None and s[0].shape[1] // 4 >= 2 * len(s[1]) // 2 + 1:
             out.append(s)
     return out
 
 
-def eval_sets(work):
+def eval_sets(work, tech):
+    """Held-out text: in training fonts, in held-out fonts, the same like a scan; with --tech also
+    held-out prose and code as technical lines (training fonts: every monospace face is one), clean
+    and like a scan."""
     held = corpus_mod.Corpus(work, "heldout", set(lines.CHARSET))
     sets = {}
     for name, fams, deg in (("train_fonts", fonts.TRAIN, False), ("heldout_fonts", fonts.HELD_OUT, False),
                             ("heldout_fonts_scan", fonts.HELD_OUT, True)):
         sets[name] = draw_lines(random.Random(f"eval-{name}"), held, fams, 150, degrade=deg)
+    if tech:
+        pair = (held, code_corpus.CodeCorpus(work, "heldout"))
+        for name, deg in (("tech", False), ("tech_scan", True)):
+            sets[name] = draw_lines(random.Random(f"eval-{name}"), held, fonts.TRAIN, 150, degrade=deg,
+                                    tech=pair, tech_share=1.0)
     return sets
 
 
@@ -82,6 +98,16 @@ def evaluate(model, sets):
     return res
 
 
+def record_eval(work, step, res):
+    path = os.path.join(work, "eval.csv")
+    new = not os.path.exists(path)
+    with open(path, "a") as f:
+        if new:
+            f.write("step," + ",".join(res) + "\n")
+        f.write(f"{step}," + ",".join(f"{v:.4f}" for v in res.values()) + "\n")
+    print("eval", step, {k: round(v * 100, 2) for k, v in res.items()}, flush=True)
+
+
 def lr_at(step, steps, peak, warmup):
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -99,6 +125,8 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--init", default="", help="checkpoint to start from when WORK has no state")
+    ap.add_argument("--tech", type=float, default=0.0,
+                    help="share of each batch drawn by mini3's tech_lines (code, inline monospace, shading)")
     ap.add_argument("--eval-every", type=int, default=500)
     ap.add_argument("--save-minutes", type=float, default=4.0)
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (after saving) once this much time passed")
@@ -109,7 +137,11 @@ def main():
         f.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + " ".join(sys.argv) + "\n")
     corpus_mod.build(a.work, 3000)
     train = corpus_mod.Corpus(a.work, "train", set(lines.CHARSET))
-    sets = eval_sets(a.work)
+    tech = None
+    if a.tech > 0:
+        code_corpus.build(a.work, set(lines.CHARSET))
+        tech = (train, code_corpus.CodeCorpus(a.work, "train"))
+    sets = eval_sets(a.work, tech is not None)
 
     torch.manual_seed(a.seed)
     model = LineRecognizer()
@@ -131,12 +163,15 @@ def main():
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, state_path + ".tmp")
         os.replace(state_path + ".tmp", state_path)
 
+    if not os.path.exists(os.path.join(a.work, "eval.csv")):
+        record_eval(a.work, step, evaluate(model, sets))  # where the run starts from
     log = open(os.path.join(a.work, "log.csv"), "a", newline="")
     logw = csv.writer(log)
     t0 = last_save = time.time()
     while step < a.steps:
         rng = random.Random(a.seed * 1_000_003 + step)
-        samples = sorted(draw_lines(rng, train, fonts.TRAIN, a.batch), key=lambda s: s[0].shape[1])
+        samples = sorted(draw_lines(rng, train, fonts.TRAIN, a.batch, tech=tech, tech_share=a.tech),
+                         key=lambda s: s[0].shape[1])
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a.steps, a.lr, warmup)
         opt.zero_grad()
@@ -154,13 +189,7 @@ def main():
             log.flush()
             print(f"step {step} loss {total:.3f} {(time.time() - t0):.0f}s", flush=True)
         if step % a.eval_every == 0 or step == a.steps:
-            res = evaluate(model, sets)
-            new = not os.path.exists(os.path.join(a.work, "eval.csv"))
-            with open(os.path.join(a.work, "eval.csv"), "a") as f:
-                if new:
-                    f.write("step," + ",".join(res) + "\n")
-                f.write(f"{step}," + ",".join(f"{v:.4f}" for v in res.values()) + "\n")
-            print("eval", step, {k: round(v * 100, 2) for k, v in res.items()}, flush=True)
+            record_eval(a.work, step, evaluate(model, sets))
         if time.time() - last_save > a.save_minutes * 60:
             save()
             last_save = time.time()
