@@ -27,6 +27,7 @@ import argparse
 import collections
 import glob
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -43,6 +44,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "mini2"))
+import code_corpus  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
 import typeset  # noqa: E402
 from eval_folio import markdown_to_text  # noqa: E402
@@ -92,12 +94,108 @@ def _unpack(path, out_dir):
     return dst
 
 
+def _pdf_bytes(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.read()
+
+
 def _shipped_pdfs():
-    out = []
+    """The PDFs documentation packages ship, each content once (lmodern and fonts-lmodern, groff and
+    groff-base ship the same files), in path order."""
+    out, seen = [], set()
     for p in sorted(glob.glob("/usr/share/doc/**/*.pdf", recursive=True) + glob.glob("/usr/share/doc/**/*.pdf.gz", recursive=True)):
         if os.path.getsize(p) > 20_000:
-            out.append(p)
+            digest = hashlib.sha1(_pdf_bytes(p)).hexdigest()
+            if digest not in seen:
+                seen.add(digest)
+                out.append(p)
     return out
+
+
+# ---------------------------------------------------------------- composed technical documents
+
+
+def _code_files():
+    """Held-out code files (code_corpus's split: none of them gave a training line)."""
+    return [p for p in code_corpus._sources() if code_corpus.corpus_mod.is_held_out("code:" + p)]
+
+
+def _listing(rng, path, lo=5, hi=14):
+    """A run of 5-14 consecutive non-blank ASCII lines of one file, 64 columns at most (a listing
+    wider than the text block would run off the page and still be in the text layer)."""
+    try:
+        text = open(path, "rb").read(60_000).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return []
+    rows = [r.replace("\t", "    ").rstrip() for r in text.splitlines()]
+    runs, cur = [], []
+    for r in rows:
+        if r.strip() and len(r) <= 64 and "```" not in r:
+            cur.append(r)
+        else:
+            if len(cur) >= lo:
+                runs.append(cur)
+            cur = []
+    if len(cur) >= lo:
+        runs.append(cur)
+    if not runs:
+        return []
+    run = rng.choice(runs)
+    start = rng.randrange(max(1, len(run) - hi + 1))
+    return run[start:start + rng.randint(lo, hi)]
+
+
+def _mark_identifiers(paragraph, rng, extra):
+    """The paragraph with its identifier-like words in backticks, and now and then a held-out
+    identifier added in a short clause, as manuals write them."""
+    words = []
+    for w in paragraph.split():
+        core = w.rstrip(".,;:")
+        if "`" not in w and code_corpus._is_identifier(core) and re.fullmatch(code_corpus.IDENT, core):
+            w = f"`{core}`" + w[len(core):]
+        words.append(w)
+    if extra and rng.random() < 0.6:
+        ids = [rng.choice(extra) for _ in range(rng.randint(1, 3))]
+        words.append("See " + ", ".join(f"`{i}`" for i in ids) + ".")
+    return " ".join(words)
+
+
+def held_out_identifiers(code_files, rng, n_files=300):
+    found = set()
+    for p in rng.sample(code_files, min(n_files, len(code_files))):
+        try:
+            text = open(p, "rb").read(60_000).decode("ascii")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found.update(t for t in code_corpus.IDENT.findall(text) if code_corpus._is_identifier(t) and len(t) <= 28)
+    return sorted(found)
+
+
+def compose_code_doc(rng, man_sources, code_files, identifiers, target_chars=20_000):
+    """Markdown of a manual about code: held-out man pages' prose (pandoc's man reader, plain
+    text), identifier-like words set as inline code, held-out identifiers in short clauses, and
+    a listing from a held-out code file every two to four paragraphs."""
+    md, chars, since = ["# " + os.path.basename(man_sources[0][1]).split(".")[0].replace("_", " ")], 0, 0
+    for name, path, _ in man_sources:
+        body = subprocess.run(f"zcat '{path}' | pandoc -f man -t plain --wrap=none", shell=True,
+                              capture_output=True, text=True, timeout=60).stdout
+        for para in body.split("\n\n"):
+            para = " ".join(fold(para).split())
+            if len(para) < 40:
+                continue
+            md.append(_mark_identifiers(para, rng, identifiers))
+            chars += len(para)
+            since += 1
+            if since >= rng.randint(2, 4):
+                lines = _listing(rng, rng.choice(code_files))
+                if lines:
+                    md.append("```\n" + "\n".join(lines) + "\n```")
+                    chars += sum(map(len, lines))
+                since = 0
+            if chars > target_chars:
+                return "\n\n".join(md) + "\n"
+    return "\n\n".join(md) + "\n"
 
 
 # ---------------------------------------------------------------- pages and truth
@@ -268,18 +366,24 @@ def make(a):
             with open(joined, "wb") as g:
                 for s in srcs:
                     g.write(open(s, "rb").read() + b"\n\n")
-            pdf = os.path.join(out, "docs", name + ".pdf")
-            try:
-                typeset.typeset(tool, joined if fmt == "gfm" else srcs[0], fmt, pdf, f"{a.seed}:{name}")
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-                err = getattr(e, "stderr", b"") or b""
-                print(f"{name}: {tool} failed: {err.decode('utf-8', 'replace')[-400:]}", flush=True)
-                continue
-            ast = typeset.source_ast(joined if fmt == "gfm" else srcs[0], fmt)
-            add_document(manifest, name, tool, [s for s, _, _ in chosen[:1 if fmt != "gfm" else None]], pdf,
-                         class_strings(ast), typeset.TOOLS[tool][2], typeset.TOOLS[tool][3], a, out)
-            json.dump(manifest, open(man_path, "w"), indent=1)
-    for k, path in enumerate(_shipped_pdfs()):
+            typeset_document(manifest, name, tool, joined if fmt == "gfm" else srcs[0], fmt,
+                             [s for s, _, _ in chosen[:1 if fmt != "gfm" else None]], a, out)
+    code_files = _code_files()
+    idents = held_out_identifiers(code_files, random.Random(f"{a.seed}:identifiers"))
+    for tool in typeset.TOOLS:
+        name, chosen = f"{tool}-code-01", [pools["man"].pop() for _ in range(3) if pools["man"]]
+        if name in done or not chosen:
+            continue
+        doc_rng = random.Random(f"{a.seed}:{name}")
+        joined = os.path.join(out, "src", name, "joined.md")
+        os.makedirs(os.path.dirname(joined), exist_ok=True)
+        with open(joined, "w") as g:
+            g.write(compose_code_doc(doc_rng, chosen, code_files, idents))
+        typeset_document(manifest, name, tool, joined, "gfm", [n for n, _, _ in chosen], a, out)
+    shipped = set(_shipped_pdfs())
+    manifest["documents"] = [d for d in manifest["documents"] if d["tool"] != "shipped" or d["sources"][0] in shipped]
+    done = {d["name"] for d in manifest["documents"]}
+    for k, path in enumerate(sorted(shipped)):
         name = "shipped-" + re.sub(r"[^A-Za-z0-9]+", "-", path[len("/usr/share/doc/"):].split("/")[0])
         if name in done or any(d["name"] == name for d in manifest["documents"]):
             continue
@@ -293,6 +397,21 @@ def make(a):
         json.dump(manifest, open(man_path, "w"), indent=1)
     n_pages = sum(len(d["pages"]) for d in manifest["documents"])
     print(f"{len(manifest['documents'])} documents, {n_pages} pages in {out}")
+
+
+def typeset_document(manifest, name, tool, src, fmt, sources, a, out):
+    """Typesets one source with one toolchain into the set (a failing toolchain is reported and
+    the document left out) and saves the manifest."""
+    pdf = os.path.join(out, "docs", name + ".pdf")
+    try:
+        typeset.typeset(tool, src, fmt, pdf, f"{a.seed}:{name}")
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        err = getattr(e, "stderr", b"") or b""
+        print(f"{name}: {tool} failed: {err.decode('utf-8', 'replace')[-400:]}", flush=True)
+        return
+    add_document(manifest, name, tool, sources, pdf, class_strings(typeset.source_ast(src, fmt)),
+                 typeset.TOOLS[tool][2], typeset.TOOLS[tool][3], a, out)
+    json.dump(manifest, open(os.path.join(out, "manifest.json"), "w"), indent=1)
 
 
 def add_document(manifest, name, tool, sources, pdf, strings, shaded, two_col, a, out):
