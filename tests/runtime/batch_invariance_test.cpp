@@ -4,7 +4,7 @@
 // (prefill chunks of 256, sgemm from 20 rows, two threads): prompts longer than a chunk (so prefill
 // chunks share steps with other sequences' decode rows) and 24 requests at once. Each request's
 // every logits row is hashed; alone and in the crowd must hash alike. The same crowd with
-// batch_invariant off differs (the test can fail).
+// batch_invariant off differs (the test can fail). Weights and KV storage and policy vary by case.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "kv/kv_dtype.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_factory.h"
 #include "runtime/scheduler.h"
@@ -28,12 +29,18 @@ uint64_t fnv(std::span<const float> row, uint64_t h) {
   return h;
 }
 
+struct Case {
+  const char* weights;  // "" (bf16 as written), "q8_0" or "q4_k_m"
+  const char* kv;
+  const char* policy;
+};
+
 struct Outcome {
   std::vector<int32_t> tokens;
   uint64_t logits_hash = 1469598103934665603ull;
 };
 
-class BatchInvarianceTest : public ::testing::TestWithParam<const char*> {
+class BatchInvarianceTest : public ::testing::TestWithParam<Case> {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(fs::temp_directory_path() / ("folio_batch_invariance_" + std::to_string(getpid())));
@@ -55,9 +62,9 @@ class BatchInvarianceTest : public ::testing::TestWithParam<const char*> {
   static std::vector<Outcome> run(Decoder& dec, const std::vector<std::vector<int32_t>>& prompts, bool invariant,
                                   int64_t max_batch) {
     ThreadPool threads(2);
-    KVBlockPool pool(dec.kv_layout(DType::BF16), 0);
+    KVBlockPool pool(dec.kv_layout(parse_kv_types(GetParam().kv)), 0);
     SchedulerOptions so;
-    so.policy = KVPolicy{KVPolicyKind::RSwa, 128};
+    so.policy = KVPolicy::parse(GetParam().policy, 128);
     so.max_batch = max_batch;
     so.synchronous = true;
     so.batch_invariant = invariant;
@@ -81,7 +88,7 @@ class BatchInvarianceTest : public ::testing::TestWithParam<const char*> {
 fs::path* BatchInvarianceTest::dir_ = nullptr;
 
 TEST_P(BatchInvarianceTest, TwentyFourRequestsGetTheirAloneLogits) {
-  LoadedModel model = load_model(dir_->string(), false, GetParam());
+  LoadedModel model = load_model(dir_->string(), false, GetParam().weights);
   Decoder& dec = *model.decoder;
   // Six distinct prompts of 70-600 tokens (over one and two chunks, over attention's causal-run
   // minimum), four copies each, interleaved so copies meet every kind of neighbour.
@@ -103,8 +110,14 @@ TEST_P(BatchInvarianceTest, TwentyFourRequestsGetTheirAloneLogits) {
   EXPECT_GT(moved, 0) << "batch_invariant off should mix rows into sgemm calls and move some logits";
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, BatchInvarianceTest, ::testing::Values("", "q8_0", "q4_k_m"),
-                         [](const auto& info) { return std::string(*info.param ? info.param : "bf16"); });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BatchInvarianceTest,
+    ::testing::Values(Case{"", "bf16", "rswa"}, Case{"q8_0", "bf16", "rswa"}, Case{"q4_k_m", "bf16", "rswa"},
+                      Case{"", "q8", "full"}, Case{"", "q4", "rswa"}, Case{"", "f16", "sparse"}),
+    [](const auto& info) {
+      const Case& c = info.param;
+      return std::string(*c.weights ? c.weights : "bf16") + "_kv_" + c.kv + "_" + c.policy;
+    });
 
 }  // namespace
 }  // namespace folio
