@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Same request, same answer (issue 44): one `folio serve` (in-process in `folio bench serve`) under
-# 64 identical requests at concurrency 24 gives every one of them the answer a lone request gets,
+# 64 identical requests at concurrency 24 (2 threads) gives every one of them the answer a lone
+# request gets from a server on 1 thread (a replica started with other --threads answers alike),
 # for OCR (examples/sample-1page.pdf) and greedy chat (320 tokens), each with and without the
 # caches (without, every request prefills, so prefill chunks share steps with other requests'
 # decode rows; chat answers carry each token's logprob, so any bit of the logits counts), on a
@@ -19,13 +20,14 @@ source "$root/tests/server/bench_json.sh"
 "$folio" convert --model "$work/uocr" --out "$work/q8.gguf" --mmproj-out "$work/mmproj.gguf" --type q8_0 > /dev/null
 "$folio" convert --model "$work/uocr" --out "$work/q4.gguf" --type q4_k_m > /dev/null
 
-# check NAME KIND MODEL_ARGS... : the lone answer, then 64 at concurrency 24 (and without caches).
+# check NAME KIND MODEL_ARGS... : the lone answer on 1 thread, then 64 at concurrency 24 on 2 (and
+# without caches).
 check() {
   local name=$1 kind=$2
   shift 2
   local tokens=()
   [ "$kind" = chat ] && tokens=(--max-tokens 320 --logprobs)
-  "$folio" bench serve "$@" --kind "$kind" --file "$pdf" "${tokens[@]}" --requests 1 --concurrency 1 --threads 2 \
+  "$folio" bench serve "$@" --kind "$kind" --file "$pdf" "${tokens[@]}" --requests 1 --concurrency 1 --threads 1 \
     --json "$work/$name-alone.json" > "$work/$name-alone.log" 2>&1
   local want
   want=$(hash_of "$kind" "$work/$name-alone.json")
