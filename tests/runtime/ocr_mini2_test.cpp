@@ -41,7 +41,7 @@ OcrResult read(const std::string& policy, int copies, size_t pages_per_pass = 0)
 TEST(MiniOcr2, WritesOneActionPerLineAndOnePageTokenBetweenPages) {
   ThreadPool threads(2);
   const Mini2Page page = model().read_page(load_image(kPage), threads);
-  ASSERT_EQ(page.lines.size(), 43u);  // as tests/vision/page_layout_golden_test finds them
+  ASSERT_EQ(page.lines.size(), 45u);  // as tests/vision/page_layout_golden_test finds them
   const OcrResult r = read("rswa", 2);
   ASSERT_EQ(r.pages.size(), 2u);
   EXPECT_EQ(r.stats.passes, 1u);
@@ -95,7 +95,7 @@ TEST(MiniOcr2, BlankPagesGiveEmptyPagesAndNothingElse) {
   EXPECT_TRUE(r.pages[0].blocks.empty());
   EXPECT_FALSE(r.pages[1].blocks.empty());
   EXPECT_TRUE(r.pages[2].blocks.empty());
-  EXPECT_EQ(r.tokens.size(), 1 + 43 + 1 + 1u);  // <page>, 43 actions, <page>, <eos>
+  EXPECT_EQ(r.tokens.size(), 1 + 45 + 1 + 1u);  // <page>, 45 actions, <page>, <eos>
 }
 
 TEST(MiniOcr2, LoadsThroughTheFactoryAndRefusesBrokenDirectories) {

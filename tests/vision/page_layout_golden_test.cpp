@@ -1,6 +1,7 @@
 // folio-mini-ocr 2's page layout in C++ against its Python reference (tools/train/mini2/layout.py):
 // tests/fixtures/mini2 holds a page typeset by WeasyPrint (a spanning title, two justified columns,
-// a ruled table, a list, a code line, a centred page number) rendered at 150 DPI, and what the
+// a ruled table, a list, two table-of-contents lines (a dense dot leader: the crop rule's fallback
+// core), a code block, a centred page number) rendered at 150 DPI, and what the
 // reference found on it (tools/fixtures/make_layout_fixture.py): every line's box, column, region,
 // x-height and gap, every segment's box, crop width and ink sums, and a few crops value by value.
 #include "model/vision/page_layout.h"
@@ -89,7 +90,7 @@ TEST(PageLayout, MatchesThePythonReferenceOnATwoColumnPage) {
     EXPECT_LT(err, 1e-3f) << name;  // the reference's crops are stored in f16 (relative step 2^-11)
     ++compared;
   }
-  EXPECT_EQ(compared, 4);
+  EXPECT_EQ(compared, 5);
 }
 
 TEST(PageLayout, TheCropToleranceDiscriminates) {

@@ -8,6 +8,34 @@
 
 namespace folio {
 
+namespace {
+
+// Rows [first, last] whose count reaches fraction x ref.
+std::pair<int, int> rows_reaching(const std::vector<int>& profile, double ref) {
+  int first = -1, last = -1;
+  for (int r = 0; r < int(profile.size()); ++r)
+    if (profile[r] >= LineCropRule::kCoreFraction * ref) {
+      if (first < 0) first = r;
+      last = r;
+    }
+  return {first, last};
+}
+
+}  // namespace
+
+std::optional<std::pair<int, int>> core_rows(const std::vector<int>& profile) {
+  const int peak = profile.empty() ? 0 : *std::max_element(profile.begin(), profile.end());
+  if (peak == 0) return std::nullopt;
+  auto core = rows_reaching(profile, peak);
+  if (core.second + 1 - core.first < LineCropRule::kCoreMinShare * double(profile.size())) {
+    int rest = 0;
+    for (int r = 0; r < int(profile.size()); ++r)
+      if (r < core.first || r > core.second) rest = std::max(rest, profile[r]);
+    if (rest > 0) core = rows_reaching(profile, rest);
+  }
+  return core;
+}
+
 std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int height, int band_y0, int band_y1) {
   FOLIO_CHECK_INPUT(0 <= band_y0 && band_y0 < band_y1 && band_y1 <= height && ink.size() == size_t(width) * height,
                     "crop_line: band outside the image");
@@ -20,14 +48,9 @@ std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int 
         left_ink = std::min(left_ink, x);
         right_ink = std::max(right_ink, x);
       }
-  const int peak = *std::max_element(profile.begin(), profile.end());
-  if (peak == 0) return std::nullopt;
-  int core_top = -1, core_bottom = -1;
-  for (int r = 0; r < int(profile.size()); ++r)
-    if (profile[r] >= LineCropRule::kCoreFraction * peak) {
-      if (core_top < 0) core_top = r;
-      core_bottom = r;
-    }
+  const auto core = core_rows(profile);
+  if (!core) return std::nullopt;
+  const auto [core_top, core_bottom] = *core;
   const double xh = std::max(2.0, double(core_bottom + 1 - core_top));
   const double top = band_y0 + core_top - LineCropRule::kAscend * xh;
   const double bottom = band_y0 + core_bottom + 1 + LineCropRule::kDescend * xh;

@@ -4,6 +4,9 @@
 //   Within the line's band of rows, a pixel is ink when its value exceeds 0.5. The profile p[y]
 //   counts ink pixels per row; the core is the rows from the first to the last with
 //   p >= kCoreFraction * max(p) (the x-height body of ordinary text), xh its height (at least 2).
+//   When that core is under kCoreMinShare of the band, one dense row outweighed the body (a dot
+//   leader, a run of underscores under short words) and the core is taken again against the
+//   largest p outside that thin core instead of max(p).
 //   The crop spans rows [core top - kAscend * xh, core bottom + kDescend * xh) and columns
 //   [first ink - kPad * xh, last ink + kPad * xh); pixels outside the band or the image are 0. It is
 //   scaled to kHeight rows, the width in proportion rounded up to a multiple of 4 (Pillow's bilinear
@@ -15,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace folio {
@@ -25,7 +29,12 @@ struct LineCropRule {
   static constexpr double kAscend = 0.75;
   static constexpr double kDescend = 0.6;
   static constexpr double kPad = 0.4;
+  static constexpr double kCoreMinShare = 0.25;
 };
+
+// The core of a band's ink profile (see above): its first and last row, or nullopt when every
+// count is 0. Also the x-height of line_finder's bands.
+std::optional<std::pair<int, int>> core_rows(const std::vector<int>& profile);
 
 struct LineCrop {
   int64_t width = 0;        // a multiple of 4

@@ -73,14 +73,8 @@ int band_x_height(const Region& r, const Band& band) {
     for (int x = 0; x < r.width(); ++x) n += r.ink_at(x, y);
     p.push_back(n);
   }
-  const int peak = *std::max_element(p.begin(), p.end());
-  int top = -1, bottom = -1;
-  for (int i = 0; i < int(p.size()); ++i)
-    if (p[i] >= 0.5 * peak) {
-      if (top < 0) top = i;
-      bottom = i;
-    }
-  return std::max(2, bottom + 1 - top);
+  const auto core = core_rows(p);
+  return core ? std::max(2, core->second + 1 - core->first) : 2;
 }
 
 // Region column runs [x0, x1) of the band, split at gaps wider than kSegmentGap x-heights.

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import structure  # noqa: E402
 from decoder import save_safetensors  # noqa: E402
 from export_recognizer import folded_tensors  # noqa: E402
-from lines import ASCEND, CHARSET, CORE_FRACTION, DESCEND, HEIGHT, PAD  # noqa: E402
+from lines import ASCEND, CHARSET, CORE_FRACTION, CORE_MIN_SHARE, DESCEND, HEIGHT, PAD  # noqa: E402
 from recognizer import LineRecognizer  # noqa: E402
 from export import byte_level_tokenizer, bytes_to_unicode  # noqa: E402  (tools/train/export.py, v1's)
 from mini_ocr_model import llama_tensors  # noqa: E402
@@ -66,7 +66,7 @@ def config_json(c, extra=None):
     out = {
         "model_type": "folio-mini-ocr-2", "architectures": ["FolioMiniOcr2"], "pdf_dpi": PDF_DPI,
         "recognizer": {"height": HEIGHT, "frame_stride": 4, "charset": CHARSET,
-                       "crop_rule": {"core_fraction": CORE_FRACTION, "ascend": ASCEND, "descend": DESCEND, "pad": PAD}},
+                       "crop_rule": {"core_fraction": CORE_FRACTION, "core_min_share": CORE_MIN_SHARE, "ascend": ASCEND, "descend": DESCEND, "pad": PAD}},
         "structure": {"actions": structure.ACTIONS, "max_lines": c["max_lines"], "max_pages": c["max_pages"],
                       "numeric": c["numeric"], "char_slots": c["char_slots"], "char_classes": c["char_classes"]},
         "text_config": text, "page_token_id": structure.PAGE, "sliding_window_size": c["window"],

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reference"))
 from decoder import save_safetensors  # noqa: E402
-from lines import ASCEND, CHARSET, CORE_FRACTION, DESCEND, HEIGHT, PAD  # noqa: E402
+from lines import ASCEND, CHARSET, CORE_FRACTION, CORE_MIN_SHARE, DESCEND, HEIGHT, PAD  # noqa: E402
 from recognizer import LineRecognizer  # noqa: E402
 
 torch.backends.mkldnn.enabled = False
@@ -84,7 +84,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     save_safetensors(os.path.join(a.out, "recognizer.safetensors"), {k: v.float() for k, v in t.items()})
     cfg = {"height": HEIGHT, "frame_stride": 4, "charset": CHARSET, "blank": 0, "step": st["step"],
-           "crop_rule": {"core_fraction": CORE_FRACTION, "ascend": ASCEND, "descend": DESCEND, "pad": PAD}}
+           "crop_rule": {"core_fraction": CORE_FRACTION, "core_min_share": CORE_MIN_SHARE, "ascend": ASCEND, "descend": DESCEND, "pad": PAD}}
     with open(os.path.join(a.out, "recognizer.json"), "w", encoding="utf-8") as f:
         json.dump(cfg, f, ensure_ascii=False, indent=1)
     if a.check:

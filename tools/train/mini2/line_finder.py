@@ -9,7 +9,7 @@ crop rule) ready for the recognizer.
 """
 import numpy as np
 
-from lines import CORE_FRACTION, crop_line
+from lines import core_rows, crop_line
 
 SEGMENT_GAP = 2.2
 
@@ -69,9 +69,8 @@ def merge_thin(bs):
 
 
 def x_height(binary_band):
-    p = binary_band.sum(axis=1)
-    core = np.nonzero(p >= CORE_FRACTION * p.max())[0]
-    return max(2, core[-1] + 1 - core[0])
+    first, last = core_rows(binary_band.sum(axis=1))
+    return max(2, last + 1 - first)
 
 
 def segments(binary, y0, y1):

@@ -3,8 +3,11 @@
 THE CROP RULE (mirrored by the C++ line finder; keep the two in step):
   A line is a band of rows holding ink. Its profile p[y] counts ink pixels per row; the core is the
   rows from the first to the last with p >= CORE_FRACTION * max(p) (the x-height body in ordinary
-  text). With xh = core height, the crop spans rows [core_top - ASCEND * xh, core_bottom + DESCEND * xh)
-  and columns [first ink - PAD * xh, last ink + PAD * xh); pixels outside the band are background.
+  text). When that core is under CORE_MIN_SHARE of the band, one dense row outweighed the body (a
+  dot leader, a run of underscores under short words) and the core is taken again against the
+  largest p outside that thin core instead (core_rows). With xh = core height, the crop spans rows
+  [core_top - ASCEND * xh, core_bottom + DESCEND * xh) and columns [first ink - PAD * xh, last ink +
+  PAD * xh); pixels outside the band are background.
   The crop is scaled to HEIGHT rows (width in proportion, rounded up to a multiple of 4), and its
   gray levels mapped to ink in [0, 1]: (bg - v) / (bg - fg), bg and fg the 90th and 2nd percentiles.
   Keeping the x-height at a fixed fraction of the crop is what lets the recognizer tell case pairs
@@ -24,6 +27,7 @@ CORE_FRACTION = 0.5
 ASCEND = 0.75
 DESCEND = 0.6
 PAD = 0.4
+CORE_MIN_SHARE = 0.25
 
 ASCII = "".join(chr(c) for c in range(32, 127))
 EXTRA = ("•–—‘’“”…©®°§¶±×÷·€£¢" "ÀÁÂÄÅÆÇÈÉÊËÍÎÏÑÓÔÖØÚÛÜßàáâãäåæçèéêëìíîïñòóôõöøùúûüýÿœ")
@@ -58,6 +62,16 @@ def supported_extras(path):
     return _supported[path]
 
 
+def core_rows(p):
+    """(first, last) row of the core of the profile p (see the crop rule); p must have a nonzero."""
+    core = np.nonzero(p >= CORE_FRACTION * p.max())[0]
+    if core[-1] + 1 - core[0] < CORE_MIN_SHARE * len(p):
+        rest = np.concatenate([p[:core[0]], p[core[-1] + 1:]])
+        if rest.max() > 0:
+            core = np.nonzero(p >= CORE_FRACTION * rest.max())[0]
+    return int(core[0]), int(core[-1])
+
+
 def crop_line(ink, band=None):
     """Applies the crop rule to a 2-D ink image (float, 1 = ink) holding one line in rows `band`
     (default: the rows with ink). Returns the normalised [HEIGHT, W] float32 array, or None."""
@@ -71,10 +85,10 @@ def crop_line(ink, band=None):
     p = binary.sum(axis=1)
     if p.max() == 0:
         return None
-    core = np.nonzero(p >= CORE_FRACTION * p.max())[0]
-    xh = max(2.0, core[-1] + 1 - core[0])
-    top = y0 + core[0] - ASCEND * xh
-    bottom = y0 + core[-1] + 1 + DESCEND * xh
+    first, last = core_rows(p)
+    xh = max(2.0, last + 1 - first)
+    top = y0 + first - ASCEND * xh
+    bottom = y0 + last + 1 + DESCEND * xh
     cols = np.nonzero(binary.any(axis=0))[0]
     left, right = cols[0] - PAD * xh, cols[-1] + 1 + PAD * xh
     return _resample(ink, band, top, bottom, left, right)

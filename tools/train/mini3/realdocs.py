@@ -58,12 +58,17 @@ _FOLD = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "
          "\ufb04": "ffl", "\u2022": "", "\u00b7": "", "\u2026": "...", "\u00ad": "", "\t": " ", "\u25cf": "", "\u25e6": ""}
 
 
+LEADER = re.compile(r" ?(?:\. ?){4,}")
+
+
 def fold(text):
-    """ASCII folding applied to truth and to every reader's output alike."""
+    """ASCII folding applied to truth and to every reader's output alike. A dot leader (a table of
+    contents' run of four or more dots, spaced or not) becomes "...": how many dots fill a line is
+    the typesetter's choice, not text, and counted dot by dot one TOC page outweighed ten of prose."""
     text = "".join(_FOLD.get(c, c) for c in text)
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if 32 <= ord(c) < 127 or c == "\n")
-    return " ".join(text.split())
+    return " ".join(LEADER.sub(" ... ", " ".join(text.split())).split())
 
 
 # ---------------------------------------------------------------- sources
@@ -382,6 +387,7 @@ def make(a):
         typeset_document(manifest, name, tool, joined, "gfm", [n for n, _, _ in chosen], a, out)
     shipped = set(_shipped_pdfs())
     manifest["documents"] = [d for d in manifest["documents"] if d["tool"] != "shipped" or d["sources"][0] in shipped]
+    json.dump(manifest, open(man_path, "w"), indent=1)
     done = {d["name"] for d in manifest["documents"]}
     for k, path in enumerate(sorted(shipped)):
         name = "shipped-" + re.sub(r"[^A-Za-z0-9]+", "-", path[len("/usr/share/doc/"):].split("/")[0])

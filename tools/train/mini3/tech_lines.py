@@ -6,7 +6,11 @@ Four kinds, each what real manuals hold and mini2's lines never showed:
            monospace face on the same baseline (BZ2_bzopen, os.path.join, --output), sometimes
            each on its own shaded box (inline code in HTML-made documents);
   idlist   identifiers in a list ("BZ2_bzopen, BZ2_bzread, BZ2_bzwrite"), after a few prose words;
-  shaded   a prose line on a shaded box (notes, table headers).
+  shaded   a prose line on a shaded box (notes, table headers);
+  toc      a table of contents' entry: a section number, a title, a dot leader (spaced as TeX sets it
+           or dense as FOP does) and a page number.
+A code line is now and then a rule of punctuation (----- name -----, =====, *****, #####), as code
+comments and plain-text listings draw them.
 Monospace faces come from fonts.MONO, proportional ones from the rest of the family set passed
 in. The monospace run's size is 0.85-1.05 of the prose's, so a line holds two x-heights.
 
@@ -27,8 +31,8 @@ import fonts  # noqa: E402
 import lines  # noqa: E402
 from line_finder import remove_background  # noqa: E402
 
-KINDS = ("code", "mixed", "idlist", "shaded")
-KIND_WEIGHTS = (0.35, 0.35, 0.15, 0.15)
+KINDS = ("code", "mixed", "idlist", "shaded", "toc")
+KIND_WEIGHTS = (0.3, 0.3, 0.12, 0.12, 0.16)
 STYLES = ("regular", "bold", "italic", "bolditalic")
 
 
@@ -76,13 +80,36 @@ def _mixed_runs(rng, prose, code, mono_path, prop_path, count):
     return runs
 
 
+def _rule_line(rng, prose):
+    ch = rng.choice("-=*#~_.+")
+    left, right = ch * rng.randint(3, 30), ch * rng.randint(0, 30)
+    if rng.random() < 0.5:
+        return left + right
+    name = " ".join(prose.line(rng, 3, 20).split()[:2])
+    opener, closer = rng.choice((("", ""), ("/* ", " */"), ("# ", ""), ("// ", "")))
+    return f"{opener}{left} {name} {right}{closer}".strip()
+
+
+def _toc_line(rng, prose):
+    title = " ".join(w.capitalize() if rng.random() < 0.5 else w for w in prose.line(rng, 6, 40).split())
+    depth = rng.choice((0, 1, 1, 2, 2, 3))
+    number = ".".join(str(rng.randint(1, 19)) for _ in range(depth)) + ("." if depth and rng.random() < 0.5 else "")
+    dots = rng.randint(4, 70)
+    leader = " ".join("." * dots) if rng.random() < 0.6 else "." * dots
+    page = str(rng.randint(1, 480)) if rng.random() < 0.9 else rng.choice(("i", "ii", "iii", "iv", "v", "vii", "ix", "xi"))
+    return f"{number} {title} {leader} {page}".strip()
+
+
 def _runs(rng, kind, prose, code, families):
     """[(text, font path, is_mono)] and the shading: None, 'line' or 'runs'."""
     mono_names, prop_names = _split(families)
     mono_path = _font(rng, families, mono_names, (0.85, 0.1, 0.05, 0.0))
     prop_path = _font(rng, families, prop_names)
     if kind == "code":
-        return [(code.line(rng), mono_path)], ("line" if rng.random() < 0.6 else None)
+        text = _rule_line(rng, prose) if rng.random() < 0.12 else code.line(rng)
+        return [(text, mono_path)], ("line" if rng.random() < 0.6 else None)
+    if kind == "toc":
+        return [(_toc_line(rng, prose), mono_path if rng.random() < 0.1 else prop_path)], None
     if kind == "shaded":
         return [(prose.line(rng, 12, 80), prop_path)], "line"
     if kind == "idlist":
