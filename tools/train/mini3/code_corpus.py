@@ -52,7 +52,9 @@ def _code_lines(path, charset):
     out = []
     for raw in text.splitlines():
         line = " ".join(corpus_mod.clean(raw, charset).split())
-        if 3 <= len(line) <= 90 and sum(c.isalnum() for c in line) >= 2:
+        # Lines of punctuation alone ("}", "*/", "#", "};") too: a listing has many, and a lone
+        # mark is a line of its own for the line finder.
+        if (3 <= len(line) <= 90 and sum(c.isalnum() for c in line) >= 2) or 1 <= len(line) <= 3:
             out.append(line)
     return out
 

@@ -59,16 +59,22 @@ _FOLD = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "
 
 
 LEADER = re.compile(r" ?(?:\. ?){4,}")
+LINE_HYPHEN = re.compile(r"([A-Za-z])- ([A-Za-z])")
+LETTER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
 
 
 def fold(text):
     """ASCII folding applied to truth and to every reader's output alike. A dot leader (a table of
     contents' run of four or more dots, spaced or not) becomes "...": how many dots fill a line is
-    the typesetter's choice, not text, and counted dot by dot one TOC page outweighed ten of prose."""
+    the typesetter's choice, not text, and counted dot by dot one TOC page outweighed ten of prose.
+    Hyphens between letters go, with the space after a line end's hyphen ("exist- ing" and
+    "auto-healing" become "existing", "autohealing"): whether a reader joins a word split at a line
+    end is the writer's choice (folio's joins it, the text layer and tesseract keep the break)."""
     text = "".join(_FOLD.get(c, c) for c in text)
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if 32 <= ord(c) < 127 or c == "\n")
-    return " ".join(LEADER.sub(" ... ", " ".join(text.split())).split())
+    text = " ".join(LEADER.sub(" ... ", " ".join(text.split())).split())
+    return LETTER_HYPHEN.sub("", LINE_HYPHEN.sub(r"\1\2", text))
 
 
 # ---------------------------------------------------------------- sources
@@ -468,13 +474,24 @@ def run_folio(a, inputs, n):
         return split_pages(open(f.name, encoding="utf-8").read(), n), secs
 
 
-def run_tesseract(a, images):
+def run_tesseract(a, images, keys):
+    """tesseract's text of each image and the seconds it took; with --tesseract-cache each page's
+    text and time are kept under the page's key (its document, page and scan/born) and reused."""
     texts, secs = [], 0.0
-    for img in images:
+    for img, key in zip(images, keys):
+        cached = os.path.join(a.tesseract_cache, f"{key}.psm{a.psm}.json") if a.tesseract_cache else ""
+        if cached and os.path.exists(cached):
+            c = json.load(open(cached))
+            texts.append(c["text"])
+            secs += c["seconds"]
+            continue
         t0 = time.time()
         texts.append(subprocess.run(["tesseract", img, "-", "--psm", a.psm], capture_output=True, text=True,
                                     env={**os.environ, "OMP_THREAD_LIMIT": str(a.threads)}).stdout)
         secs += time.time() - t0
+        if cached:
+            os.makedirs(a.tesseract_cache, exist_ok=True)
+            json.dump({"text": texts[-1], "seconds": time.time() - t0}, open(cached, "w"))
     return texts, secs
 
 
@@ -518,8 +535,9 @@ def evaluate(a):
         outputs = {}
         outputs["folio"] = run_folio(a, scans if a.scan else [pdf], n)
         if a.tesseract:
+            keys = [f"{doc['name']}.{i + 1:03d}.{'scan' if a.scan else 'born'}" for i in range(n)]
             images = scans if a.scan else [render(pdf, i + 1, 300, os.path.join(tmp, f"p{i}")) for i in range(n)]
-            outputs["tesseract"] = run_tesseract(a, images)
+            outputs["tesseract"] = run_tesseract(a, images, keys)
         line = doc["name"]
         for r in readers:
             pages, secs = outputs[r]
@@ -568,6 +586,7 @@ def main():
     e.add_argument("--threads", type=int, default=2)
     e.add_argument("--tesseract", action="store_true")
     e.add_argument("--psm", default="3")
+    e.add_argument("--tesseract-cache", default="", help="a folder keeping tesseract's text and time per page")
     e.add_argument("--scan", action="store_true")
     e.add_argument("--only", default="", help="a regular expression over document names")
     e.add_argument("--show", type=int, default=0)
