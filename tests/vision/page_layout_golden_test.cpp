@@ -93,6 +93,30 @@ TEST(PageLayout, MatchesThePythonReferenceOnATwoColumnPage) {
   EXPECT_EQ(compared, 5);
 }
 
+// A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)
+// between paragraphs that cross the strip: one column, read row by row, as the reference reads it
+// (tools/fixtures/make_layout_fixture.py asserts that only the table rule turns the strip down).
+TEST(PageLayout, ATableWithoutRulesIsOneColumnReadRowByRow) {
+  const RgbImage page = load_image(kDir + "table_page.png");
+  const std::vector<uint8_t> gray = gray_bytes(page);
+  const auto expected = SafetensorsCheckpoint::open(kDir + "table_golden.safetensors");
+  const PageLayout layout = find_layout(gray.data(), page.width, page.height);
+  const std::vector<float> lines = to_f32_vector(expected->get("lines")), segs = to_f32_vector(expected->get("segments"));
+  ASSERT_EQ(layout.lines.size() * 10, lines.size());
+  for (size_t i = 0; i < layout.lines.size(); ++i) {
+    const LayoutLine& l = layout.lines[i];
+    const float* e = lines.data() + 10 * i;
+    const std::vector<int> got = {l.x0, l.y0, l.x1, l.y1, l.column, l.columns, l.region_x0, l.region_x1, l.x_height, l.gap_before};
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(got[k], e[k]) << "line " << i << " field " << k;
+    EXPECT_EQ(l.columns, 1) << "line " << i;
+  }
+  const std::vector<const LineSegment*> got = all_segments(layout);
+  ASSERT_EQ(got.size() * 6, segs.size());
+  int rows_with_cells = 0;  // table rows: name, type and description segments on one line
+  for (const LayoutLine& l : layout.lines) rows_with_cells += l.segments.size() >= 3;
+  EXPECT_GE(rows_with_cells, 18);
+}
+
 TEST(PageLayout, TheCropToleranceDiscriminates) {
   // The page with its ink one gray level darker (paper untouched): crops that keep their width
   // change values by at least 1 / (paper - ink) = 1/255, several times the 1e-3 allowed above.

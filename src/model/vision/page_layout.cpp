@@ -104,6 +104,55 @@ std::vector<uint8_t> spanning_rows(const InkPage& p, std::pair<int, int> gutter)
   return out;
 }
 
+struct SideBand {
+  int y0, y1, last_x;  // rows [y0, y1) and the last column with ink
+};
+
+// Bands of the rows not in `skip` with ink in columns [x0, x1).
+std::vector<SideBand> side_bands(const InkPage& p, const std::vector<uint8_t>& skip, int x0, int x1) {
+  std::vector<SideBand> out;
+  for (int y = 0; y < p.height;) {
+    if (skip[y] || !row_has_ink(p, y, x0, x1)) { ++y; continue; }
+    SideBand b{y, y, x0};
+    for (; b.y1 < p.height && !skip[b.y1] && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
+      const uint8_t* row = p.binary.data() + size_t(b.y1) * p.width;
+      for (int x = x1 - 1; x > b.last_x; --x)
+        if (row[x]) { b.last_x = x; break; }
+    }
+    out.push_back(b);
+    y = b.y1;
+  }
+  return out;
+}
+
+// numpy.median: the middle value, or the mean of the two middle ones.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+// layout.py's _table_like: at least kTableAligned of the left side's bands have a right-side band
+// centred within a quarter of the median band height of theirs, and one side's bands reach, at the
+// median, less than kColumnFill of its width.
+bool table_like(const InkPage& p, const std::vector<uint8_t>& spanning, int left, std::pair<int, int> gutter, int right) {
+  const std::vector<SideBand> lb = side_bands(p, spanning, left, gutter.first);
+  const std::vector<SideBand> rb = side_bands(p, spanning, gutter.second, right);
+  if (lb.empty() || rb.empty()) return false;
+  std::vector<double> heights, fill_l, fill_r;
+  for (const SideBand& b : lb) heights.push_back(b.y1 - b.y0), fill_l.push_back(double(b.last_x + 1 - left) / (gutter.first - left));
+  for (const SideBand& b : rb) heights.push_back(b.y1 - b.y0), fill_r.push_back(double(b.last_x + 1 - gutter.second) / (right - gutter.second));
+  const double tol = std::max(1.0, median(heights) / 4);
+  int aligned = 0;
+  for (const SideBand& l : lb) {
+    double nearest = 1e30;
+    for (const SideBand& r : rb) nearest = std::min(nearest, std::fabs((r.y0 + r.y1) / 2.0 - (l.y0 + l.y1) / 2.0));
+    aligned += nearest <= tol;
+  }
+  return double(aligned) / double(lb.size()) >= PageLayoutRule::kTableAligned &&
+         std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill;
+}
+
 std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int right) {
   int ink_rows = 0;
   for (int y = 0; y < p.height; ++y) ink_rows += row_has_ink(p, y, 0, p.width);
@@ -146,8 +195,12 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int r
     }
     both += row_has_ink(p, y, left, gutter.first) && row_has_ink(p, y, gutter.second, right);
   }
-  if (both >= PageLayoutRule::kBothSides * ink_rows && 2 * crossed <= both) return gutter;
-  return std::nullopt;
+  if (both < PageLayoutRule::kBothSides * ink_rows || 2 * crossed > both) return std::nullopt;
+  // ... and set their lines each on its own: rows that pair up across the gutter, with a short
+  // side, are a table without rules (a name and its description, a contents page's titles and page
+  // numbers), read row by row.
+  if (table_like(p, crossing, left, gutter, right)) return std::nullopt;
+  return gutter;
 }
 
 }  // namespace

@@ -15,7 +15,10 @@
 //      Runs of spanning rows are full-width zones; the rows between them are two-column zones, read
 //      left column then right. A gutter counts only with ink on both sides of it in at least
 //      kBothSides of the rows with ink (outside spanning rows) and in at least twice as many rows as
-//      are spanning; else the page is one column.
+//      are spanning; else the page is one column. It is one column too when the two sides pair up
+//      row by row like a table without rules: kTableAligned of the left side's bands have a band
+//      on the right centred within a quarter of the median band height, and one side's bands reach
+//      less than kColumnFill of its width at the median (columns of text fill theirs).
 //   3. Lines of each zone and column by line_finder.h.
 //
 // Promises: the same lines, boxes and crops as the Python reference up to float rounding in the
@@ -36,6 +39,8 @@ struct PageLayoutRule {
   static constexpr double kGutterMin = 0.012;
   static constexpr double kSpanRows = 0.3;
   static constexpr double kBothSides = 0.2;
+  static constexpr double kTableAligned = 0.6;
+  static constexpr double kColumnFill = 0.9;
 };
 
 struct LayoutLine : FoundLine {

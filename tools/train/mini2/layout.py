@@ -16,7 +16,10 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      it. Runs of spanning rows form full-width zones; the rows between them form two-column zones,
      read left column then right. A gutter must have ink on both sides of it in at least BOTH_SIDES
      of the rows with ink (outside spanning rows), and at least twice as many such rows as spanning
-     rows; else, or with no quiet run at all, the page is one column and one zone.
+     rows; else, or with no quiet run at all, the page is one column and one zone. One column too
+     when the two sides pair up row by row like a table without rules (_table_like: TABLE_ALIGNED
+     of the left side's bands have a right-side band at the same height, and one side's bands fill
+     less than COLUMN_FILL of its width at the median).
   3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
      merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
      than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
@@ -37,6 +40,8 @@ GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
 SPAN_ROWS = 0.3
 BOTH_SIDES = 0.2
+TABLE_ALIGNED = 0.6
+COLUMN_FILL = 0.9
 
 
 @dataclass
@@ -93,7 +98,38 @@ def find_gutter(binary):
     both = int((both[:, left:gutter[0]].any(axis=1) & both[:, gutter[1]:right].any(axis=1)).sum())
     # ... and are crossed by few lines: a one-column page whose table or list leaves a quiet strip
     # has its paragraphs crossing it.
-    return gutter if both >= BOTH_SIDES * n_rows and 2 * int(spanning.sum()) <= both else None
+    if both < BOTH_SIDES * n_rows or 2 * int(spanning.sum()) > both:
+        return None
+    # ... and set their lines each on its own: rows that pair up across it, with a short side, are
+    # a table without rules (a name and its description, a table of contents' titles and page
+    # numbers), read row by row.
+    return None if _table_like(binary, ~spanning, left, gutter, right) else gutter
+
+
+def _side_bands(binary, rows, x0, x1):
+    """Bands of the rows (where `rows` holds) with ink in columns [x0, x1): (y0, y1, last ink column)."""
+    sub = binary[:, x0:x1]
+    out = []
+    for b0, b1 in bands(sub.any(axis=1) & rows):
+        cols = np.nonzero(sub[b0:b1].any(axis=0))[0]
+        out.append((b0, b1, x0 + int(cols[-1])))
+    return out
+
+
+def _table_like(binary, rows, left, gutter, right):
+    """True when at least TABLE_ALIGNED of the left side's bands have a band on the right side
+    centred within a quarter of the median band height of theirs, and one side's bands reach, at
+    the median, less than COLUMN_FILL of its width (columns of text fill their width)."""
+    lb = _side_bands(binary, rows, left, gutter[0])
+    rb = _side_bands(binary, rows, gutter[1], right)
+    if not lb or not rb:
+        return False
+    tol = max(1.0, float(np.median([b1 - b0 for b0, b1, _ in lb + rb])) / 4)
+    centres = np.array([(b0 + b1) / 2 for b0, b1, _ in rb])
+    aligned = np.mean([np.abs(centres - (b0 + b1) / 2).min() <= tol for b0, b1, _ in lb])
+    fill_l = float(np.median([(x + 1 - left) / (gutter[0] - left) for _, _, x in lb]))
+    fill_r = float(np.median([(x + 1 - gutter[1]) / (right - gutter[1]) for _, _, x in rb]))
+    return aligned >= TABLE_ALIGNED and min(fill_l, fill_r) < COLUMN_FILL
 
 
 def _spanning_rows(binary, gutter):
