@@ -111,12 +111,20 @@ def _pdf_bytes(path):
         return f.read()
 
 
+def _font_package(path):
+    """True when the package that owns `path` installs font files: its PDFs are specimen sheets and
+    encoding charts (Latin Modern's, TeX Gyre's), not documents people read or OCR."""
+    owner = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True).stdout.split(":")[0]
+    files = subprocess.run(["dpkg", "-L", owner], capture_output=True, text=True).stdout if owner else ""
+    return re.search(r"/fonts/.*\.(otf|ttf|pfb|t1)$", files, re.M) is not None
+
+
 def _shipped_pdfs():
     """The PDFs documentation packages ship, each content once (lmodern and fonts-lmodern, groff and
-    groff-base ship the same files), in path order."""
+    groff-base ship the same files), in path order; none from a font package."""
     out, seen = [], set()
     for p in sorted(glob.glob("/usr/share/doc/**/*.pdf", recursive=True) + glob.glob("/usr/share/doc/**/*.pdf.gz", recursive=True)):
-        if os.path.getsize(p) > 20_000:
+        if os.path.getsize(p) > 20_000 and not _font_package(p):
             digest = hashlib.sha1(_pdf_bytes(p)).hexdigest()
             if digest not in seen:
                 seen.add(digest)
@@ -132,9 +140,10 @@ def _code_files():
     return [p for p in code_corpus._sources() if code_corpus.corpus_mod.is_held_out("code:" + p)]
 
 
-def _listing(rng, path, lo=5, hi=14):
-    """A run of 5-14 consecutive non-blank ASCII lines of one file, 64 columns at most (a listing
-    wider than the text block would run off the page and still be in the text layer)."""
+def _listing(rng, path, lo=5, hi=14, width=64):
+    """A run of 5-14 consecutive non-blank ASCII lines of one file, `width` columns at most (a
+    listing wider than the text block would run off the page or into the next column and still be
+    in the text layer)."""
     try:
         text = open(path, "rb").read(60_000).decode("ascii")
     except (OSError, UnicodeDecodeError):
@@ -142,7 +151,7 @@ def _listing(rng, path, lo=5, hi=14):
     rows = [r.replace("\t", "    ").rstrip() for r in text.splitlines()]
     runs, cur = [], []
     for r in rows:
-        if r.strip() and len(r) <= 64 and "```" not in r:
+        if r.strip() and len(r) <= width and "```" not in r:
             cur.append(r)
         else:
             if len(cur) >= lo:
@@ -183,7 +192,7 @@ def held_out_identifiers(code_files, rng, n_files=300):
     return sorted(found)
 
 
-def compose_code_doc(rng, man_sources, code_files, identifiers, target_chars=20_000):
+def compose_code_doc(rng, man_sources, code_files, identifiers, target_chars=20_000, width=64):
     """Markdown of a manual about code: held-out man pages' prose (pandoc's man reader, plain
     text), identifier-like words set as inline code, held-out identifiers in short clauses, and
     a listing from a held-out code file every two to four paragraphs."""
@@ -199,7 +208,7 @@ def compose_code_doc(rng, man_sources, code_files, identifiers, target_chars=20_
             chars += len(para)
             since += 1
             if since >= rng.randint(2, 4):
-                lines = _listing(rng, rng.choice(code_files))
+                lines = _listing(rng, rng.choice(code_files), width=width)
                 if lines:
                     md.append("```\n" + "\n".join(lines) + "\n```")
                     chars += sum(map(len, lines))
@@ -353,6 +362,8 @@ def make(a):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     man_path = os.path.join(out, "manifest.json")
     manifest = json.load(open(man_path)) if os.path.exists(man_path) else {"documents": []}
+    if a.redo:
+        manifest["documents"] = [d for d in manifest["documents"] if not re.search(a.redo, d["name"])]
     done = {d["name"] for d in manifest["documents"]}
     rng = random.Random(a.seed)
     man, md = _held_out_sources()
@@ -389,7 +400,7 @@ def make(a):
         joined = os.path.join(out, "src", name, "joined.md")
         os.makedirs(os.path.dirname(joined), exist_ok=True)
         with open(joined, "w") as g:
-            g.write(compose_code_doc(doc_rng, chosen, code_files, idents))
+            g.write(compose_code_doc(doc_rng, chosen, code_files, idents, width=34 if typeset.TOOLS[tool][3] else 64))
         typeset_document(manifest, name, tool, joined, "gfm", [n for n, _, _ in chosen], a, out)
     shipped = set(_shipped_pdfs())
     manifest["documents"] = [d for d in manifest["documents"] if d["tool"] != "shipped" or d["sources"][0] in shipped]
@@ -579,6 +590,7 @@ def main():
     m.add_argument("--docs-per-tool", type=int, default=2)
     m.add_argument("--pages-per-doc", type=int, default=5)
     m.add_argument("--min-source-chars", type=int, default=25_000)
+    m.add_argument("--redo", default="", help="a regular expression: documents to make again")
     e = sub.add_parser("eval")
     e.add_argument("--set", required=True)
     e.add_argument("--folio", default="build/folio")
