@@ -96,25 +96,50 @@ TEST(PageLayout, MatchesThePythonReferenceOnATwoColumnPage) {
 // A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)
 // between paragraphs that cross the strip: one column, read row by row, as the reference reads it
 // (tools/fixtures/make_layout_fixture.py asserts that only the table rule turns the strip down).
-TEST(PageLayout, ATableWithoutRulesIsOneColumnReadRowByRow) {
-  const RgbImage page = load_image(kDir + "table_page.png");
+// Lines of `page_png` as the reference found them (`golden`: lines [n, 10], segments [m, 6]).
+PageLayout expect_reference_lines(const std::string& page_png, const std::string& golden) {
+  const RgbImage page = load_image(kDir + page_png);
   const std::vector<uint8_t> gray = gray_bytes(page);
-  const auto expected = SafetensorsCheckpoint::open(kDir + "table_golden.safetensors");
-  const PageLayout layout = find_layout(gray.data(), page.width, page.height);
+  const auto expected = SafetensorsCheckpoint::open(kDir + golden);
+  PageLayout layout = find_layout(gray.data(), page.width, page.height);
   const std::vector<float> lines = to_f32_vector(expected->get("lines")), segs = to_f32_vector(expected->get("segments"));
-  ASSERT_EQ(layout.lines.size() * 10, lines.size());
-  for (size_t i = 0; i < layout.lines.size(); ++i) {
+  EXPECT_EQ(layout.lines.size() * 10, lines.size());
+  for (size_t i = 0; i < layout.lines.size() && 10 * i < lines.size(); ++i) {
     const LayoutLine& l = layout.lines[i];
     const float* e = lines.data() + 10 * i;
     const std::vector<int> got = {l.x0, l.y0, l.x1, l.y1, l.column, l.columns, l.region_x0, l.region_x1, l.x_height, l.gap_before};
-    for (int k = 0; k < 10; ++k) EXPECT_EQ(got[k], e[k]) << "line " << i << " field " << k;
-    EXPECT_EQ(l.columns, 1) << "line " << i;
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(got[k], e[k]) << page_png << " line " << i << " field " << k;
   }
-  const std::vector<const LineSegment*> got = all_segments(layout);
-  ASSERT_EQ(got.size() * 6, segs.size());
+  EXPECT_EQ(all_segments(layout).size() * 6, segs.size());
+  return layout;
+}
+
+// A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)
+// between paragraphs that cross the strip: one column, read row by row, as the reference reads it
+// (tools/fixtures/make_layout_fixture.py asserts that only the table rule turns the strip down).
+TEST(PageLayout, ATableWithoutRulesIsOneColumnReadRowByRow) {
+  const PageLayout layout = expect_reference_lines("table_page.png", "table_golden.safetensors");
   int rows_with_cells = 0;  // table rows: name, type and description segments on one line
-  for (const LayoutLine& l : layout.lines) rows_with_cells += l.segments.size() >= 3;
+  for (const LayoutLine& l : layout.lines) {
+    EXPECT_EQ(l.columns, 1);
+    rows_with_cells += l.segments.size() >= 3;
+  }
   EXPECT_GE(rows_with_cells, 18);
+}
+
+// A reference card in three ragged columns under a title: the page's gutter, then the right side's
+// own, read left to right (the fixture script asserts three columns).
+TEST(PageLayout, AReferenceCardReadsInThreeColumns) {
+  const PageLayout layout = expect_reference_lines("card_page.png", "card_golden.safetensors");
+  ASSERT_GT(layout.lines.size(), 10u);
+  EXPECT_EQ(layout.lines.front().columns, 1);  // the title
+  int last_column = 0;
+  for (size_t i = 1; i < layout.lines.size(); ++i) {
+    EXPECT_EQ(layout.lines[i].columns, 3) << i;
+    EXPECT_GE(layout.lines[i].column, last_column) << "columns are read left to right";
+    last_column = layout.lines[i].column;
+  }
+  EXPECT_EQ(last_column, 2);
 }
 
 TEST(PageLayout, TheCropToleranceDiscriminates) {

@@ -150,6 +150,10 @@ int otsu_threshold(const std::array<uint64_t, 256>& counts, size_t count) {
   return best;
 }
 
+size_t count_bands_in(const InkPage& page, int x0, int y0, int x1, int y1) {
+  return merge_thin(ink_bands(Region{page, x0, y0, x1, y1})).size();
+}
+
 std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1, int y1) {
   const Region r{page, x0, y0, x1, y1};
   std::vector<FoundLine> out;

@@ -48,6 +48,10 @@ struct FoundLine {
 // The lines of the region rows [y0, y1) x columns [x0, x1) of `page`.
 std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1, int y1);
 
+// How many bands of rows with ink the region has once thin ones are merged (before bands under 3
+// rows are dropped): layout.py's len(merge_thin(bands(...))).
+size_t count_bands_in(const InkPage& page, int x0, int y0, int x1, int y1);
+
 // Otsu's threshold of a gray image: the level maximising between-class variance, the last level of
 // the dark class (ink is <= level; a two-level image splits between its levels).
 int otsu_threshold(const uint8_t* gray, size_t count);

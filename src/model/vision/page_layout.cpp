@@ -88,16 +88,24 @@ bool row_has_ink(const InkPage& p, int y, int x0, int x1) {
   return std::find(row + x0, row + x1, uint8_t(1)) != row + x1;
 }
 
-// Bands of the whole page's rows that are spanning for this gutter: ink in its middle third, which
-// a spanning line crosses and a line overflowing its column (a long URL) does not reach.
-std::vector<uint8_t> spanning_rows(const InkPage& p, std::pair<int, int> gutter) {
+// The part of the page a gutter is looked for in: the whole page, or one side of its gutter over
+// one zone's rows (layout.py passes such a part as a sub-array).
+struct Window {
+  int x0, x1, y0, y1;
+  int width() const { return x1 - x0; }
+};
+
+// Rows of the window's bands (rows with ink in its columns) that are spanning for this gutter: ink
+// in its middle third, which a spanning line crosses and a line overflowing its column (a long URL)
+// does not reach. Indexed by page row; rows outside the window are 0.
+std::vector<uint8_t> spanning_rows(const InkPage& p, const Window& w, std::pair<int, int> gutter) {
   const int third = (gutter.second - gutter.first) / 3;
   gutter = {gutter.first + third, gutter.second - third};
   std::vector<uint8_t> out(p.height, 0);
-  for (int y = 0; y < p.height;) {
-    if (!row_has_ink(p, y, 0, p.width)) { ++y; continue; }
+  for (int y = w.y0; y < w.y1;) {
+    if (!row_has_ink(p, y, w.x0, w.x1)) { ++y; continue; }
     int e = y, in_gutter = 0;
-    while (e < p.height && row_has_ink(p, e, 0, p.width)) in_gutter += row_has_ink(p, e, gutter.first, gutter.second), ++e;
+    while (e < w.y1 && row_has_ink(p, e, w.x0, w.x1)) in_gutter += row_has_ink(p, e, gutter.first, gutter.second), ++e;
     if (in_gutter >= PageLayoutRule::kSpanRows * (e - y)) std::fill(out.begin() + y, out.begin() + e, 1);
     y = e;
   }
@@ -108,13 +116,13 @@ struct SideBand {
   int y0, y1, last_x;  // rows [y0, y1) and the last column with ink
 };
 
-// Bands of the rows not in `skip` with ink in columns [x0, x1).
-std::vector<SideBand> side_bands(const InkPage& p, const std::vector<uint8_t>& skip, int x0, int x1) {
+// Bands of the window's rows not in `skip` with ink in columns [x0, x1).
+std::vector<SideBand> side_bands(const InkPage& p, const Window& w, const std::vector<uint8_t>& skip, int x0, int x1) {
   std::vector<SideBand> out;
-  for (int y = 0; y < p.height;) {
+  for (int y = w.y0; y < w.y1;) {
     if (skip[y] || !row_has_ink(p, y, x0, x1)) { ++y; continue; }
     SideBand b{y, y, x0};
-    for (; b.y1 < p.height && !skip[b.y1] && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
+    for (; b.y1 < w.y1 && !skip[b.y1] && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
       const uint8_t* row = p.binary.data() + size_t(b.y1) * p.width;
       for (int x = x1 - 1; x > b.last_x; --x)
         if (row[x]) { b.last_x = x; break; }
@@ -135,9 +143,10 @@ double median(std::vector<double> v) {
 // layout.py's _table_like: at least kTableAligned of the left side's bands have a right-side band
 // centred within a quarter of the median band height of theirs, and one side's bands reach, at the
 // median, less than kColumnFill of its width.
-bool table_like(const InkPage& p, const std::vector<uint8_t>& spanning, int left, std::pair<int, int> gutter, int right) {
-  const std::vector<SideBand> lb = side_bands(p, spanning, left, gutter.first);
-  const std::vector<SideBand> rb = side_bands(p, spanning, gutter.second, right);
+bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& spanning, int left,
+                std::pair<int, int> gutter, int right) {
+  const std::vector<SideBand> lb = side_bands(p, w, spanning, left, gutter.first);
+  const std::vector<SideBand> rb = side_bands(p, w, spanning, gutter.second, right);
   if (lb.empty() || rb.empty()) return false;
   std::vector<double> heights, fill_l, fill_r;
   for (const SideBand& b : lb) heights.push_back(b.y1 - b.y0), fill_l.push_back(double(b.last_x + 1 - left) / (gutter.first - left));
@@ -153,12 +162,18 @@ bool table_like(const InkPage& p, const std::vector<uint8_t>& spanning, int left
          std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill;
 }
 
-std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int right) {
-  int ink_rows = 0;
-  for (int y = 0; y < p.height; ++y) ink_rows += row_has_ink(p, y, 0, p.width);
+// The window's gutter in page columns, or nullopt (layout.py's find_gutter on the window's pixels).
+std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w) {
+  int ink_rows = 0, left = w.x1, right = -1;
   std::vector<int> proj(p.width, 0);
-  for (int y = 0; y < p.height; ++y)
-    for (int x = 0; x < p.width; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  for (int y = w.y0; y < w.y1; ++y) {
+    ink_rows += row_has_ink(p, y, w.x0, w.x1);
+    for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  }
+  for (int x = w.x0; x < w.x1; ++x)
+    if (proj[x]) left = std::min(left, x), right = std::max(right, x);
+  if (ink_rows == 0) return std::nullopt;
+  ++right;
   const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
   int best0 = -1, best1 = -1, start = -1;
   for (int x = lo; x <= hi; ++x) {
@@ -169,26 +184,26 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int r
       start = -1;
     }
   }
-  if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * p.width) return std::nullopt;
+  if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * w.width()) return std::nullopt;
   // Then the run of columns with no ink outside spanning rows around its middle, within [lo, hi).
   const std::pair<int, int> rough{best0, best1};
-  const std::vector<uint8_t> spanning = spanning_rows(p, rough);
+  const std::vector<uint8_t> spanning = spanning_rows(p, w, rough);
   std::fill(proj.begin(), proj.end(), 0);
-  for (int y = 0; y < p.height; ++y)
+  for (int y = w.y0; y < w.y1; ++y)
     if (!spanning[y])
-      for (int x = 0; x < p.width; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+      for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
   int g0 = (best0 + best1) / 2, g1 = g0;
   std::pair<int, int> gutter = rough;
   if (proj[g0] == 0) {
     while (g0 > lo && proj[g0 - 1] == 0) --g0;
     while (g1 < hi && proj[g1] == 0) ++g1;
-    if (g1 - g0 >= PageLayoutRule::kGutterMin * p.width) gutter = {g0, g1};
+    if (g1 - g0 >= PageLayoutRule::kGutterMin * w.width()) gutter = {g0, g1};
   }
   // Two columns fill rows on both sides of the gutter and are crossed by few lines; a one-column
   // page of short lines, or whose table leaves a quiet strip, is not two columns.
-  const std::vector<uint8_t> crossing = spanning_rows(p, gutter);
+  const std::vector<uint8_t> crossing = spanning_rows(p, w, gutter);
   int both = 0, crossed = 0;
-  for (int y = 0; y < p.height; ++y) {
+  for (int y = w.y0; y < w.y1; ++y) {
     if (crossing[y]) {
       ++crossed;
       continue;
@@ -199,8 +214,49 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, int left, int r
   // ... and set their lines each on its own: rows that pair up across the gutter, with a short
   // side, are a table without rules (a name and its description, a contents page's titles and page
   // numbers), read row by row.
-  if (table_like(p, crossing, left, gutter, right)) return std::nullopt;
+  if (table_like(p, w, crossing, left, gutter, right)) return std::nullopt;
   return gutter;
+}
+
+// A run of rows [y0, y1) read as `columns` blocks side by side, this one at `column`, over page
+// columns [x0, x1).
+struct Block {
+  int y0, y1, x0, x1, column, columns;
+};
+
+// layout.py's _blocks: the window (the page at depth 0, whose blocks span `extent`; else one side
+// of a gutter, extent its columns) cut into blocks in reading order.
+std::vector<Block> blocks(const InkPage& p, const Window& w, std::pair<int, int> extent, int depth) {
+  std::optional<std::pair<int, int>> g;
+  if (depth == 0) {
+    g = find_gutter(p, w);
+  } else if (depth < PageLayoutRule::kMaxSplitDepth &&
+             count_bands_in(p, w.x0, w.y0, w.x1, w.y1) >= size_t(PageLayoutRule::kSplitMinBands)) {
+    g = find_gutter(p, w);
+    if (g && (std::min(g->first - w.x0, w.x1 - g->second) < PageLayoutRule::kSplitMinShare * w.width() ||
+              g->second - g->first < PageLayoutRule::kGutterMin * p.width))
+      g.reset();
+  }
+  if (!g) return {Block{w.y0, w.y1, extent.first, extent.second, 0, 1}};
+  const std::vector<uint8_t> spanning = spanning_rows(p, w, *g);
+  std::vector<Block> out;
+  for (int y = w.y0; y < w.y1;) {
+    int e = y;
+    while (e < w.y1 && spanning[e] == spanning[y]) ++e;
+    if (spanning[y]) {
+      out.push_back({y, e, extent.first, extent.second, 0, 1});
+    } else {
+      const std::vector<Block> left = blocks(p, {extent.first, g->first, y, e}, {extent.first, g->first}, depth + 1);
+      const std::vector<Block> right = blocks(p, {g->second, extent.second, y, e}, {g->second, extent.second}, depth + 1);
+      int n_left = 0, n_right = 0;
+      for (const Block& b : left) n_left = std::max(n_left, b.columns);
+      for (const Block& b : right) n_right = std::max(n_right, b.columns);
+      for (Block b : left) b.columns = n_left + n_right, out.push_back(b);
+      for (Block b : right) b.column += n_left, b.columns = n_left + n_right, out.push_back(b);
+    }
+    y = e;
+  }
+  return out;
 }
 
 }  // namespace
@@ -215,24 +271,14 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
       if (p.binary[size_t(y) * width + x]) left = std::min(left, x), right = std::max(right, x);
   if (right < 0) return out;
   ++right;
-  const auto gutter = find_gutter(p, left, right);
-  std::vector<uint8_t> spanning(height, 0);
-  if (gutter) spanning = spanning_rows(p, *gutter);
-  for (int y = 0; y < height;) {
-    int e = y;
-    while (e < height && spanning[e] == spanning[y]) ++e;
-    std::vector<std::pair<int, int>> regions = {{left, right}};
-    if (gutter && !spanning[y]) regions = {{left, gutter->first}, {gutter->second, right}};
-    for (size_t c = 0; c < regions.size(); ++c)
-      for (FoundLine& f : find_lines_in(p, regions[c].first, y, regions[c].second, e)) {
-        LayoutLine l;
-        static_cast<FoundLine&>(l) = std::move(f);
-        l.column = int(c), l.columns = int(regions.size());
-        l.region_x0 = regions[c].first, l.region_x1 = regions[c].second;
-        out.lines.push_back(std::move(l));
-      }
-    y = e;
-  }
+  for (const Block& b : blocks(p, Window{0, width, 0, height}, {left, right}, 0))
+    for (FoundLine& f : find_lines_in(p, b.x0, b.y0, b.x1, b.y1)) {
+      LayoutLine l;
+      static_cast<FoundLine&>(l) = std::move(f);
+      l.column = b.column, l.columns = b.columns;
+      l.region_x0 = b.x0, l.region_x1 = b.x1;
+      out.lines.push_back(std::move(l));
+    }
   return out;
 }
 

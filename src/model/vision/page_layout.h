@@ -19,6 +19,10 @@
 //      row by row like a table without rules: kTableAligned of the left side's bands have a band
 //      on the right centred within a quarter of the median band height, and one side's bands reach
 //      less than kColumnFill of its width at the median (columns of text fill theirs).
+//      Each side of a two-column zone is read the same way once more (kMaxSplitDepth) when it holds
+//      a gutter of its own over at least kSplitMinBands lines, as wide as a page's gutter, each part
+//      at least kSplitMinShare of the side: a reference card's three or four columns read left to
+//      right. `columns` counts the blocks side by side, `column` is the place.
 //   3. Lines of each zone and column by line_finder.h.
 //
 // Promises: the same lines, boxes and crops as the Python reference up to float rounding in the
@@ -39,8 +43,11 @@ struct PageLayoutRule {
   static constexpr double kGutterMin = 0.012;
   static constexpr double kSpanRows = 0.3;
   static constexpr double kBothSides = 0.2;
-  static constexpr double kTableAligned = 0.6;
+  static constexpr double kTableAligned = 0.8;
   static constexpr double kColumnFill = 0.9;
+  static constexpr int kMaxSplitDepth = 2;
+  static constexpr int kSplitMinBands = 6;
+  static constexpr double kSplitMinShare = 0.3;
 };
 
 struct LayoutLine : FoundLine {

@@ -59,8 +59,10 @@ def page_features(lines, page_h):
             clip(gap_after / xh / 4, 0, 2),
             0.0 if same_next else 1.0,
             min(len(ln["segments"]) - 1, 3) / 3,
-            float(ln["column"]),
-            1.0 if ln["columns"] == 2 else 0.0,
+            # Pages of three or four columns read like two-column ones: the second and later
+            # columns as the right one (the decoder was trained on one and two).
+            float(min(ln["column"], 1)),
+            1.0 if ln["columns"] >= 2 else 0.0,
             y0 / max(1, page_h),
             clip(ink[i] / med_ink - 1, -1, 2),
             clip(len(text) / (rw / xh), 0, 2),

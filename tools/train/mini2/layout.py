@@ -20,6 +20,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      when the two sides pair up row by row like a table without rules (_table_like: TABLE_ALIGNED
      of the left side's bands have a right-side band at the same height, and one side's bands fill
      less than COLUMN_FILL of its width at the median).
+  Each side of a two-column zone is read the same way once more when it holds a gutter of its
+     own (find_gutter on that side's rows and columns alone), so a reference card's three or four
+     columns read left to right (_blocks).
   3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
      merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
      than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
@@ -40,7 +43,10 @@ GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
 SPAN_ROWS = 0.3
 BOTH_SIDES = 0.2
-TABLE_ALIGNED = 0.6
+TABLE_ALIGNED = 0.8
+MAX_SPLIT_DEPTH = 2   # a side of the page's gutter may split once more: up to four columns
+SPLIT_MIN_BANDS = 6
+SPLIT_MIN_SHARE = 0.3  # each part of a split column at least this share of it (not a bullet's gap)
 COLUMN_FILL = 0.9
 
 
@@ -199,15 +205,43 @@ def find_layout(gray):
         return []
     cols = np.nonzero(binary.any(axis=0))[0]
     extent = (int(cols[0]), int(cols[-1]) + 1)
-    gutter = find_gutter(binary)
     out = []
-    for y0, y1, spanning in zones(binary, gutter):
-        if spanning or gutter is None:
-            regions = [extent]
-        else:
-            regions = [(extent[0], gutter[0]), (gutter[1], extent[1])]
-        for c, (x0, x1) in enumerate(regions):
-            out.extend(_lines_in(binary, ink, y0, y1, x0, x1, c, len(regions)))
+    for y0, y1, x0, x1, column, columns in _blocks(binary, 0, binary.shape[0], 0, binary.shape[1], extent):
+        out.extend(_lines_in(binary, ink, y0, y1, x0, x1, column, columns))
+    return out
+
+
+def _blocks(binary, y0, y1, x0, x1, extent, depth=0):
+    """The page (depth 0: all of it, extent its ink's columns) or one side of a gutter (extent its
+    columns) cut into blocks read in order: [(y0, y1, x0, x1, column, columns)]. The gutter
+    (find_gutter) makes zones; a spanning zone is one block over the extent, a two-column zone its
+    left side, then its right side. A side is read the same way once more (MAX_SPLIT_DEPTH) when it
+    holds a gutter of its own over at least SPLIT_MIN_BANDS lines, as wide as a page's gutter
+    (GUTTER_MIN of the page width), each part at least SPLIT_MIN_SHARE of the side (a reference
+    card's three or four columns; not a wide word gap in a zone of a line or two, nor the gap after
+    a list's bullets). `columns` counts the blocks side by side there, `column` is the place."""
+    sub = binary[y0:y1, x0:x1]
+    g = None
+    if depth == 0:
+        g = find_gutter(sub)
+    elif depth < MAX_SPLIT_DEPTH and len(merge_thin(bands(sub.any(axis=1)))) >= SPLIT_MIN_BANDS:
+        g = find_gutter(sub)
+        w = x1 - x0
+        if g is not None and (min(g[0], w - g[1]) < SPLIT_MIN_SHARE * w or g[1] - g[0] < GUTTER_MIN * binary.shape[1]):
+            g = None
+    if g is None:
+        return [(y0, y1, extent[0], extent[1], 0, 1)]
+    out = []
+    for zy0, zy1, spanning in zones(sub, g):
+        a, b = y0 + zy0, y0 + zy1
+        if spanning:
+            out.append((a, b, extent[0], extent[1], 0, 1))
+            continue
+        left = _blocks(binary, a, b, extent[0], x0 + g[0], (extent[0], x0 + g[0]), depth + 1)
+        right = _blocks(binary, a, b, x0 + g[1], extent[1], (x0 + g[1], extent[1]), depth + 1)
+        n_left = max(blk[5] for blk in left)
+        n = n_left + max(blk[5] for blk in right)
+        out += [blk[:4] + (blk[4], n) for blk in left] + [blk[:4] + (n_left + blk[4], n) for blk in right]
     return out
 
 
