@@ -487,7 +487,8 @@ def run_folio(a, inputs, n):
 
 def run_tesseract(a, images, keys):
     """tesseract's text of each image and the seconds it took; with --tesseract-cache each page's
-    text and time are kept under the page's key (its document, page and scan/born) and reused."""
+    text and time are kept under the page's key (its document and the hash of its PDF, page, scan or
+    born) and reused."""
     texts, secs = [], 0.0
     for img, key in zip(images, keys):
         cached = os.path.join(a.tesseract_cache, f"{key}.psm{a.psm}.json") if a.tesseract_cache else ""
@@ -546,7 +547,8 @@ def evaluate(a):
         outputs = {}
         outputs["folio"] = run_folio(a, scans if a.scan else [pdf], n)
         if a.tesseract:
-            keys = [f"{doc['name']}.{i + 1:03d}.{'scan' if a.scan else 'born'}" for i in range(n)]
+            digest = hashlib.sha1(open(pdf, "rb").read()).hexdigest()[:12]  # a remade document is new
+            keys = [f"{doc['name']}.{digest}.{i + 1:03d}.{'scan' if a.scan else 'born'}" for i in range(n)]
             images = scans if a.scan else [render(pdf, i + 1, 300, os.path.join(tmp, f"p{i}")) for i in range(n)]
             outputs["tesseract"] = run_tesseract(a, images, keys)
         line = doc["name"]
