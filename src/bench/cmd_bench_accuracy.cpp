@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/json_output.h"
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/error.h"
 #include "core/memory_stats.h"
 #include "core/thread_pool.h"
-#include "cli/kv_options.h"
+#include "cmdline/kv_options.h"
 #include "kv/kv_dtype.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_accuracy.h"

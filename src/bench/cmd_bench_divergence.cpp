@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench/json_output.h"
-#include "cli/commands.h"
-#include "cli/kv_options.h"
+#include "cmdline/commands.h"
+#include "cmdline/kv_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/quantized_weights.h"

@@ -19,7 +19,7 @@
 
 #include "bench/bench_report_plan.h"
 #include "bench/bench_report_render.h"
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "bench/machine_info.h"
 #include "bench/subprocess.h"
 #include "core/error.h"

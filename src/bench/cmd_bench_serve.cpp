@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "bench/json_output.h"
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/content_hash.h"
 #include "core/error.h"
 #include "runtime/default_model.h"

@@ -4,11 +4,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/error.h"
-#include "model/io/json_file.h"
+#include "io/json_file.h"
 #include "runtime/decoder_gguf_export.h"
-#include "model/vision/mmproj.h"
+#include "vision/mmproj.h"
 #include "runtime/loaded_model.h"
 
 namespace folio::cli {

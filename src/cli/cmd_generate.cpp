@@ -3,10 +3,10 @@
 #include <memory>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
-#include "cli/kv_options.h"
+#include "cmdline/kv_options.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "runtime/generator.h"

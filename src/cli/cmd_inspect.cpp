@@ -3,7 +3,7 @@
 #include <map>
 #include <memory>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "kv/kv_layout.h"
 #include "runtime/loaded_model.h"
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/error.h"
 #include "runtime/model_factory.h"
 

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <memory>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
 #include "core/thread_pool.h"
-#include "cli/kv_options.h"
+#include "cmdline/kv_options.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <pthread.h>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/error.h"
 #include "runtime/loaded_model.h"
 #include "server/server_config.h"

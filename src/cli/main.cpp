@@ -5,7 +5,7 @@
 #include <string>
 #include <exception>
 
-#include "cli/commands.h"
+#include "cmdline/commands.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "runtime/loaded_model.h"

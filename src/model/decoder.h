@@ -18,7 +18,7 @@
 #include "core/thread_pool.h"
 #include "kv/kv_layout.h"
 #include "kv/sequence_kv.h"
-#include "model/io/tensor_source.h"
+#include "io/tensor_source.h"
 #include "model/model_config.h"
 #include "model/weight_names.h"
 

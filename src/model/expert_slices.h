@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "model/io/tensor_source.h"
+#include "io/tensor_source.h"
 
 namespace folio {
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/io/json_file.h"
-#include "model/io/gguf.h"
+#include "io/json_file.h"
+#include "io/gguf.h"
 
 namespace folio {
 

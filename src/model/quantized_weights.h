@@ -21,7 +21,7 @@
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
-#include "model/io/tensor_source.h"
+#include "io/tensor_source.h"
 #include "model/model_config.h"
 #include "model/weight_names.h"
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/io/gguf.h"
+#include "io/gguf.h"
 #include "model/quantized_weights.h"
 #include "model/weight_names.h"
 #include "text/gguf_vocab.h"

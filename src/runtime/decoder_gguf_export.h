@@ -26,7 +26,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
-#include "model/io/tensor_source.h"
+#include "io/tensor_source.h"
 #include "model/model_config.h"
 
 namespace folio {

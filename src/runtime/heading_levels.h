@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/vision/line_features.h"
+#include "vision/line_features.h"
 
 namespace folio {
 

@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "model/expert_slices.h"
-#include "model/io/gguf.h"
-#include "model/io/safetensors.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
 #include "model/quantized_weights.h"
 #include "text/bpe_tokenizer.h"
 #include "text/gguf_vocab.h"

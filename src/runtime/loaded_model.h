@@ -9,8 +9,8 @@
 #include <string>
 
 #include "model/decoder.h"
-#include "model/io/mapped_file.h"
-#include "model/io/tensor_source.h"
+#include "io/mapped_file.h"
+#include "io/tensor_source.h"
 #include "model/model_config.h"
 #include "text/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 #include "model/weight_names.h"
 #include "text/bpe_tokenizer.h"
 

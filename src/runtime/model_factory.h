@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "model/model_config.h"
-#include "model/vision/vision_config.h"
+#include "vision/vision_config.h"
 
 namespace folio {
 

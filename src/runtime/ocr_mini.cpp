@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "doc/gray_page.h"
-#include "model/io/json_file.h"
+#include "io/json_file.h"
 #include "runtime/ocr_accuracy.h"
 
 namespace folio {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "model/vision/mini_ocr_codes.h"
-#include "model/vision/mini_ocr_frontend.h"
+#include "vision/mini_ocr_codes.h"
+#include "vision/mini_ocr_frontend.h"
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 

@@ -8,9 +8,9 @@
 
 #include "core/error.h"
 #include "doc/gray_page.h"
-#include "model/io/json_file.h"
-#include "model/vision/deskew.h"
-#include "model/vision/page_layout.h"
+#include "io/json_file.h"
+#include "vision/deskew.h"
+#include "vision/page_layout.h"
 #include "runtime/heading_levels.h"
 #include "runtime/ocr_accuracy.h"
 #include "runtime/structure_writer.h"

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "model/vision/line_features.h"
-#include "model/vision/line_recognizer.h"
-#include "model/vision/page_layout.h"
-#include "model/vision/structure_tokens.h"
+#include "vision/line_features.h"
+#include "vision/line_recognizer.h"
+#include "vision/page_layout.h"
+#include "vision/structure_tokens.h"
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/structure_writer.h"

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/io/json_file.h"
+#include "io/json_file.h"
 #include "runtime/ocr_mini.h"
 #include "runtime/ocr_mini2.h"
 #include "runtime/ocr_unlimited.h"

@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "doc/ocr_prompt.h"
-#include "model/vision/image_assembly.h"
-#include "model/vision/mmproj.h"
+#include "vision/image_assembly.h"
+#include "vision/mmproj.h"
 
 namespace folio {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "model/vision/deep_encoder.h"
+#include "vision/deep_encoder.h"
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 
@@ -34,7 +34,7 @@ class UnlimitedOcrModel : public OcrModel {
   // tensors) + tokenizer.json. InvalidInput naming the missing or broken file or tensor.
   static std::unique_ptr<UnlimitedOcrModel> load(const std::string& dir, const std::string& weights = "");
   // The GGUF files llama.cpp users hold: the text model (deepseek2-ocr) and its mmproj (the vision
-  // tower, model/vision/mmproj.h). InvalidInput when the projector's width differs from the text
+  // tower, vision/mmproj.h). InvalidInput when the projector's width differs from the text
   // model's hidden size, naming both files.
   static std::unique_ptr<UnlimitedOcrModel> load_gguf(const std::string& text_gguf, const std::string& mmproj,
                                                       const std::string& weights = "");

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "model/io/gguf.h"
+#include "io/gguf.h"
 #include "text/tokenizer.h"
 
 namespace folio {

@@ -1,4 +1,4 @@
-#include "model/io/gguf.h"
+#include "io/gguf.h"
 
 #include <gtest/gtest.h>
 

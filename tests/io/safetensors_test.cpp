@@ -1,4 +1,4 @@
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io_test_util.h"
-#include "model/io/mapped_file.h"
+#include "io/mapped_file.h"
 
 namespace folio {
 namespace {

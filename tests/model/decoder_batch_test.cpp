@@ -11,7 +11,7 @@
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

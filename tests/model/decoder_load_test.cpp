@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "model/decoder.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

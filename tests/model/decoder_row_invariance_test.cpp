@@ -16,7 +16,7 @@
 #include "kv/kv_dtype.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

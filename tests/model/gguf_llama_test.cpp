@@ -11,8 +11,8 @@
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
-#include "model/io/gguf.h"
-#include "model/io/safetensors.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
 #include "model/weight_names.h"
 #include "runtime/loaded_model.h"
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/io/safetensors.h"
-#include "model/vision/deep_encoder.h"
+#include "io/safetensors.h"
+#include "vision/deep_encoder.h"
 #include "runtime/model_factory.h"
 #include "runtime/ocr_model.h"
 

@@ -15,7 +15,7 @@
 #include "doc/preprocess.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
-#include "model/vision/image_assembly.h"
+#include "vision/image_assembly.h"
 #include "runtime/model_factory.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pipeline.h"

@@ -19,9 +19,9 @@
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 #include "model/model_config.h"
-#include "model/vision/deep_encoder.h"
+#include "vision/deep_encoder.h"
 
 namespace folio {
 namespace {

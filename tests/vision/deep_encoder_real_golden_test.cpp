@@ -16,9 +16,9 @@
 #include "kernels/cpu/bf16_gemm.h"
 #include "generated_weights.h"
 #include "golden_compare.h"
-#include "model/io/safetensors.h"
-#include "model/vision/deep_encoder.h"
-#include "model/vision/vision_config.h"
+#include "io/safetensors.h"
+#include "vision/deep_encoder.h"
+#include "vision/vision_config.h"
 
 namespace folio {
 namespace {

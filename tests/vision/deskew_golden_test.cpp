@@ -1,7 +1,7 @@
 // Deskewing against its Python reference (tools/train/mini2/deskew.py): the layout fixture page
 // turned by 1.5 degrees, the angle the reference finds and the page it turns back
 // (tools/fixtures/make_deskew_fixture.py).
-#include "model/vision/deskew.h"
+#include "vision/deskew.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "doc/gray_page.h"
 #include "doc/image.h"
-#include "model/vision/page_layout.h"
+#include "vision/page_layout.h"
 
 namespace folio {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "model/vision/encoder_flops.h"
+#include "vision/encoder_flops.h"
 
 namespace folio {
 namespace {

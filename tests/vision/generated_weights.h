@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/io/tensor_source.h"
+#include "io/tensor_source.h"
 
 namespace folio::testing {
 

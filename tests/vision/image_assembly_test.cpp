@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "model/vision/image_assembly.h"
+#include "vision/image_assembly.h"
 
 namespace folio {
 namespace {

@@ -2,7 +2,7 @@
 // recognizer exported as tools/train/mini2/export_recognizer.py exports (bf16, batch norm folded,
 // statistics drawn at random so the folding matters), a rendered line crop and the logits torch
 // computed for it (tools/fixtures/make_recognizer_fixture.py).
-#include "model/vision/line_recognizer.h"
+#include "vision/line_recognizer.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
-#include "model/io/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

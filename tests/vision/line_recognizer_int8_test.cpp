@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
-#include "model/io/json_file.h"
-#include "model/io/safetensors.h"
-#include "model/vision/line_recognizer.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "vision/line_recognizer.h"
 
 namespace folio {
 namespace {

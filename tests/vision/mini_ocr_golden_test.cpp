@@ -13,10 +13,10 @@
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
-#include "model/io/json_file.h"
-#include "model/io/safetensors.h"
-#include "model/vision/mini_ocr_codes.h"
-#include "model/vision/mini_ocr_frontend.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "vision/mini_ocr_codes.h"
+#include "vision/mini_ocr_frontend.h"
 
 namespace folio {
 namespace {

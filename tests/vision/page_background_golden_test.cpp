@@ -1,9 +1,9 @@
-// The page background removed (model/vision/page_background.h) against its Python reference
+// The page background removed (vision/page_background.h) against its Python reference
 // (tools/train/mini2/line_finder.py remove_background): tests/fixtures/mini2/shaded_page.png is a
 // manual's page with listings on a grey and on a tinted box and a shaded table header
 // (tools/fixtures/make_background_fixture.py); shaded_page_clean.png is what the reference made of
 // it. Also against a plain closing computed here pixel by pixel, on random pages of many sizes.
-#include "model/vision/page_background.h"
+#include "vision/page_background.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 
 #include "doc/gray_page.h"
 #include "doc/image.h"
-#include "model/vision/page_layout.h"
+#include "vision/page_layout.h"
 
 namespace folio {
 namespace {

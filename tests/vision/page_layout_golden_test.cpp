@@ -4,7 +4,7 @@
 // core), a code block, a centred page number) rendered at 150 DPI, and what the
 // reference found on it (tools/fixtures/make_layout_fixture.py): every line's box, column, region,
 // x-height and gap, every segment's box, crop width and ink sums, and a few crops value by value.
-#include "model/vision/page_layout.h"
+#include "vision/page_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,8 @@
 #include "core/tensor.h"
 #include "doc/gray_page.h"
 #include "doc/image.h"
-#include "doc/resize_float.h"
-#include "model/io/safetensors.h"
+#include "kernels/cpu/resize_float.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

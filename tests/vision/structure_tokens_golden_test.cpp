@@ -2,7 +2,7 @@
 // (tools/fixtures/make_structure_fixture.py): tests/fixtures/mini2/structure holds a tiny random
 // model in export_model.py's layout, line records of two pages, and torch's features, reference rows
 // and teacher-forced logits under R-SWA (window 4).
-#include "model/vision/structure_tokens.h"
+#include "vision/structure_tokens.h"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
-#include "model/io/json_file.h"
-#include "model/io/safetensors.h"
-#include "model/vision/line_features.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "vision/line_features.h"
 
 namespace folio {
 namespace {

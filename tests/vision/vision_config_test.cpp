@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/vision/vision_config.h"
+#include "vision/vision_config.h"
 
 namespace folio {
 namespace {

@@ -9,7 +9,7 @@
 
 Each generated token's input carries the codes of the NEXT character to write (derived from the text
 so far: a newline moves to the next row, <page> to the next page), so finding the glyph to read is a
-match of codes in attention. Every formula here is mirrored in src/model/vision/mini_ocr_frontend.cpp
+match of codes in attention. Every formula here is mirrored in src/vision/mini_ocr_frontend.cpp
 and src/runtime/mini_ocr_model.cpp; tensor names are the checkpoint's.
 """
 import math

@@ -1,4 +1,4 @@
-"""Deskewing a page for folio-mini-ocr 2 (the C++ engine mirrors it: src/model/vision/deskew.h).
+"""Deskewing a page for folio-mini-ocr 2 (the C++ engine mirrors it: src/vision/deskew.h).
 
 The skew is the angle in [-MAX_ANGLE, MAX_ANGLE] degrees, in steps of STEP, at which the page's ink
 projects most sharply onto the vertical: text lines y = c + x tan(a) project onto y cos(a) - x sin(a)

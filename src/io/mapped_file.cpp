@@ -1,0 +1,127 @@
+#include "io/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+
+namespace folio {
+
+namespace {
+
+// Closes the descriptor on every path out of open(); the mapping survives the close.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Anonymous memory of `size` bytes whose start is 2 MiB-aligned (so the kernel can back it with
+// huge pages from its first byte), advised for them. Returns its start and its length (whole huge
+// pages), the region to unmap.
+std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t size) {
+  const size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw_invalid("cannot allocate " + std::to_string(size) + " bytes to read '" + path + "' into: " + std::strerror(errno));
+  auto* raw = static_cast<uint8_t*>(p);
+  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
+  // Give back the unaligned head and the tail past the aligned region.
+  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
+  const size_t tail = static_cast<size_t>(raw + length + kHugePage - (start + length));
+  if (tail > 0) ::munmap(start + length, tail);
+#ifdef MADV_HUGEPAGE
+  ::madvise(start, length, MADV_HUGEPAGE);  // advisory: without THP the copy still works
+#endif
+  return {start, length};
+}
+
+// MemAvailable of /proc/meminfo in bytes (what the kernel can hand out without swapping, page cache
+// included), or SIZE_MAX when it cannot be read.
+size_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return SIZE_MAX;
+  char line[256];
+  size_t kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : SIZE_MAX;
+}
+
+// Reads all `size` bytes of fd into dst; throws naming the path on an error or a short file.
+void read_whole(int fd, const std::string& path, uint8_t* dst, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const size_t want = std::min<size_t>(size - done, size_t{1} << 30);
+    const ssize_t got = ::pread(fd, dst + done, want, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_invalid("cannot read '" + path + "': " + std::strerror(errno));
+    if (got == 0) throw_invalid("'" + path + "' ended at byte " + std::to_string(done) + " while being read (" + std::to_string(size) + " expected): it changed");
+    done += static_cast<size_t>(got);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency residency) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_invalid("cannot open '" + path + "': " + std::strerror(errno));
+  FdGuard guard{fd};
+
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_invalid("cannot stat '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw_invalid("'" + path + "' is not a regular file");
+
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, 0, residency));
+  // A copy larger than half of what is available could push the process into the OOM killer where
+  // a mapping would only page: such a file stays mapped.
+  if (residency == Residency::kResident && size > available_memory() / 2) residency = Residency::kMapped;
+  if (residency == Residency::kResident) {
+    auto [base, length] = map_aligned_anonymous(path, size);
+    try {
+      read_whole(fd, path, static_cast<uint8_t*>(base), size);
+    } catch (...) {
+      ::munmap(base, length);
+      throw;
+    }
+    ::mprotect(base, length, PROT_READ);  // as read-only as a mapping; failure changes nothing we rely on
+    return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(base), size, length, residency));
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) throw_invalid("cannot map '" + path + "': " + std::strerror(errno));
+  // No access hint here: MADV_SEQUENTIAL would let the kernel drop weight pages right after use
+  // (they are re-read every token), and MADV_WILLNEED would pull in a whole multi-GB file when a
+  // caller only wants its tokenizer. Loaders that want everything call prefetch().
+  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(p), size, size, residency));
+}
+
+MappedFile::MappedFile(std::string path, const uint8_t* data, size_t size, size_t map_length, Residency residency)
+    : path_(std::move(path)), data_(data), size_(size), map_length_(map_length), residency_(residency) {}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), map_length_);
+}
+
+void MappedFile::prefetch(size_t offset, size_t length) const {
+  if (!data_ || offset >= size_) return;
+  if (length > size_ - offset) length = size_ - offset;
+  // madvise wants a page-aligned start.
+  size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t start = offset / page * page;
+  ::madvise(const_cast<uint8_t*>(data_) + start, length + (offset - start), MADV_WILLNEED);
+}
+
+}  // namespace folio

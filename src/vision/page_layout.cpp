@@ -1,0 +1,285 @@
+#include "vision/page_layout.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "vision/page_background.h"
+
+namespace folio {
+
+namespace {
+
+// numpy.percentile's default (linear) over the values a histogram counts.
+double percentile(const std::array<uint64_t, 256>& hist, uint64_t total, double q) {
+  const double index = q / 100.0 * double(total - 1);
+  const uint64_t lo = uint64_t(std::floor(index)), hi = std::min(lo + 1, total - 1);
+  const double t = index - double(lo);
+  double a = 0, b = 0;
+  uint64_t seen = 0;
+  bool have_a = false;
+  for (int v = 0; v < 256; ++v) {
+    seen += hist[v];
+    if (!have_a && seen > lo) a = v, have_a = true;
+    if (seen > hi) {
+      b = v;
+      break;
+    }
+  }
+  return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;  // numpy's lerp
+}
+
+// Binary ink, ink strength, and rules removed from both, on the page with its background removed.
+InkPage ink_page(const uint8_t* page, int width, int height) {
+  const std::vector<uint8_t> normalised = remove_background(page, width, height);
+  const uint8_t* gray = normalised.data();
+  InkPage p;
+  p.width = width, p.height = height;
+  const size_t n = size_t(width) * height;
+  const std::array<uint64_t, 256> page_hist = byte_histogram(gray, n);
+  const int level = otsu_threshold(page_hist, n);
+  p.binary.resize(n);
+  for (size_t i = 0; i < n; ++i) p.binary[i] = gray[i] <= level;  // Otsu's level ends the dark class
+  std::array<uint64_t, 256> ink_hist{};
+  uint64_t ink_count = 0;
+  for (int v = 0; v <= level; ++v) ink_hist[v] = page_hist[v], ink_count += page_hist[v];
+  // In float, as numpy computes it from a float32 page and Python float levels.
+  const double bg = percentile(page_hist, n, 90), fg = ink_count ? percentile(ink_hist, ink_count, 5) : 0.0;
+  const float bg32 = float(bg), range32 = float(std::max(16.0, bg - fg));
+  p.ink.resize(n);
+  for (size_t i = 0; i < n; ++i) p.ink[i] = std::clamp((bg32 - float(gray[i])) / range32, 0.0f, 1.0f);
+  // Rules: runs measured on the binary page before anything is removed.
+  std::vector<uint8_t> rule(n, 0);
+  const int min_h = std::max(2, int(PageLayoutRule::kRuleH * width)), min_v = std::max(2, int(PageLayoutRule::kRuleV * height));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width;) {
+      if (!p.binary[size_t(y) * width + x]) { ++x; continue; }
+      int e = x;
+      while (e < width && p.binary[size_t(y) * width + e]) ++e;
+      if (e - x >= min_h) std::fill(rule.begin() + size_t(y) * width + x, rule.begin() + size_t(y) * width + e, 1);
+      x = e;
+    }
+  // Vertical runs row by row (a column walk strides the whole page): run[x] counts the ink rows
+  // ending at the current one; a run that ends long enough is marked back up its column.
+  std::vector<int> run(size_t(width), 0);
+  auto end_run = [&](int x, int y_end) {
+    if (run[x] >= min_v)
+      for (int k = y_end - run[x]; k < y_end; ++k) rule[size_t(k) * width + x] = 1;
+    run[x] = 0;
+  };
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = p.binary.data() + size_t(y) * width;
+    for (int x = 0; x < width; ++x)
+      if (row[x])
+        ++run[x];
+      else if (run[x])
+        end_run(x, y);
+  }
+  for (int x = 0; x < width; ++x) end_run(x, height);
+  for (size_t i = 0; i < n; ++i)
+    if (rule[i]) p.binary[i] = 0, p.ink[i] = 0.0f;
+  return p;
+}
+
+bool row_has_ink(const InkPage& p, int y, int x0, int x1) {
+  const uint8_t* row = p.binary.data() + size_t(y) * p.width;
+  return std::find(row + x0, row + x1, uint8_t(1)) != row + x1;
+}
+
+// The part of the page a gutter is looked for in: the whole page, or one side of its gutter over
+// one zone's rows (layout.py passes such a part as a sub-array).
+struct Window {
+  int x0, x1, y0, y1;
+  int width() const { return x1 - x0; }
+};
+
+// Rows of the window's bands (rows with ink in its columns) that are spanning for this gutter: ink
+// in its middle third, which a spanning line crosses and a line overflowing its column (a long URL)
+// does not reach. Indexed by page row; rows outside the window are 0.
+std::vector<uint8_t> spanning_rows(const InkPage& p, const Window& w, std::pair<int, int> gutter) {
+  const int third = (gutter.second - gutter.first) / 3;
+  gutter = {gutter.first + third, gutter.second - third};
+  std::vector<uint8_t> out(p.height, 0);
+  for (int y = w.y0; y < w.y1;) {
+    if (!row_has_ink(p, y, w.x0, w.x1)) { ++y; continue; }
+    int e = y, in_gutter = 0;
+    while (e < w.y1 && row_has_ink(p, e, w.x0, w.x1)) in_gutter += row_has_ink(p, e, gutter.first, gutter.second), ++e;
+    if (in_gutter >= PageLayoutRule::kSpanRows * (e - y)) std::fill(out.begin() + y, out.begin() + e, 1);
+    y = e;
+  }
+  return out;
+}
+
+struct SideBand {
+  int y0, y1, last_x;  // rows [y0, y1) and the last column with ink
+};
+
+// Bands of the window's rows not in `skip` with ink in columns [x0, x1).
+std::vector<SideBand> side_bands(const InkPage& p, const Window& w, const std::vector<uint8_t>& skip, int x0, int x1) {
+  std::vector<SideBand> out;
+  for (int y = w.y0; y < w.y1;) {
+    if (skip[y] || !row_has_ink(p, y, x0, x1)) { ++y; continue; }
+    SideBand b{y, y, x0};
+    for (; b.y1 < w.y1 && !skip[b.y1] && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
+      const uint8_t* row = p.binary.data() + size_t(b.y1) * p.width;
+      for (int x = x1 - 1; x > b.last_x; --x)
+        if (row[x]) { b.last_x = x; break; }
+    }
+    out.push_back(b);
+    y = b.y1;
+  }
+  return out;
+}
+
+// numpy.median: the middle value, or the mean of the two middle ones.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+// layout.py's _table_like: at least kTableAligned of the left side's bands have a right-side band
+// centred within a quarter of the median band height of theirs, and one side's bands reach, at the
+// median, less than kColumnFill of its width.
+bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& spanning, int left,
+                std::pair<int, int> gutter, int right) {
+  const std::vector<SideBand> lb = side_bands(p, w, spanning, left, gutter.first);
+  const std::vector<SideBand> rb = side_bands(p, w, spanning, gutter.second, right);
+  if (lb.empty() || rb.empty()) return false;
+  std::vector<double> heights, fill_l, fill_r;
+  for (const SideBand& b : lb) heights.push_back(b.y1 - b.y0), fill_l.push_back(double(b.last_x + 1 - left) / (gutter.first - left));
+  for (const SideBand& b : rb) heights.push_back(b.y1 - b.y0), fill_r.push_back(double(b.last_x + 1 - gutter.second) / (right - gutter.second));
+  const double tol = std::max(1.0, median(heights) / 4);
+  int aligned = 0;
+  for (const SideBand& l : lb) {
+    double nearest = 1e30;
+    for (const SideBand& r : rb) nearest = std::min(nearest, std::fabs((r.y0 + r.y1) / 2.0 - (l.y0 + l.y1) / 2.0));
+    aligned += nearest <= tol;
+  }
+  return double(aligned) / double(lb.size()) >= PageLayoutRule::kTableAligned &&
+         std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill;
+}
+
+// The window's gutter in page columns, or nullopt (layout.py's find_gutter on the window's pixels).
+std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w) {
+  int ink_rows = 0, left = w.x1, right = -1;
+  std::vector<int> proj(p.width, 0);
+  for (int y = w.y0; y < w.y1; ++y) {
+    ink_rows += row_has_ink(p, y, w.x0, w.x1);
+    for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  }
+  for (int x = w.x0; x < w.x1; ++x)
+    if (proj[x]) left = std::min(left, x), right = std::max(right, x);
+  if (ink_rows == 0) return std::nullopt;
+  ++right;
+  const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
+  int best0 = -1, best1 = -1, start = -1;
+  for (int x = lo; x <= hi; ++x) {
+    const bool quiet = x < hi && proj[x] <= PageLayoutRule::kGutterInk * ink_rows;
+    if (quiet && start < 0) start = x;
+    if (!quiet && start >= 0) {
+      if (best0 < 0 || x - start > best1 - best0) best0 = start, best1 = x;
+      start = -1;
+    }
+  }
+  if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * w.width()) return std::nullopt;
+  // Then the run of columns with no ink outside spanning rows around its middle, within [lo, hi).
+  const std::pair<int, int> rough{best0, best1};
+  const std::vector<uint8_t> spanning = spanning_rows(p, w, rough);
+  std::fill(proj.begin(), proj.end(), 0);
+  for (int y = w.y0; y < w.y1; ++y)
+    if (!spanning[y])
+      for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  int g0 = (best0 + best1) / 2, g1 = g0;
+  std::pair<int, int> gutter = rough;
+  if (proj[g0] == 0) {
+    while (g0 > lo && proj[g0 - 1] == 0) --g0;
+    while (g1 < hi && proj[g1] == 0) ++g1;
+    if (g1 - g0 >= PageLayoutRule::kGutterMin * w.width()) gutter = {g0, g1};
+  }
+  // Two columns fill rows on both sides of the gutter and are crossed by few lines; a one-column
+  // page of short lines, or whose table leaves a quiet strip, is not two columns.
+  const std::vector<uint8_t> crossing = spanning_rows(p, w, gutter);
+  int both = 0, crossed = 0;
+  for (int y = w.y0; y < w.y1; ++y) {
+    if (crossing[y]) {
+      ++crossed;
+      continue;
+    }
+    both += row_has_ink(p, y, left, gutter.first) && row_has_ink(p, y, gutter.second, right);
+  }
+  if (both < PageLayoutRule::kBothSides * ink_rows || 2 * crossed > both) return std::nullopt;
+  // ... and set their lines each on its own: rows that pair up across the gutter, with a short
+  // side, are a table without rules (a name and its description, a contents page's titles and page
+  // numbers), read row by row.
+  if (table_like(p, w, crossing, left, gutter, right)) return std::nullopt;
+  return gutter;
+}
+
+// A run of rows [y0, y1) read as `columns` blocks side by side, this one at `column`, over page
+// columns [x0, x1).
+struct Block {
+  int y0, y1, x0, x1, column, columns;
+};
+
+// layout.py's _blocks: the window (the page at depth 0, whose blocks span `extent`; else one side
+// of a gutter, extent its columns) cut into blocks in reading order.
+std::vector<Block> blocks(const InkPage& p, const Window& w, std::pair<int, int> extent, int depth) {
+  std::optional<std::pair<int, int>> g;
+  if (depth == 0) {
+    g = find_gutter(p, w);
+  } else if (depth < PageLayoutRule::kMaxSplitDepth &&
+             count_bands_in(p, w.x0, w.y0, w.x1, w.y1) >= size_t(PageLayoutRule::kSplitMinBands)) {
+    g = find_gutter(p, w);
+    if (g && (std::min(g->first - w.x0, w.x1 - g->second) < PageLayoutRule::kSplitMinShare * w.width() ||
+              g->second - g->first < PageLayoutRule::kGutterMin * p.width))
+      g.reset();
+  }
+  if (!g) return {Block{w.y0, w.y1, extent.first, extent.second, 0, 1}};
+  const std::vector<uint8_t> spanning = spanning_rows(p, w, *g);
+  std::vector<Block> out;
+  for (int y = w.y0; y < w.y1;) {
+    int e = y;
+    while (e < w.y1 && spanning[e] == spanning[y]) ++e;
+    if (spanning[y]) {
+      out.push_back({y, e, extent.first, extent.second, 0, 1});
+    } else {
+      const std::vector<Block> left = blocks(p, {extent.first, g->first, y, e}, {extent.first, g->first}, depth + 1);
+      const std::vector<Block> right = blocks(p, {g->second, extent.second, y, e}, {g->second, extent.second}, depth + 1);
+      int n_left = 0, n_right = 0;
+      for (const Block& b : left) n_left = std::max(n_left, b.columns);
+      for (const Block& b : right) n_right = std::max(n_right, b.columns);
+      for (Block b : left) b.columns = n_left + n_right, out.push_back(b);
+      for (Block b : right) b.column += n_left, b.columns = n_left + n_right, out.push_back(b);
+    }
+    y = e;
+  }
+  return out;
+}
+
+}  // namespace
+
+PageLayout find_layout(const uint8_t* gray, int width, int height) {
+  PageLayout out;
+  out.width = width, out.height = height;
+  const InkPage p = ink_page(gray, width, height);
+  int left = width, right = -1;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      if (p.binary[size_t(y) * width + x]) left = std::min(left, x), right = std::max(right, x);
+  if (right < 0) return out;
+  ++right;
+  for (const Block& b : blocks(p, Window{0, width, 0, height}, {left, right}, 0))
+    for (FoundLine& f : find_lines_in(p, b.x0, b.y0, b.x1, b.y1)) {
+      LayoutLine l;
+      static_cast<FoundLine&>(l) = std::move(f);
+      l.column = b.column, l.columns = b.columns;
+      l.region_x0 = b.x0, l.region_x1 = b.x1;
+      out.lines.push_back(std::move(l));
+    }
+  return out;
+}
+
+}  // namespace folio

@@ -1,0 +1,190 @@
+#include "vision/sam_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/dense_attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/resize.h"
+
+namespace folio {
+
+namespace {
+
+// The MLP runs over this many tokens at a time, bounding its [rows, mlp] buffer (a 1024 view has
+// 4096 tokens x 3072).
+constexpr int64_t kMlpRows = 1024;
+
+}  // namespace
+
+SamEncoder::SamEncoder(const VisionConfig& cfg, VisionWeights& W, const std::string& p) : cfg_(cfg) {
+  cfg_.validate();
+  const int64_t D = cfg_.sam_width, hd = cfg_.sam_head_dim(), k = cfg_.sam_patch;
+  pos_side_ = cfg_.sam_image / cfg_.sam_patch;
+  patch_w_ = &W.tensor(p + "patch_embed.proj.weight", {D, 3, k, k});
+  patch_b_ = W.f32(p + "patch_embed.proj.bias", {D});
+  pos_ = W.f32(p + "pos_embed", {1, pos_side_, pos_side_, D});
+  for (int64_t i = 0; i < cfg_.sam_layers; ++i) {
+    const std::string b = p + "blocks." + std::to_string(i) + ".";
+    Block B;
+    B.global = cfg_.sam_is_global(i);
+    B.norm1_w = W.f32(b + "norm1.weight", {D});
+    B.norm1_b = W.f32(b + "norm1.bias", {D});
+    B.norm2_w = W.f32(b + "norm2.weight", {D});
+    B.norm2_b = W.f32(b + "norm2.bias", {D});
+    B.qkv = &W.tensor(b + "attn.qkv.weight", {3 * D, D});
+    B.qkv_b = W.f32(b + "attn.qkv.bias", {3 * D});
+    B.proj = &W.tensor(b + "attn.proj.weight", {D, D});
+    B.proj_b = W.f32(b + "attn.proj.bias", {D});
+    // Windowed blocks were trained on window x window sequences, global ones on the whole grid.
+    const int64_t L = 2 * (B.global ? pos_side_ : cfg_.sam_window) - 1;
+    B.rel_h = W.f32(b + "attn.rel_pos_h", {L, hd});
+    B.rel_w = W.f32(b + "attn.rel_pos_w", {L, hd});
+    B.lin1 = &W.tensor(b + "mlp.lin1.weight", {cfg_.sam_mlp, D});
+    B.lin1_b = W.f32(b + "mlp.lin1.bias", {cfg_.sam_mlp});
+    B.lin2 = &W.tensor(b + "mlp.lin2.weight", {D, cfg_.sam_mlp});
+    B.lin2_b = W.f32(b + "mlp.lin2.bias", {D});
+    blocks_.push_back(std::move(B));
+  }
+  const int64_t N = cfg_.sam_neck;
+  neck0_ = &W.tensor(p + "neck.0.weight", {N, D, 1, 1});
+  neck1_w_ = W.f32(p + "neck.1.weight", {N});
+  neck1_b_ = W.f32(p + "neck.1.bias", {N});
+  neck2_ = &W.tensor(p + "neck.2.weight", {N, N, 3, 3});
+  neck3_w_ = W.f32(p + "neck.3.weight", {N});
+  neck3_b_ = W.f32(p + "neck.3.bias", {N});
+  int64_t in = N;
+  for (size_t i = 0; i < cfg_.sam_downsample.size(); ++i) {
+    const int64_t out = cfg_.sam_downsample[i];
+    down_.push_back(&W.tensor(p + "net_" + std::to_string(i + 2) + ".weight", {out, in, 3, 3}));
+    in = out;
+  }
+}
+
+int64_t SamEncoder::output_side(int64_t size) const {
+  int64_t g = size / cfg_.sam_patch;
+  for (size_t i = 0; i < down_.size(); ++i) g = kernels::conv_out_size(g, 3, 2, 1);
+  return g;
+}
+
+const std::vector<float>& SamEncoder::pos_table(int64_t G) const {
+  if (G == pos_side_) return pos_;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = pos_cache_.find(G);
+  if (it != pos_cache_.end()) return it->second;
+  std::vector<float> t(static_cast<size_t>(G * G * cfg_.sam_width));
+  kernels::resize_bicubic_aa_hwc(pos_.data(), pos_side_, pos_side_, cfg_.sam_width, t.data(), G, G);
+  return pos_cache_.emplace(G, std::move(t)).first->second;
+}
+
+const std::vector<float>& SamEncoder::rel_table(int64_t block, bool height, int64_t s) const {
+  const Block& B = blocks_[static_cast<size_t>(block)];
+  const std::vector<float>& base = height ? B.rel_h : B.rel_w;
+  const int64_t hd = cfg_.sam_head_dim(), L = static_cast<int64_t>(base.size()) / hd, M = 2 * s - 1;
+  if (L == M) return base;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto key = std::make_tuple(block, height, s);
+  auto it = rel_cache_.find(key);
+  if (it != rel_cache_.end()) return it->second;
+  std::vector<float> t(static_cast<size_t>(M * hd));
+  kernels::resize_linear_rows(base.data(), L, hd, t.data(), M);
+  return rel_cache_.emplace(key, std::move(t)).first->second;
+}
+
+void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf, ThreadPool& pool) const {
+  const Block& B = blocks_[static_cast<size_t>(index)];
+  const int64_t D = cfg_.sam_width, T = G * G, H = cfg_.sam_heads, hd = cfg_.sam_head_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float *y = buf.y.data(), *qkv = buf.qkv.data(), *att = buf.att.data();
+  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps);
+
+  if (B.global) {
+    kernels::linear(*B.qkv, B.qkv_b.data(), y, T, qkv, pool, precision_);
+    kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
+    kernels::dense_attention(qkv, 1, T, H, hd, scale, &rel, att, pool, precision_);
+    kernels::linear(*B.proj, B.proj_b.data(), att, T, y, pool, precision_);
+    kernels::add_inplace(x, y, T * D);
+  } else {
+    // Pad the normalised map with zero tokens at the bottom/right to whole windows; the padding
+    // tokens go through qkv (so their keys/values are the bias) and are attended to, unmasked.
+    // The windows are laid out in `att`, free until the attention writes it.
+    const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, Tw = ws * ws, rows = nw * nw * Tw;
+    float* win = att;
+    std::fill(win, win + rows * D, 0.0f);
+    auto slot = [&](int64_t gy, int64_t gx) { return ((gy / ws) * nw + gx / ws) * Tw + (gy % ws) * ws + gx % ws; };
+    for (int64_t gy = 0; gy < G; ++gy)
+      for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
+    kernels::linear(*B.qkv, B.qkv_b.data(), win, rows, qkv, pool, precision_);
+    kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
+    kernels::dense_attention(qkv, nw * nw, Tw, H, hd, scale, &rel, att, pool, precision_);
+    // The projection of the windows goes to qkv, whose contents are spent.
+    kernels::linear(*B.proj, B.proj_b.data(), att, rows, qkv, pool, precision_);
+    for (int64_t gy = 0; gy < G; ++gy)
+      for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
+  }
+
+  const int64_t M = cfg_.sam_mlp;
+  float* h = buf.h.data();
+  for (int64_t r0 = 0; r0 < T; r0 += kMlpRows) {
+    const int64_t n = std::min(kMlpRows, T - r0);
+    float* xr = x + r0 * D;
+    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps);
+    kernels::linear(*B.lin1, B.lin1_b.data(), y, n, h, pool, precision_);
+    kernels::gelu_erf_inplace(h, n * M);
+    kernels::linear(*B.lin2, B.lin2_b.data(), h, n, y, pool, precision_);
+    kernels::add_inplace(xr, y, n * D);
+  }
+}
+
+SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, ThreadPool& pool) const {
+  FOLIO_CHECK_INPUT(size > 0 && size % cfg_.sam_patch == 0,
+                    "SAM input size " + std::to_string(size) + " is not a positive multiple of the patch size " +
+                        std::to_string(cfg_.sam_patch));
+  const int64_t D = cfg_.sam_width, G = size / cfg_.sam_patch, T = G * G;
+  // Patch embedding as a stride-16 convolution on the HWC image.
+  std::vector<float> hwc(static_cast<size_t>(size * size * 3));
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < size * size; ++i) hwc[static_cast<size_t>(i * 3 + c)] = pixels[c * size * size + i];
+  std::vector<float> x(static_cast<size_t>(T * D));
+  kernels::conv2d_hwc(hwc.data(), size, size, 3, *patch_w_, patch_b_.data(), cfg_.sam_patch, 0, x.data(), pool);
+  hwc = {};
+  kernels::add_inplace(x.data(), pos_table(G).data(), T * D);
+
+  {
+    const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, rows = std::max(T, nw * nw * ws * ws);
+    BlockBuffers buf;
+    buf.y.resize(static_cast<size_t>(T * D));
+    buf.qkv.resize(static_cast<size_t>(rows * 3 * D));
+    buf.att.resize(static_cast<size_t>(rows * D));
+    buf.h.resize(static_cast<size_t>(std::min(T, kMlpRows) * cfg_.sam_mlp));
+    for (int64_t i = 0; i < cfg_.sam_layers; ++i) run_block(i, x.data(), G, buf, pool);
+  }
+
+  const int64_t N = cfg_.sam_neck;
+  std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
+  kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 0, a.data(), pool);
+  x = {};
+  kernels::layer_norm(a.data(), neck1_w_.data(), neck1_b_.data(), a.data(), T, N, cfg_.sam_eps);
+  kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, b.data(), pool);
+  kernels::layer_norm(b.data(), neck3_w_.data(), neck3_b_.data(), b.data(), T, N, cfg_.sam_eps);
+
+  Output out;
+  out.tokens = std::move(b);
+  out.side = G;
+  out.channels = N;
+  for (const TensorView* w : down_) {
+    const int64_t g2 = kernels::conv_out_size(out.side, 3, 2, 1), C = w->shape[0];
+    std::vector<float> next(static_cast<size_t>(g2 * g2 * C));
+    kernels::conv2d_hwc(out.tokens.data(), out.side, out.side, out.channels, *w, nullptr, 2, 1, next.data(), pool);
+    out.tokens = std::move(next);
+    out.side = g2;
+    out.channels = C;
+  }
+  return out;
+}
+
+}  // namespace folio
