@@ -101,9 +101,14 @@ def build(work, max_sources, seed=1):
         if len(text) < 400:
             continue
         corpus["heldout" if is_held_out(name) else "train"][name] = text
-    os.makedirs(work, exist_ok=True)
+    return save_json_gz(path, corpus)
+
+
+def save_json_gz(path, obj):
+    """Writes obj as gzip JSON at path, whole or not at all (a temporary file, then a rename)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with gzip.open(path + ".tmp", "wt", encoding="utf-8") as f:
-        json.dump(corpus, f)
+        json.dump(obj, f)
     os.replace(path + ".tmp", path)
     return path
 

@@ -75,11 +75,7 @@ def build(work, charset, max_files=2500, seed=3):
             s["identifiers"].update(t for t in IDENT.findall(line) if _is_identifier(t))
     for s in split.values():
         s["identifiers"] = sorted(s["identifiers"])
-    os.makedirs(work, exist_ok=True)
-    with gzip.open(path + ".tmp", "wt", encoding="utf-8") as f:
-        json.dump(split, f)
-    os.replace(path + ".tmp", path)
-    return path
+    return corpus_mod.save_json_gz(path, split)
 
 
 class CodeCorpus:
