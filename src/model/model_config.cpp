@@ -70,12 +70,16 @@ ModelConfig ModelConfig::from_hf_json(const json& root) {
   const char* nested = root.contains("language_config") ? "language_config" : "text_config";
   const json& j = root.contains(nested) && root[nested].is_object() ? root[nested] : root;
   c.model_type = root.value("model_type", j.value("model_type", std::string()));
-  bool deepseek = c.model_type == "deepseek_v2" || c.model_type == "unlimited-ocr" || c.model_type == "deepseek_vl_v2" ||
-                  c.model_type == "deepseek-ocr" || j.contains("n_routed_experts") || j.contains("first_k_dense_replace");
-  if (!deepseek && c.model_type != "llama" && c.model_type != "folio-mini-ocr" && c.model_type != "folio-mini-ocr-2" &&
-      !c.model_type.empty())
-    throw Error(Error::Kind::Unsupported, "config.json: model_type '" + c.model_type +
-                                              "' is not supported (llama, deepseek_v2, unlimited-ocr, folio-mini-ocr, folio-mini-ocr-2)");
+  // A model of folio's own names its decoder's kind in text_config; any OCR model whose decoder is
+  // llama-style loads here without this file knowing its name.
+  const std::string decoder_type =
+      std::string(nested) == "text_config" && j.contains("model_type") ? j.value("model_type", std::string()) : c.model_type;
+  bool deepseek = decoder_type == "deepseek_v2" || decoder_type == "unlimited-ocr" || decoder_type == "deepseek_vl_v2" ||
+                  decoder_type == "deepseek-ocr" || j.contains("n_routed_experts") || j.contains("first_k_dense_replace");
+  if (!deepseek && decoder_type != "llama" && !decoder_type.empty())
+    throw Error(Error::Kind::Unsupported, "config.json: model_type '" + decoder_type +
+                                              "' is not supported (llama, deepseek_v2, unlimited-ocr; a model of "
+                                              "folio's own names llama in text_config.model_type)");
   c.arch = deepseek ? Arch::DeepseekV2 : Arch::Llama;
   if (deepseek && j.value("use_mla", false))
     throw Error(Error::Kind::Unsupported, "config.json: DeepSeek-V2 with MLA (use_mla: true) is not supported");

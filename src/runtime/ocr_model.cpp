@@ -1,7 +1,9 @@
 #include "runtime/ocr_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/error.h"
 #include "io/json_file.h"
@@ -27,10 +29,41 @@ void check_pass_pages(const OcrPages& pages, size_t first, size_t count) {
 }
 
 namespace {
-bool is_ocr_type(const std::string& type) {
-  return type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2" || type == "folio-mini-ocr" ||
-         type == "folio-mini-ocr-2";
+
+// The OCR models folio knows: the model_type values of a config.json and how such a directory
+// loads. A new model is its own files plus one line here.
+struct OcrModelKind {
+  std::vector<std::string> model_types;
+  std::unique_ptr<OcrModel> (*load)(const std::string& dir, const std::string& weights);
+};
+
+template <class Model>
+std::unique_ptr<OcrModel> load_as(const std::string& dir, const std::string& weights) {
+  return Model::load(dir, weights);
 }
+
+const std::vector<OcrModelKind>& ocr_model_kinds() {
+  static const std::vector<OcrModelKind> kinds = {
+      {{"unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"}, load_as<UnlimitedOcrModel>},
+      {{"folio-mini-ocr"}, load_as<MiniOcrModel>},
+      {{"folio-mini-ocr-2"}, load_as<MiniOcr2Model>},
+  };
+  return kinds;
+}
+
+const OcrModelKind* ocr_model_kind(const std::string& type) {
+  for (const OcrModelKind& k : ocr_model_kinds())
+    if (std::find(k.model_types.begin(), k.model_types.end(), type) != k.model_types.end()) return &k;
+  return nullptr;
+}
+
+std::string known_ocr_types() {
+  std::string out;
+  for (const OcrModelKind& k : ocr_model_kinds())
+    for (const std::string& t : k.model_types) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
+
 }  // namespace
 
 bool is_ocr_model_dir(const std::string& path) {
@@ -40,7 +73,7 @@ bool is_ocr_model_dir(const std::string& path) {
   if (!fs::is_directory(path, ec) || !fs::exists(cfg, ec)) return false;
   try {
     const nlohmann::json j = read_json_file(cfg.string());
-    return j.is_object() && is_ocr_type(j.value("model_type", std::string()));
+    return j.is_object() && ocr_model_kind(j.value("model_type", std::string())) != nullptr;
   } catch (const std::exception&) {
     return false;
   }
@@ -61,11 +94,9 @@ std::unique_ptr<OcrModel> load_ocr_model(const std::string& dir, const std::stri
   const nlohmann::json j = read_json_file(cfg.string());
   const std::string type = j.is_object() ? j.value("model_type", std::string()) : std::string();
   // One line per OCR model family.
-  if (type == "unlimited-ocr" || type == "deepseek-ocr" || type == "deepseek_vl_v2") return UnlimitedOcrModel::load(dir, weights);
-  if (type == "folio-mini-ocr") return MiniOcrModel::load(dir, weights);
-  if (type == "folio-mini-ocr-2") return MiniOcr2Model::load(dir, weights);
-  throw Error(Error::Kind::Unsupported, cfg.string() + ": model_type '" + type +
-                                            "' is not an OCR model folio knows (unlimited-ocr, deepseek-ocr, folio-mini-ocr, folio-mini-ocr-2)");
+  if (const OcrModelKind* kind = ocr_model_kind(type)) return kind->load(dir, weights);
+  throw Error(Error::Kind::Unsupported,
+              cfg.string() + ": model_type '" + type + "' is not an OCR model folio knows (" + known_ocr_types() + ")");
 }
 
 }  // namespace folio

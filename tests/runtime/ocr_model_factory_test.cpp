@@ -78,5 +78,35 @@ TEST(OcrModelFactory, TinyCheckpointRoundTrips) {
   fs::remove_all(dir);
 }
 
+// One registry of OCR models: a config.json names its model_type; an unknown one is refused with
+// the list of the known ones (from the registry), and a directory of an unknown type is not taken
+// for an OCR model. The decoder's kind comes from text_config, so a model of folio's own with a
+// new name and a llama decoder needs no change in ModelConfig.
+TEST(OcrModelRegistry, UnknownTypesAreNamedAndNewNamesNeedNoDecoderList) {
+  const fs::path dir = fs::temp_directory_path() / ("folio_ocr_registry_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2/config.json"));
+  cfg["model_type"] = "folio-mini-ocr-9";
+  std::ofstream(dir / "config.json") << cfg.dump();
+  EXPECT_FALSE(is_ocr_model_dir(dir.string()));
+  try {
+    load_ocr_model(dir.string());
+    ADD_FAILURE() << "an unknown model_type loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'folio-mini-ocr-9' is not an OCR model folio knows"), std::string::npos) << what;
+    for (const char* known : {"unlimited-ocr", "deepseek-ocr", "folio-mini-ocr", "folio-mini-ocr-2"})
+      EXPECT_NE(what.find(known), std::string::npos) << known;
+  }
+  const ModelConfig decoder = ModelConfig::from_hf_json(cfg);
+  EXPECT_EQ(decoder.arch, Arch::Llama);
+  EXPECT_EQ(decoder.model_type, "folio-mini-ocr-9");
+  cfg["text_config"]["model_type"] = "mamba";
+  EXPECT_THROW(ModelConfig::from_hf_json(cfg), Error);
+  EXPECT_TRUE(is_ocr_model_dir(std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace folio
