@@ -41,6 +41,7 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
                         cfg["structure"].contains("actions") && cfg.contains("page_token_id"),
                     dir + "/config.json: a folio-mini-ocr-2 config needs recognizer.charset, structure.actions and page_token_id");
   m->pdf_dpi_ = cfg.value("pdf_dpi", 150.0);
+  m->name_ = cfg.value("model_type", m->name_);
   const std::string charset = cfg["recognizer"]["charset"].get<std::string>();
   m->recognizer_ = std::make_unique<LineRecognizer>(*m->model_.weights, charset, "recognizer.");
   m->classes_ = std::make_unique<CharClasses>(charset);

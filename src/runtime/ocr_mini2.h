@@ -59,7 +59,8 @@ class MiniOcr2Model : public OcrModel {
   // missing or broken file, key or tensor.
   static std::unique_ptr<MiniOcr2Model> load(const std::string& dir, const std::string& weights = "");
 
-  std::string name() const override { return "folio-mini-ocr-2"; }
+  // The config's model_type: folio-mini-ocr-2, or a later model in its format (folio-mini-ocr-3).
+  std::string name() const override { return name_; }
   double pdf_dpi() const override { return pdf_dpi_; }
   Decoder& decoder() override { return *model_.decoder; }
   const Tokenizer& tokenizer() const override { return *model_.tokenizer; }
@@ -108,6 +109,7 @@ class MiniOcr2Model : public OcrModel {
 
   LoadedModel model_;
   double pdf_dpi_ = 150;
+  std::string name_ = "folio-mini-ocr-2";
   std::unique_ptr<LineRecognizer> recognizer_;
   std::unique_ptr<CharClasses> classes_;
   std::unique_ptr<StructureTokens> tokens_;

@@ -46,7 +46,7 @@ const std::vector<OcrModelKind>& ocr_model_kinds() {
   static const std::vector<OcrModelKind> kinds = {
       {{"unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"}, load_as<UnlimitedOcrModel>},
       {{"folio-mini-ocr"}, load_as<MiniOcrModel>},
-      {{"folio-mini-ocr-2"}, load_as<MiniOcr2Model>},
+      {{"folio-mini-ocr-2", "folio-mini-ocr-3"}, load_as<MiniOcr2Model>},  // one format, retrained
   };
   return kinds;
 }

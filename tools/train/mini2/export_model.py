@@ -55,7 +55,7 @@ def tokenizer_json():
     return byte_level_tokenizer(vocab, list(specials.items()))
 
 
-def config_json(c, extra=None):
+def config_json(c, extra=None, model_type="folio-mini-ocr-2"):
     text = {
         "model_type": "llama", "hidden_size": c["hidden"], "num_hidden_layers": c["layers"],
         "num_attention_heads": c["heads"], "num_key_value_heads": c["heads"], "intermediate_size": c["intermediate"],
@@ -64,7 +64,7 @@ def config_json(c, extra=None):
         "eos_token_id": structure.EOS, "sliding_window_size": c["window"],
     }
     out = {
-        "model_type": "folio-mini-ocr-2", "architectures": ["FolioMiniOcr2"], "pdf_dpi": PDF_DPI,
+        "model_type": model_type, "architectures": ["FolioMiniOcr2"], "pdf_dpi": PDF_DPI,
         "recognizer": {"height": HEIGHT, "frame_stride": 4, "charset": CHARSET,
                        "crop_rule": {"core_fraction": CORE_FRACTION, "core_min_share": CORE_MIN_SHARE, "ascend": ASCEND, "descend": DESCEND, "pad": PAD}},
         "structure": {"actions": structure.ACTIONS, "max_lines": c["max_lines"], "max_pages": c["max_pages"],
@@ -76,14 +76,14 @@ def config_json(c, extra=None):
     return out
 
 
-def export(recognizer, decoder, out_dir, dtype=torch.bfloat16, extra=None):
+def export(recognizer, decoder, out_dir, dtype=torch.bfloat16, extra=None, model_type="folio-mini-ocr-2"):
     t = {"recognizer." + k: v for k, v in folded_tensors(recognizer).items()}
     t.update(structure_tensors(decoder))
     os.makedirs(out_dir, exist_ok=True)
     save_safetensors(os.path.join(out_dir, "model.safetensors"), {k: v.to(dtype).contiguous() for k, v in t.items()},
                      metadata={"format": "pt"})
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config_json(decoder.c, extra), f, indent=2, ensure_ascii=False)
+        json.dump(config_json(decoder.c, extra, model_type), f, indent=2, ensure_ascii=False)
         f.write("\n")
     with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_json(), f, ensure_ascii=False)
@@ -95,6 +95,8 @@ def main():
     ap.add_argument("--structure", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
+    ap.add_argument("--model-type", default="folio-mini-ocr-2",
+                    help="folio-mini-ocr-3 for the model retrained on technical documents (same format)")
     a = ap.parse_args()
     rec = LineRecognizer()
     rs = torch.load(a.recognizer)
@@ -104,7 +106,7 @@ def main():
     dec = StructureDecoder(ss.get("config") or None) if ss.get("config") else StructureDecoder()
     dec.load_state_dict(ss["model"])
     export(rec, dec, a.out, torch.bfloat16 if a.dtype == "bf16" else torch.float32,
-           {"training": {"recognizer_step": rs["step"], "structure_step": ss["step"]}})
+           {"training": {"recognizer_step": rs["step"], "structure_step": ss["step"]}}, a.model_type)
     print("wrote", a.out)
 
 

@@ -10,7 +10,9 @@ Four kinds, each what real manuals hold and mini2's lines never showed:
   toc      a table of contents' entry: a section number, a title, a dot leader (spaced as TeX sets it
            or dense as FOP does) and a page number.
 A code line is now and then a rule of punctuation (----- name -----, =====, *****, #####), as code
-comments and plain-text listings draw them.
+comments and plain-text listings draw them, and in half the lines syntax-highlighted as documents
+print it in gray: comments, strings, punctuation and keywords in tones between ink and paper
+(commas and parentheses faint, comments in a light italic), the tones drawn per line.
 Monospace faces come from fonts.MONO, proportional ones from the rest of the family set passed
 in. The monospace run's size is 0.85-1.05 of the prose's, so a line holds two x-heights.
 
@@ -20,6 +22,7 @@ background removed (line_finder.remove_background, with the window a page of thi
 """
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -100,33 +103,70 @@ def _toc_line(rng, prose):
     return f"{number} {title} {leader} {page}".strip()
 
 
+HIGHLIGHT_TOKEN = re.compile(r"(#.*$|//.*$|/\*.*?(?:\*/|$)|\"[^\"]*\"|'[^']*'|\w+|\s+|[^\w\s])")
+KEYWORDS = set("def class return if else elif for while in import from as with try except raise int void char "
+               "const static struct unsigned long double float bool true false None True False self public "
+               "private namespace template typename include define auto let var function new delete".split())
+
+
+def _highlighted(rng, line, regular, italic, bold):
+    """A code line as a syntax highlighter sets it: runs (text, font path, tone), tone the share of
+    the way from ink to paper (0: ink). Each line draws its own theme: comments lighter and often
+    italic, strings and punctuation lighter or not, keywords bold or darker."""
+    theme = {"comment": rng.uniform(0.25, 0.6), "string": rng.uniform(0.0, 0.45), "punct": rng.choice((0.0, rng.uniform(0.2, 0.55))),
+             "keyword": rng.uniform(0.0, 0.3), "word": rng.choice((0.0, 0.0, rng.uniform(0.05, 0.3)))}
+    comment_font = italic if rng.random() < 0.6 else regular
+    keyword_font = bold if rng.random() < 0.4 else regular
+    runs = []
+    for tok in HIGHLIGHT_TOKEN.findall(line):
+        if tok.startswith(("#", "//", "/*")):
+            runs.append((tok, comment_font, theme["comment"]))
+        elif tok[0] in "\"'":
+            runs.append((tok, regular, theme["string"]))
+        elif tok in KEYWORDS:
+            runs.append((tok, keyword_font, theme["keyword"]))
+        elif tok[0].isalnum() or tok[0] == "_":
+            runs.append((tok, regular, theme["word"]))
+        elif tok.isspace():
+            runs.append((tok, regular, 0.0))
+        else:
+            runs.append((tok, regular, theme["punct"]))
+    return runs
+
+
 def _runs(rng, kind, prose, code, families):
-    """[(text, font path, is_mono)] and the shading: None, 'line' or 'runs'."""
+    """[(text, font path, tone)] and the shading: None, 'line' or 'runs'."""
     mono_names, prop_names = _split(families)
     mono_path = _font(rng, families, mono_names, (0.85, 0.1, 0.05, 0.0))
     prop_path = _font(rng, families, prop_names)
     if kind == "code":
-        text = _rule_line(rng, prose) if rng.random() < 0.12 else code.line(rng)
-        return [(text, mono_path)], ("line" if rng.random() < 0.6 else None)
+        shade = "line" if rng.random() < 0.6 else None
+        if rng.random() < 0.12:
+            return [(_rule_line(rng, prose), mono_path, 0.0)], shade
+        if rng.random() < 0.5:  # syntax highlighting, in gray: tokens of several tones and faces
+            family = rng.choice(mono_names)
+            faces = [fonts.font_file(families, family, st) for st in ("regular", "italic", "bold")]
+            return _highlighted(rng, code.line(rng), *faces), shade
+        return [(code.line(rng), mono_path, 0.0)], shade
     if kind == "toc":
-        return [(_toc_line(rng, prose), mono_path if rng.random() < 0.1 else prop_path)], None
+        return [(_toc_line(rng, prose), mono_path if rng.random() < 0.1 else prop_path, 0.0)], None
     if kind == "shaded":
-        return [(prose.line(rng, 12, 80), prop_path)], "line"
+        return [(prose.line(rng, 12, 80), prop_path, 0.0)], "line"
     if kind == "idlist":
         ids = ", ".join(code.identifier(rng) for _ in range(rng.randint(2, 4)))
         lead = " ".join(prose.line(rng, 3, 30).split()[:rng.randint(0, 4)])
-        runs = ([(lead + " ", prop_path)] if lead else []) + [(ids, mono_path)]
+        runs = ([(lead + " ", prop_path, 0.0)] if lead else []) + [(ids, mono_path, 0.0)]
         return runs, ("runs" if rng.random() < 0.2 else None)
     runs = _mixed_runs(rng, prose, code, mono_path, prop_path, rng.randint(1, 3))
     r = rng.random()
-    return runs, ("runs" if r < 0.25 else "line" if r < 0.35 else None)
+    return [(t, p, 0.0) for t, p in runs], ("runs" if r < 0.25 else "line" if r < 0.35 else None)
 
 
 def render_runs(rng, runs, em, mono_scale, shade, degrade):
     """Draws the runs on one baseline (monospace runs at mono_scale x em) with the shading asked
     for, degraded like a scan when asked; returns gray uint8."""
     sized = [(t, lines.load_font(p, max(6, int(round(em * (mono_scale if p in _MONO_FILES else 1.0))))))
-             for t, p in runs]
+             for t, p, _ in runs]
     widths = [f.getlength(t) for t, f in sized]
     width, height = int(sum(widths)) + 2 * em, 3 * em
     paper = rng.randint(215, 255) if degrade else 255
@@ -142,11 +182,12 @@ def render_runs(rng, runs, em, mono_scale, shade, degrade):
         x0, x1 = int(rng.uniform(0, 0.8) * em), width - int(rng.uniform(0, 0.8) * em)
         d.rectangle((x0, y0, x1, y1), fill=shade_level)
     x = float(em)
-    for (t, f), w, (_, p) in zip(sized, widths, runs):
+    for (t, f), w, (_, p, tone) in zip(sized, widths, runs):
         if shade == "runs" and p in _MONO_FILES:
             pad = 0.15 * em
             d.rectangle((int(x - pad), base - int(1.0 * em), int(x + w + pad), base + int(0.3 * em)), fill=shade_level)
-        d.text((x, base), t, font=f, fill=ink, anchor="ls")
+        background = shade_level if shade else paper
+        d.text((x, base), t, font=f, fill=int(round(ink + tone * (background - ink))), anchor="ls")
         x += w
     if degrade:
         img = lines._degrade(rng, img, em, paper)
@@ -161,8 +202,8 @@ def sample(rng, prose, code, families=None, degrade=None, kind=None):
     families = families or fonts.TRAIN
     kind = kind or rng.choices(KINDS, KIND_WEIGHTS)[0]
     runs, shade = _runs(rng, kind, prose, code, families)
-    runs = [(_keep(t, p), p) for t, p in runs]
-    text = " ".join("".join(t for t, _ in runs).split())
+    runs = [(_keep(t, p), p, tone) for t, p, tone in runs]
+    text = " ".join("".join(t for t, _, _ in runs).split())
     if not text:
         return None
     em = int(round(math.exp(rng.uniform(math.log(12), math.log(56)))))
