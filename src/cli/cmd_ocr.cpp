@@ -62,13 +62,12 @@ size_t automatic_passes_in_flight(OcrModel& model, const OcrPages& pages, const 
   return std::clamp<size_t>(plan_ocr_passes(model, pages, opt).size(), 1, kMostAutomatic);
 }
 
-int run_ocr_command(const OcrArgs& a) {
-  VisionMode mode;
-  if (a.mode == "base") mode = VisionMode::Base;
-  else if (a.mode == "gundam") mode = VisionMode::Gundam;
-  else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
+// The pipeline's options from the command line's (InvalidInput naming the option at fault).
+OcrOptions ocr_options(const OcrArgs& a) {
   OcrOptions opt;
-  opt.mode = mode;
+  if (a.mode == "base") opt.mode = VisionMode::Base;
+  else if (a.mode == "gundam") opt.mode = VisionMode::Gundam;
+  else throw_invalid("--mode must be base or gundam, got '" + a.mode + "'");
   opt.policy = a.policy.policy();
   a.kv.apply(opt);
   if (a.max_tokens < 0) throw_invalid("--max-tokens must not be negative, got " + std::to_string(a.max_tokens));
@@ -80,10 +79,56 @@ int run_ocr_command(const OcrArgs& a) {
   opt.prefix_cache_bytes = a.prefix_cache_bytes;
   if (a.kv_budget < 0) throw_invalid("--kv-budget must not be negative, got " + std::to_string(a.kv_budget));
   opt.kv_budget = static_cast<size_t>(a.kv_budget);
+  if (a.dpi < 0) throw_invalid("--dpi must be positive, got " + std::to_string(a.dpi));
+  return opt;
+}
+
+// Streamed text to stdout; a progress line on stderr for a person watching a terminal (streamed
+// text on that same terminal is its own progress: redrawing a line there would overwrite it).
+OcrCallbacks ocr_callbacks(const OcrArgs& a, bool progress) {
+  OcrCallbacks cb;
+  if (a.stream)
+    cb.on_text = [](std::string_view s) {
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+    };
+  if (progress)
+    cb.on_progress = [last = std::chrono::steady_clock::time_point{}, encoded = size_t{0}](const OcrProgress& p) mutable {
+      // Redrawn at most 10 times a second (and whenever a page is encoded), not once per token.
+      const auto now = std::chrono::steady_clock::now();
+      if (p.pages_encoded == encoded && now - last < std::chrono::milliseconds(100)) return;
+      last = now;
+      encoded = p.pages_encoded;
+      std::fprintf(stderr, "\r\033[Kpages %zu/%zu encoded  pass %zu/%zu  %lld tokens  %.1f tok/s  KV %s", p.pages_encoded,
+                   p.pages_total, p.pass, p.passes, static_cast<long long>(p.tokens), p.tokens_per_s,
+                   human_bytes(p.kv_bytes).c_str());
+      std::fflush(stderr);
+    };
+  return cb;
+}
+
+// The markdown to --out or stdout, the JSON to --json, warnings and the summary to stderr.
+void write_ocr_result(const OcrArgs& a, const OcrResult& r) {
+  for (const std::string& w : r.warnings) std::fprintf(stderr, "folio: warning: %s\n", w.c_str());
+  std::string markdown = r.markdown;
+  if (!markdown.empty() && markdown.back() != '\n') markdown += '\n';
+  if (!a.out.empty()) write_file(a.out, markdown, "--out");
+  else if (!a.stream) std::fwrite(markdown.data(), 1, markdown.size(), stdout);
+  if (!a.json.empty()) write_file(a.json, r.json.dump(2) + "\n", "--json");
+  std::fflush(stdout);
+  if (a.quiet) return;
+  const OcrStats& s = r.stats;
+  std::fprintf(stderr,
+               "folio ocr: %zu page(s) in %zu pass(es); encode %.0f ms, prefill %.0f ms (%lld reference tokens); "
+               "%lld tokens at %.1f tok/s; KV peak %s\n",
+               s.pages, s.passes, s.encode_ms, s.prefill_ms, static_cast<long long>(s.reference_tokens),
+               static_cast<long long>(s.decode_tokens), s.tokens_per_s, human_bytes(s.kv_bytes_peak).c_str());
+}
+
+int run_ocr_command(const OcrArgs& a) {
+  OcrOptions opt = ocr_options(a);
   // No --model: the shipped model ($FOLIO_MODEL, or found next to the executable / source tree).
   const std::string model_dir = a.model.empty() ? default_ocr_model_dir() : a.model;
-
-  if (a.dpi < 0) throw_invalid("--dpi must be positive, got " + std::to_string(a.dpi));
   // The model first (it maps its weights, nothing more) because it says which DPI its pages want.
   const kernels::GemmPrecision precision = kernels::gemm_precision_from_name(a.encoder_precision, "--encoder-precision");
   std::unique_ptr<OcrModel> model = load_ocr_model(model_dir, a.weights, a.mmproj);
@@ -101,47 +146,11 @@ int run_ocr_command(const OcrArgs& a) {
     if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
   }
   if (opt.passes_in_flight == 0) opt.passes_in_flight = automatic_passes_in_flight(*model, pages, opt, a.stream);
-
-  // The progress line is for a person watching a terminal; streamed text on that same terminal is
-  // its own progress (redrawing a line there would overwrite the text).
   const bool progress = !a.quiet && isatty(STDERR_FILENO) && !(a.stream && isatty(STDOUT_FILENO));
-  OcrCallbacks cb;
-  if (a.stream)
-    cb.on_text = [&](std::string_view s) {
-      std::fwrite(s.data(), 1, s.size(), stdout);
-      std::fflush(stdout);
-    };
-  if (progress)
-    cb.on_progress = [last = std::chrono::steady_clock::time_point{}, encoded = size_t{0}](const OcrProgress& p) mutable {
-      // Redrawn at most 10 times a second (and whenever a page is encoded), not once per token.
-      const auto now = std::chrono::steady_clock::now();
-      if (p.pages_encoded == encoded && now - last < std::chrono::milliseconds(100)) return;
-      last = now;
-      encoded = p.pages_encoded;
-      std::fprintf(stderr, "\r\033[Kpages %zu/%zu encoded  pass %zu/%zu  %lld tokens  %.1f tok/s  KV %s", p.pages_encoded,
-                   p.pages_total, p.pass, p.passes, static_cast<long long>(p.tokens), p.tokens_per_s,
-                   human_bytes(p.kv_bytes).c_str());
-      std::fflush(stderr);
-    };
-  OcrResult r = run_ocr(*model, pages, opt, threads, cb);
+  const OcrResult r = run_ocr(*model, pages, opt, threads, ocr_callbacks(a, progress));
   if (progress) std::fputs("\r\033[K", stderr);
   if (a.stream) std::fputs("\n", stdout);
-  for (const std::string& w : r.warnings) std::fprintf(stderr, "folio: warning: %s\n", w.c_str());
-
-  std::string markdown = r.markdown;
-  if (!markdown.empty() && markdown.back() != '\n') markdown += '\n';
-  if (!a.out.empty()) write_file(a.out, markdown, "--out");
-  else if (!a.stream) std::fwrite(markdown.data(), 1, markdown.size(), stdout);
-  if (!a.json.empty()) write_file(a.json, r.json.dump(2) + "\n", "--json");
-  std::fflush(stdout);
-  if (!a.quiet) {
-    const OcrStats& s = r.stats;
-    std::fprintf(stderr,
-                 "folio ocr: %zu page(s) in %zu pass(es); encode %.0f ms, prefill %.0f ms (%lld reference tokens); "
-                 "%lld tokens at %.1f tok/s; KV peak %s\n",
-                 s.pages, s.passes, s.encode_ms, s.prefill_ms, static_cast<long long>(s.reference_tokens),
-                 static_cast<long long>(s.decode_tokens), s.tokens_per_s, human_bytes(s.kv_bytes_peak).c_str());
-  }
+  write_ocr_result(a, r);
   return 0;
 }
 
