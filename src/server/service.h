@@ -27,6 +27,10 @@
 //
 // Extension point: add_route() mounts another /v1/ endpoint behind the same gate, counted in
 // /metrics, with the scheduler and model to submit to.
+//
+// Files: service.cpp the lifecycle, the gate, the routes and the small endpoints; ocr_endpoint.cpp
+// POST /v1/ocr; chat_endpoints.cpp chat and text completions; service_io.h what they share about
+// answering (JSON errors, the access record, server-sent events).
 #pragma once
 
 #include <atomic>
