@@ -29,20 +29,8 @@ SequenceRequest sequence_request(std::span<const ReferencePart> reference, const
 
 // A finished request's result as Generator reports it (an "error" result is thrown instead).
 GenerationResult generation_result(SequenceResult s) {
-  GenerationResult r;
-  r.tokens = std::move(s.tokens);
-  r.predicted = std::move(s.predicted);
-  r.stop_reason = s.stop_reason == StopReason::Cancelled ? StopReason(StopReason::Stopped) : s.stop_reason;  // on_token said stop
-  r.reference_tokens = s.reference_tokens;
-  r.produce_ms = s.produce_ms;
-  r.prefill_ms = s.prefill_ms;
-  r.decode_ms = s.decode_ms;
-  r.kv_bytes_peak = s.kv_bytes_peak;
-  r.kv_bytes_final = s.kv_bytes_final;
-  r.kv_active_bytes_max = s.kv_active_bytes_max;
-  r.kv_offloaded_bytes_peak = s.kv_offloaded_bytes_peak;
-  r.cached_reference_tokens = s.cached_prompt_tokens;
-  return r;
+  if (s.stop_reason == StopReason::Cancelled) s.stop_reason = StopReason::Stopped;  // on_token said stop
+  return s;
 }
 
 }  // namespace

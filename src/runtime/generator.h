@@ -41,20 +41,9 @@ struct GenerationOptions : DecodingOptions {
   int64_t prefill_chunk = 2048;  // reference rows per forward pass (a MoE layer converts its experts once per pass)
 };
 
-struct GenerationResult {
-  std::vector<int32_t> tokens;   // generated ids (the EOS that stopped generation included)
-  std::vector<int32_t> predicted;  // teacher forcing: the model's own choice at each step
-  StopReason stop_reason;        // Eos, Length, Context, Stopped
-  int64_t reference_tokens = 0;  // P
-  int64_t cached_reference_tokens = 0;  // of those, restored from the prefix cache (keep_references)
-  double produce_ms = 0;         // time spent producing embedding parts (e.g. encoding pages)
-  double prefill_ms = 0;         // decoder time over the reference (produce_ms not included)
-  double decode_ms = 0;
-  size_t kv_bytes_peak = 0;      // this sequence's bytes in the pool, at its largest
-  size_t kv_bytes_final = 0;     // its bytes in the pool when it ended (after --kv-keep's compression)
-  size_t kv_active_bytes_max = 0;  // most KV bytes one generated token read (SequenceKV::active_bytes)
-  size_t kv_offloaded_bytes_peak = 0;  // most of this sequence's bytes in the reference store at once
-};
+// What a generation gives back: the scheduler's SequenceResult (one result type for both), with
+// "stopped" for a generation its on_token callback ended; an "error" result is thrown instead.
+using GenerationResult = SequenceResult;
 
 class Generator {
  public:

@@ -326,7 +326,7 @@ void OcrRun::absorb(GenerationResult r) {
   if (out_.tokens.empty()) out_.tokens = std::move(r.tokens);
   else out_.tokens.insert(out_.tokens.end(), r.tokens.begin(), r.tokens.end());
   st.reference_tokens += r.reference_tokens;
-  st.cached_reference_tokens += r.cached_reference_tokens;
+  st.cached_reference_tokens += r.cached_prompt_tokens;
   st.decode_tokens += generated;
   st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
   st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
