@@ -8,12 +8,20 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
+#include "kv/block_pool.h"
 #include "kv/file_tier.h"
 #include "kv/kv_dtype.h"
 #include "kv/ram_tier.h"
 #include "runtime/default_model.h"
+#include "runtime/loaded_model.h"
+#include "runtime/ocr_model.h"
+#include "runtime/scheduler.h"
+#include "server/access_log.h"
 #include "server/api_error.h"
+#include "server/http_server.h"
+#include "server/remote_reference_tier.h"
 #include "server/remote_prefix.h"
 #include "server/service_io.h"
 #include "server/tokenize_request.h"
@@ -21,6 +29,26 @@
 namespace folio {
 
 using nlohmann::json;
+
+namespace {
+
+// The remote tier's settings (remote.*) for the model loaded from `path` (and model.mmproj).
+RemoteReferenceTier::Options remote_options(const ServerConfig& cfg_, const std::string& path) {
+  RemoteReferenceTier::Options o;
+  o.address = cfg_.remote.redis;
+  o.ttl_s = cfg_.remote.ttl_s;
+  o.timeout_ms = cfg_.remote.timeout_ms;
+  o.retry_s = cfg_.remote.retry_s;
+  o.claim_wait_s = cfg_.remote.claim_wait_s;
+  std::vector<std::string> files = {path};
+  if (!cfg_.model.mmproj.empty()) files.push_back(cfg_.model.mmproj);
+  // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,
+  // but it is part of what was loaded, so replicas must agree on it too.
+  o.fingerprint = model_fingerprint(files) + "/" + cfg_.model.weights;
+  return o;
+}
+
+}  // namespace
 
 Service::Service(ServerConfig cfg)
     : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
@@ -86,7 +114,7 @@ void Service::load() {
   if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
     ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
     ocr_model_->set_encoder_precision(kernels::gemm_precision_from_name(cfg_.model.encoder_precision, "model.encoder_precision"));
-    if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(path));
+    if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(cfg_, path));
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();
   } else {
@@ -180,20 +208,6 @@ void Service::add_route(const std::string& method, const std::string& path, Hand
 
 void Service::mount(const std::string& method, const std::string& path, Handler handler) { router_.add(method, path, std::move(handler)); }
 
-RemoteReferenceTier::Options Service::remote_options(const std::string& path) const {
-  RemoteReferenceTier::Options o;
-  o.address = cfg_.remote.redis;
-  o.ttl_s = cfg_.remote.ttl_s;
-  o.timeout_ms = cfg_.remote.timeout_ms;
-  o.retry_s = cfg_.remote.retry_s;
-  o.claim_wait_s = cfg_.remote.claim_wait_s;
-  std::vector<std::string> files = {path};
-  if (!cfg_.model.mmproj.empty()) files.push_back(cfg_.model.mmproj);
-  // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,
-  // but it is part of what was loaded, so replicas must agree on it too.
-  o.fingerprint = model_fingerprint(files) + "/" + cfg_.model.weights;
-  return o;
-}
 
 HttpServerOptions Service::transport_options() const {
   const ServerConfig::Server& sc = cfg_.server;

@@ -36,40 +36,45 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <optional>
 #include <memory>
 #include <mutex>
-#include <map>
-#include <set>
-#include <string>
-#include <thread>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
-#include "core/thread_pool.h"
-#include "kv/block_pool.h"
-#include "runtime/loaded_model.h"
-#include "runtime/ocr_model.h"
-#include "runtime/scheduler.h"
-#include "server/access_log.h"
+#include "kv/kv_layout.h"
+#include "kv/kv_policy.h"
+#include "runtime/sequence_request.h"
 #include "server/api_keys.h"
-#include "server/chat_request.h"
-#include "server/http_message.h"
-#include "server/http_server.h"
 #include "server/http_router.h"
 #include "server/metrics.h"
-#include "server/ocr_job.h"
-#include "server/reference_cache.h"
-#include "server/remote_reference_tier.h"
-#include "server/request_ids.h"
 #include "server/rate_limiter.h"
+#include "server/reference_cache.h"
+#include "server/request_ids.h"
 #include "server/server_config.h"
-#include "server/token_logprobs.h"
-
 
 namespace folio {
 
-struct ChatChannel;  // service.cpp: a text generation's tokens and result, for the thread answering it
+// Held by pointer or named in signatures only: defined in the headers the .cpp files include.
+class AccessLog;
+class Decoder;
+class HttpServer;
+class KVBlockPool;
+class OcrJob;
+class OcrModel;
+class RemoteReferenceTier;
+class Scheduler;
+class ThreadPool;
+class TieredStore;
+class Tokenizer;
+struct ChatChannel;  // service_io.h: a text generation's tokens and result, for the thread answering it
+struct ChatRequest;
+struct HttpServerOptions;
+struct LoadedModel;
+struct TokenLogprob;
+struct UploadedFile;
 
 class Service {
  public:
@@ -109,8 +114,6 @@ class Service {
  private:
   // The transport's settings from server.*, and its hooks (below).
   HttpServerOptions transport_options() const;
-  // The remote tier's settings (remote.*) for the model loaded from `path` (and model.mmproj).
-  RemoteReferenceTier::Options remote_options(const std::string& path) const;
   // Every request: the gate, then its route (404 / 405 when none), errors as JSON.
   void handle(HttpRequest& req, HttpResponse& res);
   void route(HttpRequest& req, HttpResponse& res);

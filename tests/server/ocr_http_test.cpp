@@ -22,6 +22,7 @@
 #include "runtime/model_factory.h"
 #include "runtime/ocr_mini.h"
 #include "runtime/ocr_pipeline.h"
+#include "core/error.h"
 #include "server/service.h"
 #include "http_test_util.h"
 #include "test_base64.h"
