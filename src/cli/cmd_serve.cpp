@@ -28,8 +28,12 @@ struct ServeArgs {
 Runner add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   app.add_option("--config", a->config, "YAML config file (keys: see below; flags > FOLIO_* env > file > defaults)");
+  // model.path and model.mmproj also take folio ocr's spellings, --model and --mmproj.
+  const std::map<std::string, std::string> aliases = {{"model.path", ",--model"}, {"model.mmproj", ",--mmproj"}};
   for (const std::string& key : server_config_keys()) {
-    a->options[key] = app.add_option("--" + key, a->values[key], server_config_help(key) + " [env " + config_env_var(key) + "]");
+    const auto alias = aliases.find(key);
+    a->options[key] = app.add_option("--" + key + (alias == aliases.end() ? "" : alias->second), a->values[key],
+                                     server_config_help(key) + " [env " + config_env_var(key) + "]");
   }
   return [a]() -> int {
     ConfigSources src;

@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 help=$("$folio" serve --help) || fail "'$folio serve --help' exited with $?"
 # Option lines start with whitespace and the flag; a dotted flag is a config key. Descriptions that
 # mention other keys (overriding inference.kv_dtype) are not at the start of a line.
-keys=$(printf '%s\n' "$help" | sed -nE 's/^[[:space:]]+--([a-z0-9_]+(\.[a-z0-9_]+)+)([[:space:]].*)?$/\1/p' | sort -u)
+keys=$(printf '%s\n' "$help" | sed -nE 's/^[[:space:]]+--([a-z0-9_]+(\.[a-z0-9_]+)+)([[:space:],].*)?$/\1/p' | sort -u)
 count=$(printf '%s\n' "$keys" | grep -c . || true)
 [ "$count" -ge 20 ] || fail "only $count config keys found in '$folio serve --help' (want at least 20): extraction broken?"
 

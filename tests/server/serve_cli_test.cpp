@@ -88,6 +88,13 @@ TEST_F(ServeCli, EnvironmentIsReadAndFlagsWin) {
   Outcome r = folio("serve --model.path " + model(), "FOLIO_SERVER_PORT=abc");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("environment variable FOLIO_SERVER_PORT: server.port must be an integer, got 'abc'"), std::string::npos) << r.out;
+  // --model is model.path, --mmproj model.mmproj (folio ocr's spellings).
+  r = folio("serve --model " + (dir_ / "nope").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model.path: " + (dir_ / "nope").string() + " does not exist"), std::string::npos) << r.out;
+  r = folio("serve --help");
+  EXPECT_NE(r.out.find("--model.path,--model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--model.mmproj,--mmproj"), std::string::npos) << r.out;
   r = folio("serve", "FOLIO_MODEL_PATH=" + (dir_ / "from-env").string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("model.path: " + (dir_ / "from-env").string() + " does not exist"), std::string::npos) << r.out;
@@ -106,7 +113,8 @@ TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
   if (pid == 0) {
     dup2(err[1], 2);
     close(err[0]);
-    execl(FOLIO_BINARY, FOLIO_BINARY, "serve", "--model.path", model().c_str(), "--server.port", "0", "--inference.threads", "1",
+    // --model: folio ocr's spelling of --model.path (the second server below spells it out).
+    execl(FOLIO_BINARY, FOLIO_BINARY, "serve", "--model", model().c_str(), "--server.port", "0", "--inference.threads", "1",
           static_cast<char*>(nullptr));
     _exit(127);
   }
