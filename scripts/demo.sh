@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds folio and reads the typeset sample PDF in examples/ with the shipped
-# model (models/folio-mini-ocr-2): markdown on stdout, progress and figures on stderr.
+# model (models/folio-mini-ocr-3): markdown on stdout, progress and figures on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

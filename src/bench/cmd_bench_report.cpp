@@ -349,7 +349,7 @@ SubRunner add_bench_report(CLI::App& bench) {
   c->add_option("--folio", a->folio, "folio executable the runs use (default: this one)");
   c->add_option("--decoder-model", a->decoder_model, "Full-size decoder checkpoint (default: CACHE/uocr-full-bf16, made if missing)");
   c->add_option("--cache", a->cache, "Where the full-size decoder is made (default: $FOLIO_CACHE or ~/.cache/folio)");
-  c->add_option("--mini-model", a->mini_model, "OCR model (default: the shipped folio-mini-ocr 2)");
+  c->add_option("--mini-model", a->mini_model, "OCR model (default: the shipped folio-mini-ocr 3)");
   c->add_option("--python", a->python, "Python with torch for the PyTorch peer")->capture_default_str();
   c->add_option("--threads", a->threads, "Threads of every run (0 = one per core)")->capture_default_str();
   c->add_flag("--render-only", a->render_only, "Rewrite DIR.md and the plots from DIR/json (no runs)");

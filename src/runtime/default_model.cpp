@@ -53,7 +53,7 @@ std::string default_ocr_model_dir() {
     if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
     looked += (looked.empty() ? "" : ", ") + c.lexically_normal().string();
   }
-  throw_invalid("no model given and the shipped model folio-mini-ocr-2 was not found (looked in: " + looked +
+  throw_invalid("no model given and the shipped model folio-mini-ocr-3 was not found (looked in: " + looked +
                 "); pass --model DIR or set FOLIO_MODEL");
 }
 

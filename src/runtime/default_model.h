@@ -1,7 +1,7 @@
-// Where the shipped OCR model (folio-mini-ocr 2, kDefaultOcrModel) is found when the user names none.
+// Where the shipped OCR model (folio-mini-ocr 3, kDefaultOcrModel) is found when the user names none.
 //
-// Order: $FOLIO_MODEL; <executable dir>/../models/folio-mini-ocr-2 and <executable dir>/models/
-// folio-mini-ocr-2 (a build tree inside the checkout, an installed layout); the source tree folio was
+// Order: $FOLIO_MODEL; <executable dir>/../models/folio-mini-ocr-3 and <executable dir>/models/
+// folio-mini-ocr-3 (a build tree inside the checkout, an installed layout); the source tree folio was
 // built from. The first directory holding a config.json wins; none: InvalidInput listing every
 // place looked at and how to choose a model.
 #pragma once
@@ -12,7 +12,7 @@ namespace folio {
 
 // The default model, relative to the repository (v1, models/folio-mini-ocr, reads only its grid pages
 // and stays for the engine's tests and the held-out grid sets).
-inline constexpr const char* kDefaultOcrModel = "models/folio-mini-ocr-2";
+inline constexpr const char* kDefaultOcrModel = "models/folio-mini-ocr-3";
 
 std::string default_ocr_model_dir();
 

@@ -1,4 +1,4 @@
-// The shipped models through the real binary: `folio ocr` with no --model (folio-mini-ocr 2) reads
+// The shipped models through the real binary: `folio ocr` with no --model (folio-mini-ocr 3) reads
 // the typeset sample in examples/ as the README's demo does; folio-mini-ocr (v1) reads its grid
 // samples (made by its generator from held-out text) with a low character error rate, rswa and full
 // agree; `folio bench accuracy` reports the contract's fields.
@@ -58,7 +58,7 @@ TEST_F(MiniOcrCli, DefaultModelReadsTheTypesetSampleAsItsSource) {
   auto r = run_folio("ocr " + kSrc + "/examples/sample-typeset.pdf --json " + json.string(), scratch);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(read_file(json));
-  EXPECT_EQ(j["model"], "folio-mini-ocr-2");
+  EXPECT_EQ(j["model"], "folio-mini-ocr-3");
   EXPECT_EQ(j["pages"].size(), 1u);
   const std::string source = read_file(kSrc + "/examples/sample-typeset.md");
   // Lines that are structure in the source (headings at their level, list items, table rows)
@@ -175,7 +175,7 @@ TEST_F(MiniOcrCli, BenchAccuracyWritesTheContractFields) {
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["suite"], "accuracy");
   // The default model on the shipped held-out set: typeset man pages, plain-text truth.
-  EXPECT_NE(j["model"].get<std::string>().find("folio-mini-ocr-2"), std::string::npos) << j["model"];
+  EXPECT_NE(j["model"].get<std::string>().find("folio-mini-ocr-3"), std::string::npos) << j["model"];
   EXPECT_EQ(j["compare"], "normalised-text");
   EXPECT_LT(j["cer"].get<double>(), 0.03);
   EXPECT_GT(j["token_agreement_with_baseline"].get<double>(), 0.9);

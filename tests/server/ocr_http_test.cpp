@@ -88,7 +88,7 @@ class OcrHttp : public ::testing::Test {
 
   static ServerConfig config() {
     ServerConfig c;
-    c.model.path = shipped_path("models/folio-mini-ocr");  // v1, as model_ (the default is v2)
+    c.model.path = shipped_path("models/folio-mini-ocr");  // v1, as model_ (the default is v3)
     c.server.port = 0;
     c.inference.kv_dtype = "f32";
     c.inference.threads = 1;
