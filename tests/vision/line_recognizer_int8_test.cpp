@@ -1,6 +1,7 @@
-// LineRecognizer's Int8 precision against its F32 precision, with the shipped folio-mini-ocr 2
-// recognizer (models/folio-mini-ocr-2, the trained weights: a random model's logits are too flat for
-// the comparison to mean anything) on the rendered line of tests/fixtures/mini2 (lines.py's crop rule).
+// LineRecognizer's Int8 precision against its F32 precision, with the shipped folio-mini-ocr 2 and 3
+// recognizers (models/folio-mini-ocr-2 and -3, trained weights: a random model's logits are too flat
+// for the comparison to mean anything) on the rendered line of tests/fixtures/mini2 (lines.py's crop
+// rule).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,12 +19,13 @@
 namespace folio {
 namespace {
 
-const std::string kModel = std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2";
 const std::string kLine = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/recognizer_golden.safetensors";
 
 struct Fixture {
-  std::unique_ptr<SafetensorsCheckpoint> model = SafetensorsCheckpoint::open(kModel + "/model.safetensors");
-  std::string charset = read_json_file(kModel + "/config.json")["recognizer"]["charset"].get<std::string>();
+  explicit Fixture(const std::string& name) : dir(std::string(FOLIO_SOURCE_DIR) + "/models/" + name) {}
+  std::string dir;
+  std::unique_ptr<SafetensorsCheckpoint> model = SafetensorsCheckpoint::open(dir + "/model.safetensors");
+  std::string charset = read_json_file(dir + "/config.json")["recognizer"]["charset"].get<std::string>();
   std::unique_ptr<SafetensorsCheckpoint> line_file = SafetensorsCheckpoint::open(kLine);
   std::vector<float> line = to_f32_vector(line_file->get("input"));
   int64_t width = line_file->get("input").shape[1];
@@ -35,8 +37,10 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-TEST(LineRecognizerInt8, ReadsTheLineAsF32DoesWithinAProvenTolerance) {
-  Fixture f;
+class LineRecognizerInt8 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LineRecognizerInt8, ReadsTheLineAsF32DoesWithinAProvenTolerance) {
+  Fixture f(GetParam());
   const LineRecognizer f32(*f.model, f.charset, "recognizer.", LineRecognizer::Precision::F32);
   const LineRecognizer int8(*f.model, f.charset, "recognizer.");
   ASSERT_EQ(int8.precision(), LineRecognizer::Precision::Int8);
@@ -61,8 +65,8 @@ TEST(LineRecognizerInt8, ReadsTheLineAsF32DoesWithinAProvenTolerance) {
   EXPECT_GT(moved, 3 * tol);
 }
 
-TEST(LineRecognizerInt8, SameBitsOnEveryIsaAndThreadCount) {
-  Fixture f;
+TEST_P(LineRecognizerInt8, SameBitsOnEveryIsaAndThreadCount) {
+  Fixture f(GetParam());
   const LineRecognizer rec(*f.model, f.charset, "recognizer.");
   const kernels::Isa saved = kernels::active_isa();
   ThreadPool one(1), two(2);
@@ -79,6 +83,9 @@ TEST(LineRecognizerInt8, SameBitsOnEveryIsaAndThreadCount) {
   const LineCrop crop{f.width, f.line, 10.0};
   EXPECT_EQ(rec.read_many({&crop, &crop, &crop}, two), rec.read_many({&crop, &crop, &crop}, one));
 }
+
+INSTANTIATE_TEST_SUITE_P(Shipped, LineRecognizerInt8, ::testing::Values("folio-mini-ocr-2", "folio-mini-ocr-3"),
+                         [](const auto& info) { return std::string(info.param[15] == '2' ? "mini2" : "mini3"); });
 
 }  // namespace
 }  // namespace folio
