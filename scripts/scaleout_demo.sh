@@ -177,12 +177,13 @@ if [ "$kill_one" = 1 ]; then
   killed=folio1
 fi
 status=0
+load_s=${FOLIO_SCALEOUT_LOAD_S:-180}
 # Bounded: a load that hangs is reported with the balancer's and the replicas' logs, not left to
 # the caller's timeout (one mixed run in about 25 hung once, cause not found yet).
-timeout "${FOLIO_SCALEOUT_LOAD_S:-180}" "$folio" bench serve --url "http://127.0.0.1:$front" --kind "$kind" --file "$file" \
+timeout "$load_s" "$folio" bench serve --url "http://127.0.0.1:$front" --kind "$kind" --file "$file" \
   --requests "$requests" --concurrency "$concurrency" --json "$out/load.json" > "$out/load.txt" 2>&1 || status=$?
 if [ "$status" = 124 ]; then
-  echo "scaleout_demo: the load did not finish in ${FOLIO_SCALEOUT_LOAD_S:-180} s; HAProxy's log and the replicas' last lines:" >&2
+  echo "scaleout_demo: the load did not finish in $load_s s; HAProxy's log and the replicas' last lines:" >&2
   tail -20 "$out/haproxy.log" >&2 || true
   for i in $(seq 1 "$replicas"); do tail -5 "$out/replica$i.log" >&2 || true; curl -s --max-time 2 "http://127.0.0.1:${ports[$i]}/metrics" | grep -E '^folio_(running_sequences|queued_sequences|http_connections|scheduler_steps_total)' >&2 || true; done
   exit 1

@@ -16,6 +16,7 @@
 
 #include "bench/json_output.h"
 #include "cmdline/commands.h"
+#include "core/median.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
 #include "core/memory_stats.h"
@@ -99,12 +100,6 @@ double prefill_flops(const Decoder& dec, int64_t tokens) {
   const double p = static_cast<double>(tokens);
   const double attention = 4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * p * (p + 1) / 2;
   return 2.0 * static_cast<double>(dec.prefill_params_per_token()) * p + attention;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv_types, const Decoder& dec, double kv_bytes_per_token,

@@ -33,18 +33,18 @@ using nlohmann::json;
 namespace {
 
 // The remote tier's settings (remote.*) for the model loaded from `path` (and model.mmproj).
-RemoteReferenceTier::Options remote_options(const ServerConfig& cfg_, const std::string& path) {
+RemoteReferenceTier::Options remote_options(const ServerConfig& cfg, const std::string& path) {
   RemoteReferenceTier::Options o;
-  o.address = cfg_.remote.redis;
-  o.ttl_s = cfg_.remote.ttl_s;
-  o.timeout_ms = cfg_.remote.timeout_ms;
-  o.retry_s = cfg_.remote.retry_s;
-  o.claim_wait_s = cfg_.remote.claim_wait_s;
+  o.address = cfg.remote.redis;
+  o.ttl_s = cfg.remote.ttl_s;
+  o.timeout_ms = cfg.remote.timeout_ms;
+  o.retry_s = cfg.remote.retry_s;
+  o.claim_wait_s = cfg.remote.claim_wait_s;
   std::vector<std::string> files = {path};
-  if (!cfg_.model.mmproj.empty()) files.push_back(cfg_.model.mmproj);
+  if (!cfg.model.mmproj.empty()) files.push_back(cfg.model.mmproj);
   // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,
   // but it is part of what was loaded, so replicas must agree on it too.
-  o.fingerprint = model_fingerprint(files) + "/" + cfg_.model.weights;
+  o.fingerprint = model_fingerprint(files) + "/" + cfg.model.weights;
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/median.h"
 #include "vision/page_background.h"
 
 namespace folio {
@@ -131,13 +132,6 @@ std::vector<SideBand> side_bands(const InkPage& p, const Window& w, const std::v
     y = b.y1;
   }
   return out;
-}
-
-// numpy.median: the middle value, or the mean of the two middle ones.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
 // layout.py's _table_like: at least kTableAligned of the left side's bands have a right-side band
