@@ -179,7 +179,7 @@ fi
 status=0
 load_s=${FOLIO_SCALEOUT_LOAD_S:-180}
 # Bounded: a load that hangs is reported with the balancer's and the replicas' logs, not left to
-# the caller's timeout (one mixed run in about 25 hung once, cause not found yet).
+# the caller's timeout (one mixed run of 18 on 2026-12-05 hung, cause not found yet).
 timeout "$load_s" "$folio" bench serve --url "http://127.0.0.1:$front" --kind "$kind" --file "$file" \
   --requests "$requests" --concurrency "$concurrency" --json "$out/load.json" > "$out/load.txt" 2>&1 || status=$?
 if [ "$status" = 124 ]; then
