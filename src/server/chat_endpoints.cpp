@@ -9,6 +9,7 @@
 #include "server/completion_request.h"
 #include "server/service.h"
 #include "server/service_io.h"
+#include "server/serving_engine.h"
 #include "server/stop_strings.h"
 
 namespace folio {
@@ -73,11 +74,11 @@ void Service::completions(const HttpRequest& req, HttpResponse& res) {
   check_model(q.gen.model);
   std::vector<int32_t> prompt = std::move(q.prompt_tokens);
   if (prompt.empty()) {
-    if (decoder_->config().bos_id >= 0) prompt.push_back(decoder_->config().bos_id);
-    const std::vector<int32_t> ids = tokenizer_->encode(q.prompt);
+    if (engine_->decoder().config().bos_id >= 0) prompt.push_back(engine_->decoder().config().bos_id);
+    const std::vector<int32_t> ids = engine_->tokenizer().encode(q.prompt);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
-  const int32_t vocab = tokenizer_->vocab_size();
+  const int32_t vocab = engine_->tokenizer().vocab_size();
   for (int32_t id : prompt)
     if (id >= vocab) throw bad_request("invalid_value", "'prompt' holds token id " + std::to_string(id) + ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
   AnswerIds ids{ids_.next("cmpl"), unix_now(), true, ""};
@@ -86,7 +87,7 @@ void Service::completions(const HttpRequest& req, HttpResponse& res) {
     std::vector<int32_t> text_ids;
     for (int32_t t : prompt)
       if (is_text(t)) text_ids.push_back(t);
-    ids.echo = tokenizer_->decode(text_ids);
+    ids.echo = engine_->tokenizer().decode(text_ids);
   }
   std::vector<Choice> choices = submit_choices(q.gen, [&](std::shared_ptr<ChatChannel> ch) { return text_sequence(prompt, q.gen, std::move(ch)); });
   if (!q.gen.stream) return chat_whole(req, q.gen, ids, choices, res);
@@ -130,14 +131,14 @@ bool Service::chat_documents(const HttpRequest& req, ChatRequest& cr, const Answ
 // tokens and result go to `ch`.
 SequenceRequest Service::chat_sequence(const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
   std::vector<int32_t> prompt;
-  if (decoder_->config().bos_id >= 0) prompt.push_back(decoder_->config().bos_id);
-  const std::vector<int32_t> ids = tokenizer_->encode(chat_prompt_text(cr.messages));
+  if (engine_->decoder().config().bos_id >= 0) prompt.push_back(engine_->decoder().config().bos_id);
+  const std::vector<int32_t> ids = engine_->tokenizer().encode(chat_prompt_text(cr.messages));
   prompt.insert(prompt.end(), ids.begin(), ids.end());
   return text_sequence(std::move(prompt), cr, std::move(ch));
 }
 
 SequenceRequest Service::text_sequence(std::vector<int32_t> prompt, const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
-  const ModelConfig& mc = decoder_->config();
+  const ModelConfig& mc = engine_->decoder().config();
   const int64_t P = static_cast<int64_t>(prompt.size());
   const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
   if (P > max_ref)
@@ -176,22 +177,22 @@ SequenceRequest Service::text_sequence(std::vector<int32_t> prompt, const ChatRe
 }
 
 RequestId Service::submit_chat(SequenceRequest sr) {
-  const Submission sub = scheduler_->submit(std::move(sr));
+  const Submission sub = engine_->scheduler().submit(std::move(sr));
   if (auto e = rejection_error(sub)) throw *e;
   return sub.id;
 }
 
 bool Service::is_text(int32_t token) const {
-  return token != decoder_->config().eos_id && !tokenizer_->is_control(token);
+  return token != engine_->decoder().config().eos_id && !engine_->tokenizer().is_control(token);
 }
 
 json Service::logprobs_json(std::span<const TokenLogprob> ts, const AnswerIds& ids, size_t offset) const {
   std::vector<TokenLogprob> text;  // EOS and control tokens are not in the text, so not here either
   for (const TokenLogprob& t : ts)
     if (is_text(t.token)) text.push_back(t);
-  if (ids.text_completion) return completion_logprobs_json(text, *tokenizer_, offset);
+  if (ids.text_completion) return completion_logprobs_json(text, engine_->tokenizer(), offset);
   json content = json::array();
-  for (const TokenLogprob& t : text) content.push_back(chat_logprob_json(t, *tokenizer_));
+  for (const TokenLogprob& t : text) content.push_back(chat_logprob_json(t, engine_->tokenizer()));
   return json{{"content", content}};
 }
 
@@ -205,7 +206,7 @@ std::vector<Service::Choice> Service::submit_choices(const ChatRequest& cr,
     try {
       out.push_back({ch, submit_chat(std::move(sr))});
     } catch (...) {
-      for (const Choice& c : out) scheduler_->cancel(c.rid);
+      for (const Choice& c : out) engine_->scheduler().cancel(c.rid);
       throw;
     }
   }
@@ -218,7 +219,7 @@ std::optional<Service::ChoiceText> Service::collect_choice(const HttpRequest& re
   ChatChannel& ch = *c.ch;
   SequenceResult r;
   StopStrings stops(cr.stop);
-  StreamingDetokenizer detok(*tokenizer_);
+  StreamingDetokenizer detok(engine_->tokenizer());
   std::string stopped_text;
   {
     // Without stop strings only the result wakes this thread, not every token.
@@ -233,7 +234,7 @@ std::optional<Service::ChoiceText> Service::collect_choice(const HttpRequest& re
       if (!cancelled && !ch.result && req.client_gone()) {
         cancelled = true;
         lk.unlock();
-        scheduler_->cancel(c.rid);
+        engine_->scheduler().cancel(c.rid);
         metrics_.count_cancelled_by_client();
         lk.lock();
       }
@@ -242,7 +243,7 @@ std::optional<Service::ChoiceText> Service::collect_choice(const HttpRequest& re
       if (ch.result) break;
       if (stops.stopped()) {  // once: the wait above now waits for the cancelled result only
         lk.unlock();
-        scheduler_->cancel(c.rid);
+        engine_->scheduler().cancel(c.rid);
         lk.lock();
       }
     }
@@ -259,7 +260,7 @@ std::optional<Service::ChoiceText> Service::collect_choice(const HttpRequest& re
     std::vector<int32_t> text_ids;
     for (int32_t t : r.tokens)
       if (is_text(t)) text_ids.push_back(t);
-    text = tokenizer_->decode(text_ids);
+    text = engine_->tokenizer().decode(text_ids);
   } else {
     text = stopped_text;
     if (!stops.stopped()) text += stops.push(detok.flush());
@@ -286,7 +287,7 @@ void Service::chat_whole(const HttpRequest& req, const ChatRequest& cr, const An
                          HttpResponse& res) {
   const auto answer = ids.text_completion ? text_completion : chat_completion;
   auto cancel_from = [&](size_t k) {
-    for (; k < choices.size(); ++k) scheduler_->cancel(choices[k].rid);
+    for (; k < choices.size(); ++k) engine_->scheduler().cancel(choices[k].rid);
   };
   json body, list = json::array();
   SequenceResult first;
@@ -362,14 +363,14 @@ struct Service::ChatStreamState {
 // (is_writable fails) and end the response: the releaser then cancels the sequences, which frees
 // their KV before the next step.
 void Service::chat_stream(const ChatRequest& cr, const AnswerIds& ids, std::vector<Choice> choices, HttpResponse& res) {
-  auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(choices), model_id_, *tokenizer_);
+  auto st = std::make_shared<ChatStreamState>(cr, ids, std::move(choices), model_id_, engine_->tokenizer());
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [this, st](size_t, DataSink& sink) { return chat_stream_step(*st, sink); },
       [this, st](bool) {
         bool cut = false;
         for (const ChatStreamState::One& c : st->choices)
-          if (!c.finished) scheduler_->cancel(c.rid), cut = true;  // the client went away (or the server is stopping)
+          if (!c.finished) engine_->scheduler().cancel(c.rid), cut = true;  // the client went away (or the server is stopping)
         if (cut) metrics_.count_cancelled_by_client();
         --in_flight_;
       });
@@ -437,7 +438,7 @@ bool Service::stream_choice(ChatStreamState& st, size_t i, std::chrono::millisec
     c.text_bytes += text.size();
     if (!send(j)) return false;
   }
-  if (c.stops.stopped() && !was_stopped && !result) scheduler_->cancel(c.rid);
+  if (c.stops.stopped() && !was_stopped && !result) engine_->scheduler().cancel(c.rid);
   if (!result) return true;
   c.finished = true;
   return chat_stream_end(st, i, *result, send);

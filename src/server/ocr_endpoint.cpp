@@ -4,29 +4,20 @@
 #include "server/multipart.h"
 #include "server/service.h"
 #include "server/service_io.h"
+#include "server/serving_engine.h"
 
 namespace folio {
 
 using nlohmann::json;
 
 std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens) {
-  if (!ocr_model_)
-    throw bad_request("unsupported_content", "model '" + model_id_ + "' is a text model: it does not read documents or images");
-  OcrEngine e;
-  e.model = ocr_model_.get();
-  e.scheduler = scheduler_.get();
-  e.cache = &cache_;
-  e.remote = remote_.get();
-  e.encode_threads = encode_threads_.get();
-  e.encode_mu = &encode_mu_;
-  e.on_pass_done = [this](const SequenceResult& r) { metrics_.record_generation(r); };
-  e.model_id = model_id_;
   OcrJobLimits lim;
   lim.max_pages = static_cast<size_t>(cfg_.server.max_pages);
   lim.max_output_length = cfg_.inference.max_output_length;
   lim.max_reference_length = cfg_.model.max_reference_length;
   lim.timeout_s = cfg_.server.request_timeout_s;
-  return OcrJob::start(e, std::move(files), pages, max_tokens, lim);
+  return engine_->start_ocr_job(std::move(files), pages, max_tokens, lim, model_id_,
+                                [this](const SequenceResult& r) { metrics_.record_generation(r); });
 }
 
 void Service::ocr(const HttpRequest& req, HttpResponse& res) {

@@ -8,66 +8,24 @@
 #include <optional>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
-#include "kernels/cpu/matmul.h"
-#include "kv/block_pool.h"
-#include "kv/file_tier.h"
-#include "kv/kv_dtype.h"
-#include "kv/ram_tier.h"
 #include "runtime/default_model.h"
-#include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/scheduler.h"
 #include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/remote_reference_tier.h"
-#include "server/remote_prefix.h"
 #include "server/service_io.h"
+#include "server/serving_engine.h"
 #include "server/tokenize_request.h"
 
 namespace folio {
 
 using nlohmann::json;
 
-namespace {
-
-// The remote tier's settings (remote.*) for the model loaded from `path` (and model.mmproj).
-RemoteReferenceTier::Options remote_options(const ServerConfig& cfg, const std::string& path) {
-  RemoteReferenceTier::Options o;
-  o.address = cfg.remote.redis;
-  o.ttl_s = cfg.remote.ttl_s;
-  o.timeout_ms = cfg.remote.timeout_ms;
-  o.retry_s = cfg.remote.retry_s;
-  o.claim_wait_s = cfg.remote.claim_wait_s;
-  std::vector<std::string> files = {path};
-  if (!cfg.model.mmproj.empty()) files.push_back(cfg.model.mmproj);
-  // The weights decide the rows; the weights scheme (model.weights) does not touch the encoder,
-  // but it is part of what was loaded, so replicas must agree on it too.
-  o.fingerprint = model_fingerprint(files) + "/" + cfg.model.weights;
-  return o;
-}
-
-}  // namespace
-
 Service::Service(ServerConfig cfg)
-    : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute), cache_(static_cast<size_t>(cfg_.inference.reference_cache_bytes)) {
-  // KVPolicy::parse knows the names (and refuses others); the kind's rules check the numbers.
-  policy_ = KVPolicy::parse(cfg_.attention.type, cfg_.attention.decode_window_size);
-  policy_.top_k = cfg_.attention.sparse_top_k;
-  policy_.unit_tokens = cfg_.attention.sparse_unit_tokens;
-  policy_.focus_pages = cfg_.attention.sparse_focus_pages;
-  policy_.neighbour_pages = cfg_.attention.sparse_neighbour_pages;
-  policy_.resident_pages = cfg_.attention.resident_pages;
-  policy_.keep = cfg_.attention.kv_keep;
-  policy_.observe = cfg_.attention.kv_observe;
-  policy_.rules().validate(policy_);
-  if (!cfg_.attention.causal) throw Error(Error::Kind::Unsupported, "attention.causal: the decoder only runs causal attention (set true)");
-  if (cfg_.inference.dtype != "auto")
-    throw Error(Error::Kind::Unsupported, "inference.dtype: weights are used in the dtype the checkpoint stores them in; only 'auto' is supported, got '" +
-                                              cfg_.inference.dtype + "'");
-  kv_types_ = parse_kv_types(cfg_.inference.kv_dtype, cfg_.inference.kv_dtype_k, cfg_.inference.kv_dtype_v, cfg_.inference.kv_dtype_window);
-  kv_types_.rotated = cfg_.inference.kv_rotate;
+    : cfg_(std::move(cfg)), limiter_(cfg_.server.rate_limit), auth_failures_(cfg_.server.auth_failures_per_minute) {
+  engine_ = std::make_unique<ServingEngine>(cfg_);
   if (!cfg_.server.api_keys_file.empty()) keys_ = ApiKeys::load(cfg_.server.api_keys_file);
   access_log_ = std::make_unique<AccessLog>(cfg_.server.access_log, cfg_.server.log_format, cfg_.server.log_level);
   std::string path = cfg_.model.path.empty() ? kDefaultOcrModel : cfg_.model.path;
@@ -109,62 +67,18 @@ void Service::start() {
 }
 
 void Service::load() {
-  const std::string path = resolved_model_path(cfg_);
-  if (!std::filesystem::exists(path)) throw_invalid("model.path: " + path + " does not exist");
-  if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
-    ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
-    ocr_model_->set_encoder_precision(kernels::gemm_precision_from_name(cfg_.model.encoder_precision, "model.encoder_precision"));
-    if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(cfg_, path));
-    decoder_ = &ocr_model_->decoder();
-    tokenizer_ = &ocr_model_->tokenizer();
-  } else {
-    model_ = std::make_unique<LoadedModel>(load_model(path, true, cfg_.model.weights));
-    decoder_ = model_->decoder.get();
-    tokenizer_ = model_->tokenizer.get();
-  }
-  if (policy_.rolls() && (!ocr_model_ || !ocr_model_->can_roll()))
-    throw Error(Error::Kind::Unsupported, "attention.type: rolling needs an OCR model that reads its pages separately; " +
-                                              (ocr_model_ ? ocr_model_->name() : path) + " does not (use reference_sliding_window or sparse)");
-  const ModelConfig& mc = decoder_->config();
-  if (cfg_.model.max_reference_length >= mc.max_positions)
-    throw_invalid("model.max_reference_length: " + std::to_string(cfg_.model.max_reference_length) + " leaves no room to generate in the model's context of " +
-                  std::to_string(mc.max_positions) + " tokens");
-  threads_ = std::make_unique<ThreadPool>(static_cast<int>(cfg_.inference.threads));
-  // Pages are encoded on HTTP threads (one request at a time) with the calling thread alone: more
-  // workers would compete, spinning, with the scheduler's for the same cores.
-  encode_threads_ = std::make_unique<ThreadPool>(1);
-  pool_ = std::make_unique<KVBlockPool>(decoder_->kv_layout(kv_types_), static_cast<size_t>(cfg_.inference.kv_budget_bytes));
-  SchedulerOptions so;
-  so.policy = policy_;
-  so.max_batch = cfg_.inference.batch_size;
-  so.prefill_chunk = cfg_.inference.prefill_chunk;
-  so.batch_invariant = cfg_.inference.batch_invariant;
-  so.max_queue = static_cast<size_t>(cfg_.inference.max_queued_requests);
-  so.prefix_cache_bytes = static_cast<size_t>(cfg_.inference.prefix_cache_bytes);
-  if (!cfg_.inference.kv_offload_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(cfg_.inference.kv_offload_dir, ec);
-    if (ec) throw Error(Error::Kind::Io, "inference.kv_offload_dir: cannot create " + cfg_.inference.kv_offload_dir + ": " + ec.message());
-    reference_store_ = std::make_unique<TieredStore>(
-        std::make_unique<RamTier>(static_cast<size_t>(cfg_.inference.kv_hot_bytes)),
-        std::make_unique<FileTier>(cfg_.inference.kv_offload_dir, static_cast<size_t>(cfg_.inference.kv_cold_bytes)));
-    so.reference_store = reference_store_.get();
-  }
-  if (remote_ && so.prefix_cache_bytes > 0) {
-    // Whole references (with the logits their first token is sampled from) go to the other
-    // replicas; serialised and written on the tier's writer thread, not the scheduler's.
-    so.on_prefix_kept = [this](const PrefixKVCache::Entry& e) {
-      if (e.logits.empty()) return;
-      put_remote_prefix(*remote_, scheduler_->prefix_layout_id(), e);
-    };
-  }
-  scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
+  engine_->load();
   loaded_ = true;
 }
 
+Scheduler* Service::scheduler() { return loaded_ ? &engine_->scheduler() : nullptr; }
+Decoder* Service::decoder() { return loaded_ ? &engine_->decoder() : nullptr; }
+OcrModel* Service::ocr_model() { return loaded_ ? engine_->ocr_model() : nullptr; }
+ReferenceCacheStats Service::reference_cache_stats() const { return engine_->reference_cache().stats(); }
+
 bool Service::ready() const {
   if (!loaded_ || draining_) return false;
-  return scheduler_->stats().queued < cfg_.inference.max_queued_requests;
+  return engine_->scheduler().stats().queued < cfg_.inference.max_queued_requests;
 }
 
 void Service::shutdown(std::chrono::milliseconds grace) {
@@ -172,7 +86,7 @@ void Service::shutdown(std::chrono::milliseconds grace) {
   const auto until = std::chrono::steady_clock::now() + grace;
   while (in_flight_ > 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   // Cancelling what is left ends every waiting handler; then the HTTP threads can finish.
-  if (scheduler_) scheduler_->stop();
+  engine_->stop();
   if (http_) http_->stop();
 }
 
@@ -352,7 +266,7 @@ void Service::mount_endpoints() {
     std::string why;
     if (!loaded_) why = "the model is loading";
     else if (draining_) why = "the server is shutting down";
-    else if (scheduler_->stats().queued >= cfg_.inference.max_queued_requests) why = "the wait queue is full";
+    else if (engine_->scheduler().stats().queued >= cfg_.inference.max_queued_requests) why = "the wait queue is full";
     if (why.empty()) {
       res.set_content(R"({"status":"ready"})", "application/json");
     } else {
@@ -362,11 +276,11 @@ void Service::mount_endpoints() {
   });
   mount("GET", "/metrics", [this](const HttpRequest&, HttpResponse& res) {
     std::optional<SchedulerStats> s;
-    if (loaded_) s = scheduler_->stats();
-    const ReferenceCacheStats cache = cache_.stats();
+    if (loaded_) s = engine_->scheduler().stats();
+    const ReferenceCacheStats cache = engine_->reference_cache().stats();
     const ConnectionStats conns{http_->open_connections(), http_->refused_connections()};
     std::optional<RemoteTierStats> remote;
-    if (remote_) remote = remote_->stats();
+    if (engine_->loaded() && engine_->remote()) remote = engine_->remote()->stats();
     res.set_content(metrics_.render(s ? &*s : nullptr, ready(), &cache, &conns, remote ? &*remote : nullptr), "text/plain; version=0.0.4");
   });
   auto model_object = [](const std::string& name) { return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "folio"}}; };
@@ -392,12 +306,12 @@ void Service::tokenize(const HttpRequest& req, HttpResponse& res) {
   check_loaded(res);
   const TokenizeRequest tr = parse_tokenize_request(req.body);
   std::vector<int32_t> ids;
-  if (tr.add_special && decoder_->config().bos_id >= 0) ids.push_back(decoder_->config().bos_id);
-  const std::vector<int32_t> text = tokenizer_->encode(tr.content);
+  if (tr.add_special && engine_->decoder().config().bos_id >= 0) ids.push_back(engine_->decoder().config().bos_id);
+  const std::vector<int32_t> text = engine_->tokenizer().encode(tr.content);
   ids.insert(ids.end(), text.begin(), text.end());
   json tokens = json::array();
   for (int32_t id : ids) {
-    if (tr.with_pieces) tokens.push_back({{"id", id}, {"piece", tokenizer_->token_bytes(id)}});
+    if (tr.with_pieces) tokens.push_back({{"id", id}, {"piece", engine_->tokenizer().token_bytes(id)}});
     else tokens.push_back(id);
   }
   res.set_content(dump(json{{"tokens", tokens}}), "application/json");
@@ -406,11 +320,11 @@ void Service::tokenize(const HttpRequest& req, HttpResponse& res) {
 void Service::detokenize(const HttpRequest& req, HttpResponse& res) {
   check_loaded(res);
   const DetokenizeRequest dr = parse_detokenize_request(req.body);
-  const int32_t vocab = tokenizer_->vocab_size();
+  const int32_t vocab = engine_->tokenizer().vocab_size();
   for (int32_t id : dr.tokens)
     if (id < 0 || id >= vocab)
       throw bad_request("invalid_value", "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-  res.set_content(dump(json{{"content", tokenizer_->decode(dr.tokens)}}), "application/json");
+  res.set_content(dump(json{{"content", engine_->tokenizer().decode(dr.tokens)}}), "application/json");
 }
 
 bool Service::cors_headers(const HttpRequest& req, HttpResponse& res) const {

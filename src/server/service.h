@@ -44,8 +44,6 @@
 #include <string>
 #include <vector>
 
-#include "kv/kv_layout.h"
-#include "kv/kv_policy.h"
 #include "runtime/sequence_request.h"
 #include "server/api_keys.h"
 #include "server/http_router.h"
@@ -61,18 +59,13 @@ namespace folio {
 class AccessLog;
 class Decoder;
 class HttpServer;
-class KVBlockPool;
 class OcrJob;
 class OcrModel;
-class RemoteReferenceTier;
 class Scheduler;
-class ThreadPool;
-class TieredStore;
-class Tokenizer;
+class ServingEngine;
 struct ChatChannel;  // service_io.h: a text generation's tokens and result, for the thread answering it
 struct ChatRequest;
 struct HttpServerOptions;
-struct LoadedModel;
 struct TokenLogprob;
 struct UploadedFile;
 
@@ -100,11 +93,11 @@ class Service {
   const std::string& model_id() const { return model_id_; }
 
   // The engine, once loaded (null before load()).
-  Scheduler* scheduler() { return scheduler_.get(); }
-  Decoder* decoder() { return decoder_; }
-  OcrModel* ocr_model() { return ocr_model_.get(); }  // null for a text model
+  Scheduler* scheduler();
+  Decoder* decoder();
+  OcrModel* ocr_model();  // null for a text model
   ServerMetrics& metrics() { return metrics_; }
-  ReferenceCacheStats reference_cache_stats() const { return cache_.stats(); }
+  ReferenceCacheStats reference_cache_stats() const;
 
   // Mounts `handler` for `method` ("GET" or "POST") on `path` (under /v1/) behind the gate; call
   // before start(). A handler reports errors by throwing ApiError or folio::Error (-> 400/500).
@@ -196,8 +189,6 @@ class Service {
   ServerConfig cfg_;
   std::string model_id_;                    // the name answers report: the first served name
   std::vector<std::string> served_names_;   // names requests may use
-  KVPolicy policy_;
-  KVTypes kv_types_;
   ApiKeys keys_;
   RateLimiter limiter_;
   RateLimiter auth_failures_;  // failed authentications per client address
@@ -207,18 +198,7 @@ class Service {
   std::unique_ptr<HttpServer> http_;
   int port_ = -1;
 
-  std::unique_ptr<LoadedModel> model_;     // a text model, or
-  std::unique_ptr<OcrModel> ocr_model_;    // an OCR model
-  Decoder* decoder_ = nullptr;             // of whichever was loaded
-  const Tokenizer* tokenizer_ = nullptr;
-  ReferenceCache cache_;
-  std::unique_ptr<RemoteReferenceTier> remote_;  // remote.redis; null when not set
-  std::unique_ptr<ThreadPool> encode_threads_;
-  std::mutex encode_mu_;
-  std::unique_ptr<ThreadPool> threads_;
-  std::unique_ptr<KVBlockPool> pool_;
-  std::unique_ptr<TieredStore> reference_store_;  // inference.kv_offload_dir; outlives the scheduler
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ServingEngine> engine_;  // the model and its scheduler
   std::atomic<bool> loaded_{false};
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
