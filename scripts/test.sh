@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$(nproc)"
+# The Python module where the system python3 finds it, as scripts/demo.sh leaves it.
+cmake --install build --component python > /dev/null
 # One test per core at a time: most are short runs waiting on sockets or child processes.
 (cd build && ctest --output-on-failure --timeout 600 -j"$(nproc)")
 fuzz_seconds=${FOLIO_FUZZ_SECONDS:-20}
