@@ -10,14 +10,15 @@ namespace folio {
 
 using nlohmann::json;
 
-std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens) {
+std::unique_ptr<OcrJob> Service::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens,
+                                               bool page_images) {
   OcrJobLimits lim;
   lim.max_pages = static_cast<size_t>(cfg_.server.max_pages);
   lim.max_output_length = cfg_.inference.max_output_length;
   lim.max_reference_length = cfg_.model.max_reference_length;
   lim.timeout_s = cfg_.server.request_timeout_s;
   return engine_->start_ocr_job(std::move(files), pages, max_tokens, lim, model_id_,
-                                [this](const SequenceResult& r) { metrics_.record_generation(r); });
+                                [this](const SequenceResult& r) { metrics_.record_generation(r); }, page_images);
 }
 
 void Service::ocr(const HttpRequest& req, HttpResponse& res) {
@@ -31,7 +32,7 @@ void Service::ocr(const HttpRequest& req, HttpResponse& res) {
   }
   check_model(orq.model);
   auto st = std::make_shared<JobStream>();
-  st->job = start_ocr_job(std::move(orq.files), orq.pages, orq.max_tokens);
+  st->job = start_ocr_job(std::move(orq.files), orq.pages, orq.max_tokens, orq.page_images);
   const std::string id = ids_.next("ocr");
   const int64_t created = unix_now();
 
@@ -54,7 +55,7 @@ void Service::ocr(const HttpRequest& req, HttpResponse& res) {
           st, std::nullopt,
           [id](OcrJob& job, size_t i) { return json{{"id", id}, {"object", "ocr.page"}, {"index", i}, {"page", job.page_json(i)}}; },
           [id, created](OcrJob& job) {
-            json body = job.result();
+            json body = job.result(false);
             body["id"] = id;
             body["created"] = created;
             return body;

@@ -14,7 +14,10 @@
 #include "core/error.h"
 #include "doc/ocr_json.h"
 #include "doc/ocr_markdown.h"
+#include "doc/image_write.h"
+#include "doc/resize.h"
 #include "runtime/ocr_pipeline.h"
+#include "server/base64.h"
 #include "core/content_hash.h"
 #include "runtime/ocr_sequence.h"
 #include "server/remote_pass.h"
@@ -243,7 +246,7 @@ int64_t reference_length(const SequenceRequest& sr) {
 }  // namespace
 
 std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& page_range,
-                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits) {
+                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits, bool page_images) {
   std::unique_ptr<OcrJob> job(new OcrJob());
   job->engine_ = engine;
   job->limits_ = limits;
@@ -255,6 +258,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
   const StagedUploads uploads = stage_uploads(job->tmp_dir_, files);
   job->open_pages(uploads.paths, page_range, [&](const Error& e) { return uploads.invalid_document(e); });
   for (size_t i = 0; i < job->ocr_pages_.size(); ++i) job->sources_.push_back(uploads.client_name.at(job->ocr_pages_.page(i).file));
+  if (page_images) job->render_page_images([&](const Error& e) { return uploads.invalid_document(e); });
   // Passes, as run_ocr plans them (sparse: as many pages per pass as the model takes).
   OcrOptions plan_opt;
   plan_opt.policy = engine.scheduler->options().policy;
@@ -444,6 +448,19 @@ void OcrJob::wait() {
   }
 }
 
+void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& invalid_document) {
+  try {
+    for (size_t i = 0; i < ocr_pages_.size(); ++i) {
+      RgbImage page = ocr_pages_.render(i);
+      if (page.width > kPageImageWidth)
+        page = resize_bicubic(page, kPageImageWidth, std::max(1, static_cast<int>(int64_t{page.height} * kPageImageWidth / page.width)));
+      page_images_.push_back("data:image/png;base64," + encode_base64(encode_png(page)));
+    }
+  } catch (const Error& e) {
+    throw invalid_document(e);
+  }
+}
+
 json OcrJob::page_json(size_t i) const {
   const OcrPageRef& ref = ocr_pages_.page(i);
   const PageSize size{ref.width, ref.height};
@@ -451,6 +468,7 @@ json OcrJob::page_json(size_t i) const {
   j["page"] = i + 1;
   j["source"] = sources_.at(i);
   j["source_page"] = ref.index + 1;
+  if (i < page_images_.size()) j["image"] = page_images_[i];
   return j;
 }
 
@@ -494,9 +512,12 @@ std::vector<int32_t> OcrJob::tokens() const {
   return all;
 }
 
-json OcrJob::result() const {
+json OcrJob::result(bool page_images) const {
   json pages = json::array();
-  for (size_t i = 0; i < pages_.size(); ++i) pages.push_back(page_json(i));
+  for (size_t i = 0; i < pages_.size(); ++i) {
+    pages.push_back(page_json(i));
+    if (!page_images) pages.back().erase("image");
+  }
   int64_t ref_tokens = 0, decode_tokens = 0;
   double ttft_ms = 0, decode_ms = 0;
   json stops = json::array();

@@ -61,9 +61,10 @@ struct OcrJobLimits {
 
 class OcrJob {
  public:
-  // Throws ApiError (400 for bad input, 503 / 400 for rejections by the scheduler).
+  // Throws ApiError (400 for bad input, 503 / 400 for rejections by the scheduler). page_images:
+  // every page is also rendered as a PNG for page_json's "image" (before the uploads are deleted).
   static std::unique_ptr<OcrJob> start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& pages,
-                                       std::optional<int64_t> max_tokens, const OcrJobLimits& limits);
+                                       std::optional<int64_t> max_tokens, const OcrJobLimits& limits, bool page_images = false);
   ~OcrJob();
   OcrJob(const OcrJob&) = delete;
   OcrJob& operator=(const OcrJob&) = delete;
@@ -81,7 +82,8 @@ class OcrJob {
 
   size_t page_count() const { return pages_.size(); }
   // Page i (final once poll() reported it) as `folio ocr --json` writes it: page, width, height,
-  // markdown, blocks, source (the client's file name) and source_page.
+  // markdown, blocks, source (the client's file name) and source_page; with page_images, "image":
+  // the page as rendered for the model, a PNG data URI at most kPageImageWidth pixels wide.
   nlohmann::json page_json(size_t i) const;
   std::string page_markdown(size_t i) const;
   // What page i adds to markdown(): pieces 0..n-1 concatenated are markdown() (document_markdown),
@@ -93,7 +95,8 @@ class OcrJob {
   // "stats": {pages, passes, reference_tokens, decode_tokens, queue_to_first_token_ms (submission to
   // the first token of any pass), decode_ms (first to last token of the longest pass), stop_reasons},
   // "warnings"?}.
-  nlohmann::json result() const;
+  // page_images false: the pages without their images (a stream has sent them already).
+  nlohmann::json result(bool page_images = true) const;
   // OpenAI usage over all passes; cached_tokens counts reference rows taken from the cache.
   nlohmann::json usage() const;
   std::string markdown() const;
@@ -111,6 +114,8 @@ class OcrJob {
   void submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> cached, std::optional<int64_t> max_tokens,
                    std::chrono::steady_clock::time_point deadline);
   void absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optional<SequenceResult>& result);
+  // Renders every selected page to page_images_ (errors through invalid_document).
+  void render_page_images(const std::function<ApiError(const Error&)>& invalid_document);
 
   OcrEngine engine_;
   OcrJobLimits limits_;
@@ -123,6 +128,10 @@ class OcrJob {
   std::vector<bool> final_;
   size_t reported_ = 0;
   std::vector<std::string> warnings_;
+  std::vector<std::string> page_images_;  // data URIs, when asked for
 };
+
+// The widest page image a job returns: enough to read a page on a screen, a few hundred KB per page.
+inline constexpr int kPageImageWidth = 1000;
 
 }  // namespace folio

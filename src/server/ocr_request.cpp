@@ -120,6 +120,10 @@ OcrRequest parse_ocr_json(std::string_view body) {
     if (!s->is_boolean()) throw bad_request("invalid_type", "'stream' must be true or false");
     r.stream = s->get<bool>();
   }
+  if (const json* s = json_field(j, "page_images")) {
+    if (!s->is_boolean()) throw bad_request("invalid_type", "'page_images' must be true or false");
+    r.page_images = s->get<bool>();
+  }
   if (const json* m = json_field(j, "max_tokens")) {
     if (!m->is_number_integer() || (m->is_number_unsigned() && m->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
       throw bad_request("invalid_type", "'max_tokens' must be an integer");
@@ -143,6 +147,8 @@ OcrRequest parse_ocr_form(const std::vector<FormPart>& parts) {
       r.pages = p.content;
     } else if (p.name == "stream") {
       r.stream = parse_bool_text(p.content, "stream");
+    } else if (p.name == "page_images") {
+      r.page_images = parse_bool_text(p.content, "page_images");
     } else if (p.name == "model") {
       r.model = p.content;
     } else if (p.name == "max_tokens") {

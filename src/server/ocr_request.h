@@ -2,9 +2,11 @@
 //
 // JSON: {"file": "<base64 or data URI>", "filename": "scan.pdf", "type": "pdf" | "png" | "jpeg",
 //        "files": [{"file", "filename", "type"}, ...] (instead of "file"),
-//        "pages": "1-3", "stream": false, "max_tokens": N, "model": "..."}
+//        "pages": "1-3", "stream": false, "max_tokens": N, "model": "...", "page_images": false}
 // multipart/form-data: every part with a filename (any field name) is a file, in order; the fields
-// "pages", "stream" (true/false/1/0), "max_tokens" and "model" are read as text.
+// "pages", "stream" and "page_images" (true/false/1/0), "max_tokens" and "model" are read as text.
+// page_images: each page's JSON also carries "image", the page as the model read it (a PNG data URI,
+// at most kPageImageWidth pixels wide), for a client that shows pages beside their text.
 // Files are recognised by content (PDF signature, PNG, JPEG); a declared type (JSON "type", or a
 // part's Content-Type other than application/octet-stream) must agree with it. Unknown fields are
 // ignored, as OpenAI-style clients send optional ones.
@@ -37,6 +39,7 @@ struct OcrRequest {
   std::string pages;  // page_range.h syntax over all files' pages; "" = all
   bool stream = false;
   std::optional<int64_t> max_tokens;  // per pass
+  bool page_images = false;
 };
 
 OcrRequest parse_ocr_json(std::string_view body);

@@ -18,6 +18,7 @@
 #include "server/service_io.h"
 #include "server/serving_engine.h"
 #include "server/tokenize_request.h"
+#include "server/web_page.h"
 
 namespace folio {
 
@@ -244,7 +245,7 @@ void Service::answer_http_error(const HttpRequest& req, HttpResponse& res) {
 
 void Service::log_request(const HttpRequest& req, const HttpResponse& res) {
   // Known paths only, so a scan of random URLs cannot grow the label set.
-  static const char* known[] = {"/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
+  static const char* known[] = {"/", "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/readyz", "/metrics"};
   std::string label = "other";
   for (const char* k : known)
     if (req.path == k) label = k;
@@ -259,6 +260,16 @@ void Service::log_request(const HttpRequest& req, const HttpResponse& res) {
 }
 
 void Service::mount_endpoints() {
+  // The page for a person with a browser (web_page.h): open like the probes; what it sends to the
+  // API goes through the gate with the key typed into it. It knows only what it needs to show.
+  mount("GET", "/", [this](const HttpRequest&, HttpResponse& res) {
+    const json config = {{"model", model_id_}, {"keys", keys_.enabled()}, {"reads_documents", !loaded_ || engine_->ocr_model() != nullptr}};
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; connect-src 'self' blob:; "
+                   "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(web_page(config), "text/html; charset=utf-8");
+  });
   mount("GET", cfg_.server.health_path, [](const HttpRequest&, HttpResponse& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });

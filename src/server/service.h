@@ -178,7 +178,8 @@ class Service {
   void tokenize(const HttpRequest& req, HttpResponse& res);
   void detokenize(const HttpRequest& req, HttpResponse& res);
   // An OcrJob over `files` (ApiError 400 when the model reads no images).
-  std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens);
+  std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages, std::optional<int64_t> max_tokens,
+                                        bool page_images = false);
   void check_loaded(HttpResponse& res) const;
   // server.cors_origins: when the request's Origin is allowed, sets the CORS headers (for a
   // preflight OPTIONS also the methods the path takes) and returns true.

@@ -127,7 +127,7 @@ void ServingEngine::load() {
 std::unique_ptr<OcrJob> ServingEngine::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages,
                                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits,
                                                      const std::string& model_id,
-                                                     std::function<void(const SequenceResult&)> on_pass_done) {
+                                                     std::function<void(const SequenceResult&)> on_pass_done, bool page_images) {
   if (!ocr_model_)
     throw bad_request("unsupported_content", "model '" + model_id + "' is a text model: it does not read documents or images");
   OcrEngine e;
@@ -139,7 +139,7 @@ std::unique_ptr<OcrJob> ServingEngine::start_ocr_job(std::vector<UploadedFile> f
   e.encode_mu = &encode_mu_;
   e.on_pass_done = std::move(on_pass_done);
   e.model_id = model_id;
-  return OcrJob::start(e, std::move(files), pages, max_tokens, limits);
+  return OcrJob::start(e, std::move(files), pages, max_tokens, limits, page_images);
 }
 
 }  // namespace folio

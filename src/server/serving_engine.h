@@ -69,7 +69,8 @@ class ServingEngine {
   std::unique_ptr<OcrJob> start_ocr_job(std::vector<UploadedFile> files, const std::string& pages,
                                         std::optional<int64_t> max_tokens, const OcrJobLimits& limits,
                                         const std::string& model_id,
-                                        std::function<void(const SequenceResult&)> on_pass_done = nullptr);
+                                        std::function<void(const SequenceResult&)> on_pass_done = nullptr,
+                                        bool page_images = false);
 
  private:
   ServerConfig cfg_;

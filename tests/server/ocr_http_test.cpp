@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "doc/image.h"
 #include "doc/image_write.h"
 #include "doc/pdf_document.h"
 #include "kernels/cpu/matmul.h"
@@ -23,6 +24,8 @@
 #include "runtime/ocr_mini.h"
 #include "runtime/ocr_pipeline.h"
 #include "core/error.h"
+#include "server/base64.h"
+#include "server/ocr_job.h"
 #include "server/service.h"
 #include "http_test_util.h"
 #include "test_base64.h"
@@ -364,6 +367,56 @@ TEST_F(OcrHttp, StreamingSendsEachPageThenTheResult) {
   EXPECT_EQ(events[3]["object"], "ocr");
   EXPECT_EQ(events[3]["pages"], streamed);
   EXPECT_EQ(events[3]["markdown"], want.markdown);
+}
+
+// page_images: each page's image is the page the model read (the PNG of page 2 is that render,
+// pixel for pixel; the PDF's pages at most kPageImageWidth wide); the closing event of a stream
+// leaves them out, a whole answer keeps them; a bad value is a 400 naming the field.
+TEST_F(OcrHttp, PageImagesAreThePagesAsTheModelReadThem) {
+  auto svc = serve(config());
+  auto cli = client(*svc);
+  const OcrResult want = expected({*three_pdf_, *png_}, "2,4");
+  httplib::MultipartFormDataItems items = {
+      {"file", read_bytes(*three_pdf_), "report.pdf", "application/pdf"},
+      {"file", read_bytes(*png_), "scan.png", "image/png"},
+      {"pages", "2,4", "", ""},
+      {"page_images", "true", "", ""},
+      {"stream", "true", "", ""},
+  };
+  auto r = cli.Post("/v1/ocr", items);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  bool done = false;
+  auto events = sse_events(r->body, done);
+  ASSERT_EQ(events.size(), 3u);
+  const RgbImage png = load_image(*png_);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string uri = events[i]["page"]["image"];
+    const std::string prefix = "data:image/png;base64,";
+    ASSERT_EQ(uri.rfind(prefix, 0), 0u);
+    const std::string bytes = decode_base64(uri.substr(prefix.size()), "page image");
+    const RgbImage img = decode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "page image");
+    EXPECT_EQ(img.width, std::min(png.width, kPageImageWidth));
+    EXPECT_EQ(img.height, static_cast<int>(int64_t{png.height} * img.width / png.width));
+    if (png.width <= kPageImageWidth) {
+      EXPECT_EQ(img.pixels, png.pixels) << "page " << i;  // both pages are page 2 of the PDF, rendered alike
+    }
+    EXPECT_EQ(events[i]["page"]["markdown"], want.page_markdown[i]);
+  }
+  EXPECT_FALSE(events[2]["pages"][0].contains("image"));
+  EXPECT_EQ(events[2]["markdown"], want.markdown);
+
+  json body = file_body(*three_pdf_, "three.pdf");
+  body["page_images"] = true;
+  auto whole = cli.Post("/v1/ocr", body.dump(), "application/json");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200);
+  for (const json& page : json::parse(whole->body)["pages"]) EXPECT_TRUE(page.contains("image"));
+  body["page_images"] = "yes";
+  auto bad = cli.Post("/v1/ocr", body.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("page_images"), std::string::npos) << bad->body;
 }
 
 TEST_F(OcrHttp, ConcurrentRequestsAreBatched) {
