@@ -52,6 +52,10 @@ void translate(std::exception_ptr p) {
   }
 }
 
+// JSON for Python: a model may write bytes that are not UTF-8; they become U+FFFD, as the server's
+// answers have them.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 // An input: a path (str) or (name, bytes).
 folio::UploadedFile to_upload(const py::handle& item) {
   if (py::isinstance<py::tuple>(item)) {
@@ -82,12 +86,13 @@ PYBIND11_MODULE(_folio, m) {
              return py::make_tuple(p.pages, p.done);
            })
       .def("page_count", &OcrJob::page_count)
-      .def("page_json", [](const OcrJob& j, size_t i) { return j.page_json(i).dump(); })
+      .def("page_json", [](const OcrJob& j, size_t i) { return dump(j.page_json(i)); })
       .def("markdown_piece", &OcrJob::markdown_piece)
+      .def("take_text", [](OcrJob& j) { return py::bytes(j.take_text()); })
       .def("result_json",
            [](const OcrJob& j) {
              if (auto e = j.failure()) throw *e;
-             return j.result().dump();
+             return dump(j.result());
            })
       .def("cancel", [](OcrJob& j) {
         py::gil_scoped_release free;
@@ -145,5 +150,5 @@ PYBIND11_MODULE(_folio, m) {
            })
       .def_property_readonly("model_id", &EmbeddedEngine::model_id)
       .def_property_readonly("reads_documents", &EmbeddedEngine::reads_documents)
-      .def("stats_json", [](const EmbeddedEngine& e) { return e.stats().dump(); });
+      .def("stats_json", [](const EmbeddedEngine& e) { return dump(e.stats()); });
 }

@@ -190,17 +190,27 @@ class Engine:
         finally:
             job.cancel()
 
-    def ocr_stream(self, source: Union[Source, Sequence[Source]], pages=None, max_tokens: Optional[int] = None) -> Iterator[Page]:
-        """As ocr(), yielding each Page as soon as it is final, in order. Leaving the loop early
-        cancels the rest."""
+    def ocr_stream(self, source: Union[Source, Sequence[Source]], pages=None, max_tokens: Optional[int] = None,
+                   text: bool = False) -> Iterator[Union[Page, str]]:
+        """As ocr(), yielding each Page as soon as it is final, in order. With text=True it also
+        yields the model's text (str pieces) as it is decoded, in pass order, as `folio ocr --stream`
+        prints it. Leaving the loop early cancels the rest."""
         job = self._start_ocr(source, pages, max_tokens)
         try:
             done = False
+            held = b""
             while not done:
                 fresh, done = job.poll(_POLL_MS)
+                if text:
+                    held += job.take_text()
+                    piece, held = _complete_utf8(held)
+                    if piece:
+                        yield piece
                 for i in fresh:
                     yield Page._from_json(json.loads(job.page_json(i)))
             job.result_json()  # raises when a pass failed
+            if text and held:
+                yield held.decode("utf-8", "replace")
         finally:
             job.cancel()
 

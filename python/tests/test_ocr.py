@@ -12,7 +12,7 @@ from conftest import sample
 def cli_ocr(folio_binary, tmp_path, *args):
     out = tmp_path / "cli.json"
     md = subprocess.run([folio_binary, "ocr", *args, "--json", str(out), "--quiet", "--threads", "1"], check=True,
-                        capture_output=True, text=True).stdout
+                        capture_output=True, text=True, errors="replace").stdout
     return md, json.loads(out.read_text())
 
 
@@ -57,6 +57,15 @@ def test_stream_yields_each_page_in_order_as_the_whole_reads_them(engine):
     assert [p.markdown for p in streamed] == [p.markdown for p in whole.pages]
 
 
+def test_stream_with_text_yields_what_the_cli_streams(engine, folio_binary):
+    events = list(engine.ocr_stream(sample("sample-3page.pdf"), text=True))
+    pieces = [e for e in events if isinstance(e, str)]
+    assert [e.number for e in events if isinstance(e, folio.Page)] == [1, 2, 3]
+    cli = subprocess.run([folio_binary, "ocr", sample("sample-3page.pdf"), "--stream", "--quiet", "--threads", "1"],
+                         check=True, capture_output=True, text=True).stdout
+    assert len(pieces) >= 1 and "".join(pieces) == cli.rstrip("\n")
+
+
 def test_leaving_a_stream_early_cancels_the_rest(engine):
     for page in engine.ocr_stream(sample("sample-3page.pdf")):
         assert page.number == 1
@@ -98,3 +107,19 @@ def test_bad_options_are_named(tmp_path):
 def test_kv_options_reach_the_engine(options):
     doc = folio.Engine(**options).ocr(sample("sample-3page.pdf"))
     assert len(doc.pages) == 3 and all(p.markdown for p in doc.pages)
+
+
+def test_a_gguf_text_model_with_its_mmproj_reads_as_the_cli_does(folio_binary, tmp_path):
+    # A tiny random Unlimited-OCR checkpoint, converted to llama.cpp's pair of files.
+    subprocess.run([folio_binary, "make-model", "--arch", "unlimited-ocr", "--preset", "tiny", "--seed", "1", "--out",
+                    str(tmp_path / "m")], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([folio_binary, "convert", "--model", str(tmp_path / "m"), "--out", str(tmp_path / "text.gguf"),
+                    "--mmproj-out", str(tmp_path / "mmproj.gguf")], check=True, capture_output=True)
+    engine = folio.Engine(str(tmp_path / "text.gguf"), mmproj=str(tmp_path / "mmproj.gguf"), threads=1)
+    doc = engine.ocr(sample("sample-1page.pdf"), max_tokens=200)
+    _, cli = cli_ocr(folio_binary, tmp_path, sample("sample-1page.pdf"), "--model", str(tmp_path / "text.gguf"), "--mmproj",
+                     str(tmp_path / "mmproj.gguf"), "--max-tokens", "200")
+    assert engine.model == "text.gguf" and engine.reads_documents
+    assert doc.stats["decode_tokens"] == 200
+    # Random weights write bytes that are not UTF-8: both JSONs carry them as U+FFFD.
+    assert [p.markdown for p in doc.pages] == [p["markdown"] for p in cli["pages"]]

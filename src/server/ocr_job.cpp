@@ -448,6 +448,20 @@ void OcrJob::wait() {
   }
 }
 
+std::string OcrJob::take_text() {
+  std::string out;
+  while (text_pass_ < passes_.size()) {
+    const Pass& p = *passes_[text_pass_];
+    out.append(p.text, text_taken_);
+    text_taken_ = p.text.size();
+    if (!p.ended) break;
+    ++text_pass_;
+    text_taken_ = 0;
+    if (text_pass_ < passes_.size()) out += "\n\n";
+  }
+  return out;
+}
+
 void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& invalid_document) {
   try {
     for (size_t i = 0; i < ocr_pages_.size(); ++i) {

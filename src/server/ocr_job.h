@@ -102,6 +102,10 @@ class OcrJob {
   std::string markdown() const;
   // Generated ids of all passes, in order (for return_token_ids).
   std::vector<int32_t> tokens() const;
+  // The text the model wrote since the last call, in pass order as `folio ocr --stream` prints it
+  // (a pass's text while it decodes, the next pass's once it has ended; "\n\n" between passes).
+  // Grows as poll() absorbs tokens.
+  std::string take_text();
 
  private:
   struct Shared;
@@ -129,6 +133,7 @@ class OcrJob {
   size_t reported_ = 0;
   std::vector<std::string> warnings_;
   std::vector<std::string> page_images_;  // data URIs, when asked for
+  size_t text_pass_ = 0, text_taken_ = 0;  // take_text's place: pass, bytes of its text
 };
 
 // The widest page image a job returns: enough to read a page on a screen, a few hundred KB per page.
