@@ -138,4 +138,12 @@ bool RedisClient::del(std::string_view key) {
   return r->type == REDIS_REPLY_INTEGER;
 }
 
+bool RedisClient::expire(std::string_view key, int64_t ttl_s) {
+  std::lock_guard lk(mu_);
+  Reply r = command_locked("EXPIRE %b %lld", key.data(), key.size(), static_cast<long long>(ttl_s));
+  if (!r || r->type != REDIS_REPLY_INTEGER) return false;
+  up_ = true;
+  return r->integer == 1;
+}
+
 }  // namespace folio

@@ -55,6 +55,9 @@ class RedisClient {
   std::optional<bool> exists(std::string_view key);
   // DEL key; false when the call failed.
   bool del(std::string_view key);
+  // EXPIRE key ttl_s: true when the key exists and now expires in ttl_s; false when it is gone or
+  // the call failed.
+  bool expire(std::string_view key, int64_t ttl_s);
   // Whether the last call reached the server (true before any call).
   bool up() const;
   std::string describe() const;  // "host:port"

@@ -79,7 +79,8 @@ RemoteReferenceTier::RemoteReferenceTier(Options options)
     : options_(std::move(options)),
       client_(parse_redis_address(options_.address), std::chrono::milliseconds(options_.timeout_ms),
               std::chrono::milliseconds(static_cast<int64_t>(options_.retry_s * 1000))),
-      writer_([this] { write_loop(); }) {}
+      writer_([this] { write_loop(); }),
+      renewer_([this] { renew_loop(); }) {}
 
 RemoteReferenceTier::~RemoteReferenceTier() {
   {
@@ -89,6 +90,30 @@ RemoteReferenceTier::~RemoteReferenceTier() {
   }
   wcv_.notify_all();
   writer_.join();
+  {
+    std::lock_guard lk(claims_mu_);
+    renew_stop_ = true;
+  }
+  claims_cv_.notify_all();
+  renewer_.join();
+}
+
+void RemoteReferenceTier::renew_loop() {
+  const auto period = std::chrono::milliseconds(options_.claim_lease_s * 1000 / 3);
+  std::unique_lock lk(claims_mu_);
+  while (!claims_cv_.wait_for(lk, period, [this] { return renew_stop_; })) {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::string> keys;
+    for (const auto& [key, since] : held_)
+      if (now - since < std::chrono::seconds(kClaimTtlS)) keys.push_back(key);
+    lk.unlock();
+    for (const std::string& key : keys) client_.expire(key, options_.claim_lease_s);
+    lk.lock();
+  }
+}
+
+std::string RemoteReferenceTier::claim_key(std::string_view kind, const std::string& key) const {
+  return "folio:claim:" + std::string(kind) + ":" + key;
 }
 
 bool RemoteReferenceTier::enqueue(std::string kind, std::function<void(const PutOne& put)> job) {
@@ -159,8 +184,13 @@ void RemoteReferenceTier::put(std::string_view kind, const std::string& key, std
 bool RemoteReferenceTier::claim(std::string_view kind, const std::string& key) {
   if (options_.claim_wait_s <= 0) return true;
   bool failed = false;
-  const bool mine = client_.set_if_absent("folio:claim:" + std::string(kind) + ":" + key, "1", kClaimTtlS, failed);
+  const std::string claimed = claim_key(kind, key);
+  const bool mine = client_.set_if_absent(claimed, "1", options_.claim_lease_s, failed);
   if (failed) ++errors_;
+  if (mine) {
+    std::lock_guard lk(claims_mu_);
+    held_[claimed] = std::chrono::steady_clock::now();
+  }
   return mine || failed;
 }
 
@@ -171,7 +201,7 @@ bool RemoteReferenceTier::wait_for(std::string_view kind, const std::string& key
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     // The claim first: its holder stores the value before it drops the claim, so a claim seen gone
     // and then no value means it failed.
-    const std::optional<bool> claimed = client_.exists("folio:claim:" + std::string(kind) + ":" + key);
+    const std::optional<bool> claimed = client_.exists(claim_key(kind, key));
     const std::optional<bool> value = client_.exists(redis_key(kind, key));
     if (!claimed || !value) return false;  // Redis went away: work alone
     if (*value) return true;
@@ -181,7 +211,13 @@ bool RemoteReferenceTier::wait_for(std::string_view kind, const std::string& key
 }
 
 void RemoteReferenceTier::release(std::string_view kind, const std::string& key) {
-  if (options_.claim_wait_s > 0) client_.del("folio:claim:" + std::string(kind) + ":" + key);
+  if (options_.claim_wait_s <= 0) return;
+  const std::string claimed = claim_key(kind, key);
+  {
+    std::lock_guard lk(claims_mu_);
+    held_.erase(claimed);
+  }
+  client_.del(claimed);
 }
 
 void RemoteReferenceTier::release_later(std::string kind, std::string key) {

@@ -17,12 +17,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -64,9 +66,16 @@ class RemoteReferenceTier {
     double retry_s = 2;           // after a failure, no attempt for this long
     double claim_wait_s = 300;    // how long a replica waits for another's claimed value; 0 = no claims
     std::string fingerprint;      // the model's (model_fingerprint)
+    int64_t claim_lease_s = kClaimLeaseS;  // a claim's life unless its replica renews it
   };
+  // A claim expires this long after its replica last renewed it; a live replica renews the claims
+  // it holds every third of it, so a replica that dies (SIGKILL) holds up the others' waits for at
+  // most this long, not for claim_wait_s.
+  static constexpr int64_t kClaimLeaseS = 6;
   explicit RemoteReferenceTier(Options options);
-  ~RemoteReferenceTier();  // drops writes still waiting and joins the writer
+  // Drops writes still waiting and joins the writer; claims still held are no longer renewed (they
+  // expire within the lease, as a dead replica's do).
+  ~RemoteReferenceTier();
 
   // The payload stored under kind:key ("pass" or "kv"), checked; nullopt on a miss of any cause
   // (counted under its kind).
@@ -84,7 +93,8 @@ class RemoteReferenceTier {
   // for the one replica that may produce kind:key now (or when Redis cannot be asked: then every
   // replica works alone); the others wait_for() its value, which ends at the value (true), or at
   // `claim_wait_s`, or when the claim is gone without a value (its replica failed or died; false).
-  // release() drops this replica's claim. Claims expire after kClaimTtlS whatever happens.
+  // release() drops this replica's claim. A claim lives while this replica renews it (a thread of
+  // the tier does, every claim_lease_s / 3) and at most kClaimTtlS in all.
   bool claim(std::string_view kind, const std::string& key);
   bool wait_for(std::string_view kind, const std::string& key);
   void release(std::string_view kind, const std::string& key);
@@ -100,6 +110,9 @@ class RemoteReferenceTier {
   std::string redis_key(std::string_view kind, const std::string& key) const;
 
   void write_loop();
+  // Renews the claims held_ names until renew_stop_.
+  void renew_loop();
+  std::string claim_key(std::string_view kind, const std::string& key) const;
   // Queues a job for the writer thread; false (nothing queued) when kMaxPending already wait.
   bool enqueue(std::string kind, std::function<void(const PutOne& put)> job);
 
@@ -121,6 +134,12 @@ class RemoteReferenceTier {
   std::deque<Pending> pending_;  // guarded by wmu_
   bool wstop_ = false;           // guarded by wmu_
   std::thread writer_;
+  std::mutex claims_mu_;
+  std::condition_variable claims_cv_;
+  // Claim keys this replica holds, and when it took each; guarded by claims_mu_.
+  std::map<std::string, std::chrono::steady_clock::time_point> held_;
+  bool renew_stop_ = false;      // guarded by claims_mu_
+  std::thread renewer_;
 };
 
 // A fingerprint of the files a model is loaded from: each file's name, size and SHA-256 of its

@@ -393,6 +393,36 @@ TEST_F(RemoteTier, SimultaneousRequestsPrefillTheDocumentOnce) {
   EXPECT_EQ(redis.command({"KEYS", "folio:claim:*"}), "") << "claims released";
 }
 
+// A claim lives while its replica does: renewed past its lease, it ends within about one lease once
+// its replica is gone without releasing it (a SIGKILL mid-encode), so another replica waiting for
+// it works alone after a lease, not after claim_wait_s (which held a killed replica's peers for
+// minutes in the scale-out test).
+TEST(RemoteClaims, ADeadReplicasClaimEndsWithItsLease) {
+  const int port = free_port();
+  RedisServer redis(port);
+  RemoteReferenceTier::Options o;
+  o.address = "127.0.0.1:" + std::to_string(port);
+  o.fingerprint = "test";
+  o.claim_wait_s = 60;
+  o.claim_lease_s = 1;
+  auto holder = std::make_unique<RemoteReferenceTier>(o);
+  RemoteReferenceTier waiter(o);
+  ASSERT_TRUE(holder->claim("pass", "doc"));
+  EXPECT_FALSE(waiter.claim("pass", "doc"));
+  const int ttl = std::stoi(redis.command({"TTL", "folio:claim:pass:doc"}));
+  EXPECT_TRUE(ttl >= 0 && ttl <= 1) << ttl;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(redis.command({"EXISTS", "folio:claim:pass:doc"}), "1") << "renewed while its replica lives";
+  holder.reset();  // gone without releasing
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(waiter.wait_for("pass", "doc"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // A released claim is gone at once, and no longer renewed.
+  ASSERT_TRUE(waiter.claim("pass", "doc2"));
+  waiter.release("pass", "doc2");
+  EXPECT_EQ(redis.command({"EXISTS", "folio:claim:pass:doc2"}), "0");
+}
+
 // The claim, step by step: while another replica holds it, a replica waits (and encodes nothing);
 // the value appearing ends the wait with a remote hit; a claim gone without a value (its holder
 // died) ends it with a local encode.
