@@ -223,7 +223,7 @@ Target start_target(const BenchServeArgs& a) {
   }
   // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)
   // lets freed memory scatter over many arenas, so RSS creeps up for thousands of requests
-  // (measured: +10 MiB over 2000 OCR requests by default, +2.5 MiB and flat with one or two).
+  // (docs/measurements.md).
   mallopt(M_ARENA_MAX, 2);
   t.service = std::make_unique<Service>(c);
   t.port = t.service->bind();

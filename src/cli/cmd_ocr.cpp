@@ -53,7 +53,7 @@ std::string human_bytes(size_t b) {
 }
 
 // Passes side by side when the user does not say: a decoder step reads the weights once for all of
-// them (Unlimited-OCR decodes 2.0-2.6x faster with 4, docs/benchmarks.md), at the cost of their KV
+// them (Unlimited-OCR decodes much faster with 4: docs/measurements.md), at the cost of their KV
 // at once. One at a time under a KV budget or offload (memory is what the user is saving), when
 // streaming (the first text would wait for every pass's prefill), or when rolling (one pass).
 size_t automatic_passes_in_flight(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, bool stream) {

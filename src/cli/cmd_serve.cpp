@@ -47,7 +47,7 @@ Runner add_serve(CLI::App& app) {
     if (!std::filesystem::exists(model_path)) throw_invalid("model.path: " + model_path + " does not exist");
     // Few malloc arenas: the server has a hundred HTTP threads, and glibc's default (8 per core)
     // lets freed memory scatter over many arenas, so RSS creeps up for thousands of requests
-    // (measured: +10 MiB over 2000 OCR requests by default, +2.5 MiB and flat with one or two).
+    // (docs/measurements.md).
     mallopt(M_ARENA_MAX, 2);
     Service svc(cfg);
     // SIGTERM / SIGINT are taken by sigwait below; block them before any thread starts so that

@@ -4,9 +4,8 @@
 // hands them out keeps the MappedFile alive (shared_ptr) as long as the views. The bytes are held
 // one of two ways (Residency): the file mapped, or the file read into anonymous memory backed by
 // transparent huge pages. Decode streams every active weight once per token, and with 4 KiB pages
-// of a mapped file that is a TLB miss every 4 KiB: on the 2-core development VM a bf16 decode step
-// of the full-size Unlimited-OCR decoder ran 10-20% faster with the weights resident
-// (docs/benchmarks.md, "folio vs llama.cpp on the same GGUF files").
+// of a mapped file that is a TLB miss every 4 KiB, and decode measured faster with the weights
+// resident (docs/measurements.md).
 #pragma once
 
 #include <cstddef>

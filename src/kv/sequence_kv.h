@@ -69,9 +69,7 @@ namespace folio {
 
 // Rows per float reference block unless a caller chooses. A decode step reads each KV head's rows
 // of a block as one run (block_pool.h's layout is head-major inside a block), and short runs are
-// what the hardware prefetcher loses: on the full-size Unlimited-OCR decoder (bf16, 256 bytes per
-// head row) at a 4,096-token reference, 128-row blocks (32 KiB runs) decoded 1.09x faster than
-// 16-row ones (median of in-round ratios, docs/benchmarks.md "folio vs llama.cpp"). Segments give
+// what the hardware prefetcher loses (128 rows against 16: docs/measurements.md). Segments give
 // back their partial last block when they close, so long blocks cost no memory per page.
 inline constexpr int64_t kDefaultBlockTokens = 128;
 

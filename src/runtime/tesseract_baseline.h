@@ -4,7 +4,7 @@
 // Promises: each page is written as a PNG into a private temporary directory and read by
 // `tesseract PAGE stdout -l eng --psm 6` (one uniform block of text: our pages' layout) with
 // OMP_THREAD_LIMIT set to `threads` (unset, its OpenMP may start more threads than the process's
-// cores and ran 4x slower on a 2-core container); the text of the pages is joined with the
+// cores and run much slower: docs/measurements.md); the text of the pages is joined with the
 // "<page>" marker. Throws Unsupported when tesseract is not
 // installed, Io when it fails on a page.
 #pragma once

@@ -17,8 +17,8 @@ namespace {
 // heads (a 16-row bf16 block holds 4 KiB per head), scattered over the pool. The hardware
 // prefetcher does not follow the stream from one run to the next, and prefetching a whole run at
 // once (the earlier scheme) issues bursts that stall on the miss buffers. StreamPrefetch instead
-// keeps software prefetches a fixed distance ahead in that stream and advances as rows are consumed:
-// 16-row bf16 blocks, 4,224 rows x 10 heads on 2 threads, 13-16 -> 16-22 GB/s (medians, same run).
+// keeps software prefetches a fixed distance ahead in that stream and advances as rows are consumed
+// (docs/measurements.md, "Attention's streaming prefetch").
 constexpr size_t kPrefetchAheadBytes = 3072;
 // Float rows go to the row kernels in pieces of this many bytes per head (at least kChunkRows rows),
 // so the prefetch advances smoothly: 4 rows of a 128-wide bf16 head, 16 of a 32-wide one (smaller

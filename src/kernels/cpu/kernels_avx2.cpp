@@ -25,8 +25,7 @@ struct VAvx2 {
   static constexpr int W = 8;
   // Float GEMV tile: 1 row x 2 inputs x 2 accumulators (two FMA chains per row and input: one ymm
   // chain, 8 bf16 weights per FMA latency, would be slower than memory on a row alone). Two rows
-  // side by side measured slower here than one (two inputs: 8.0 against 5.7 ms on a [65536, 1280]
-  // bf16 product, this build's AVX2 table on Zen 4, two threads).
+  // side by side measured slower here than one (docs/measurements.md).
   static constexpr int kGemvInputs = 2;
   static constexpr int kGemvRows = 1;
   static constexpr int kGemvLanes = 2;

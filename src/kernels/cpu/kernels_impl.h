@@ -97,17 +97,15 @@ struct LoadQ8 {
 //
 // One input row (a single sequence's decode): one weight row at a time, front to back, so each
 // thread's weights are one sequential stream the hardware prefetcher follows (8-row tiles with
-// software prefetch read 23-27 GB/s where this reads 29-33, one thread, Zen 4; two rows side by
-// side read less still).
+// software prefetch, or two rows side by side, read less; docs/measurements.md).
 // Several input rows (passes side by side, a server batch): tiles of V::kGemvRows rows x up to
 // V::kGemvInputs inputs, each weight vector loaded once for the tile's inputs and each input vector
 // once for its rows, and the rows kPrefetchRows ahead asked for while the tile works. One row at a
-// time was compute-bound there (five loads per four FMAs) and its misses did not overlap: a
-// [65536, 1280] bf16 product, four input rows, two threads, read 13.0 GB/s against 21-24 in
-// 4-row tiles with prefetch.
+// time was compute-bound there (five loads per four FMAs) and its misses did not overlap (about
+// 0.6x the bytes per second of these tiles; docs/measurements.md).
 constexpr int64_t kPrefetchRows = 8;
 // Long rows stream well on their own; the prefetch hints are for rows of a few KiB, whose streams
-// end before the hardware prefetcher has ramped up on them (+15% on [60000, 1280] bf16, Zen 3).
+// end before the hardware prefetcher has ramped up on them (docs/measurements.md).
 constexpr size_t kPrefetchMaxRowBytes = 4096;
 
 template <class V, class L, int R, int G>

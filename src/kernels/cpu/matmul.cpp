@@ -21,9 +21,8 @@ namespace folio::kernels {
 namespace {
 
 // From n = kDefaultGemmMinRows on, sgemm (including the conversion of W to f32) beats the GEMV
-// kernels, whose cost grows linearly with n once the weight stream stops being the bottleneck.
-// Measured with DRAM-resident bf16 weights [6848,1280] and [1280,6848], AVX2 (Zen 3), 1-2 threads:
-// GEMV is faster up to n = 16, the two are even around n = 20-24, sgemm wins from n = 32.
+// kernels, whose cost grows linearly with n once the weight stream stops being the bottleneck
+// (the crossover measured: docs/measurements.md).
 constexpr int64_t kDefaultGemmMinRows = 20;
 std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 
@@ -31,7 +30,7 @@ std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 constexpr int64_t kRowGrain = 8;
 // A decode GEMV is cut into this many chunks per thread, taken as threads come free
 // (ThreadPool::parallel_chunks): on a shared machine one core is often slower for a moment, and
-// equal fixed halves left the other waiting (10% of a decode step in spin-waits).
+// equal fixed halves left the other waiting, spinning (docs/measurements.md).
 constexpr int64_t kChunksPerThread = 4;
 
 // Threading of the sgemm path: our pool owns all parallelism. W is cut into tiles of rows whose
@@ -50,7 +49,7 @@ void make_blas_single_threaded() {
 }
 
 // Rows per tile: at most ~2 MiB of f32 (to stay in L2/L3 while sgemm packs it), at least 128 rows
-// (narrower tiles measured 10-20% slower: sgemm re-packs X for every tile), and small enough for
+// (narrower tiles measured slower: sgemm re-packs X for every tile), and small enough for
 // >= 8 tiles to balance the threads. Depends only on W's shape (see above).
 int64_t gemm_tile_rows(int64_t out, int64_t in) {
   const int64_t cache_rows = (int64_t{1} << 19) / std::max<int64_t>(in, 1);

@@ -89,10 +89,9 @@ struct FmtQ5_1 {
 
 // Rows are read one at a time, front to back, so that each thread's weights are one sequential
 // stream (as the float GEMV reads them, kernels_impl.h): four rows read side by side, block b of
-// each in turn, are four interleaved streams that the hardware prefetcher follows poorly. Measured
-// on one [129280, 1280] matrix (the Q4_K_M lm_head is q6_k), one call, two threads, Zen 4: q6_k
-// 13.4 -> 27.6 GB/s, q4_k 14.2 -> 23.5, q8_0 19.2 -> 25-30, q5_0 12.7 -> 18. The stream is also
-// prefetched a fixed distance ahead, which helped the K formats a little more.
+// each in turn, are four interleaved streams that the hardware prefetcher follows poorly (1.3-2x
+// slower; docs/measurements.md). The stream is also prefetched a fixed distance ahead, which
+// helped the K formats a little more.
 constexpr size_t kQPrefetchBytes = 4096;
 
 inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
@@ -235,9 +234,7 @@ inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, f
 // time, up to kMaxQGroup activation rows per pass over it (later passes find the row in cache).
 // Four rows per pass rather than two: a block's weights (nibbles, high bits, scales and minima)
 // are unpacked once for all of them, and with several sequences per step the product is bound by
-// that work, not by bytes. [65536, 1280] with four activation rows, 2 threads, Zen 4, two builds
-// alternated: q4_k 4.33 / 3.98 / 4.56 -> 3.15 / 3.58 / 3.07 ms, q6_k 7.30 / 5.90 -> 4.53 / 4.45,
-// q8_0 7.94 / 6.64 -> 6.71 / 4.70; AVX2 q4_k 8.99 / 7.40 -> 6.52 / 6.41 (same bits).
+// that work, not by bytes (docs/measurements.md has the figures against two rows per pass).
 template <class I, DType T>
 void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n, float* y,
            int64_t ldy) {
