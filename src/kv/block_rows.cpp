@@ -151,4 +151,73 @@ void copy_value_rows(const KVLayout& lay, const KVBlock& s, int64_t rows, const 
   std::copy_n(s.v_params, rows * per_row, d.v_params);
 }
 
+void read_segment_rows(const KVLayout& lay, int64_t bt, int64_t len, const std::function<KVBlock(size_t)>& block,
+                       std::vector<float>& k, std::vector<float>& v) {
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
+  k.resize(static_cast<size_t>(H * len * D));
+  v.resize(k.size());
+  std::vector<float> bk(static_cast<size_t>(H * bt * D)), bv(bk.size());
+  for (int64_t i = 0; i * bt < len; ++i) {
+    const int64_t rows = std::min(bt, len - i * bt);
+    read_block_rows(lay, block(static_cast<size_t>(i)), rows, bk.data(), bv.data());
+    for (int64_t h = 0; h < H; ++h) {
+      std::copy_n(bk.begin() + h * rows * D, rows * D, k.begin() + (h * len + i * bt) * D);
+      std::copy_n(bv.begin() + h * rows * D, rows * D, v.begin() + (h * len + i * bt) * D);
+    }
+  }
+}
+
+std::vector<int64_t> write_kept_rows(KVBlockPool& pool, SeqId seq, int64_t layer, int64_t bt, int64_t len,
+                                     const std::vector<std::vector<int64_t>>& keep, const std::vector<float>& k,
+                                     const std::vector<float>& v) {
+  const KVLayout& lay = pool.layout();
+  const int64_t H = lay.n_kv_heads, D = lay.head_dim;
+  const auto n = static_cast<int64_t>(keep[0].size());
+  std::vector<int64_t> out;
+  std::vector<float> bk(static_cast<size_t>(H * bt * D)), bv(bk.size());
+  for (int64_t i = 0; i * bt < n; ++i) {
+    const int64_t rows = std::min(bt, n - i * bt);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t src = (h * len + keep[static_cast<size_t>(h)][static_cast<size_t>(i * bt + r)]) * D, dst = (h * rows + r) * D;
+        std::copy_n(k.begin() + src, D, bk.begin() + dst);
+        std::copy_n(v.begin() + src, D, bv.begin() + dst);
+      }
+    // Blocks of just the rows they hold (the last one is short; nothing is appended to a compressed
+    // segment), as a quantised segment's last group is.
+    const int64_t id = pool.allocate(seq, layer, rows);
+    write_block_rows(lay, bk.data(), bv.data(), rows, pool.block(id));
+    out.push_back(id);
+  }
+  return out;
+}
+
+kernels::KVSpan block_span(const KVLayout& lay, const KVBlock& b, int64_t first_row, int64_t rows) {
+  const int64_t D = lay.head_dim, vg = lay.value_group();
+  const auto first = static_cast<size_t>(first_row);
+  kernels::KVSpan sp;
+  sp.k = b.k + first * kernels::kv_row_bytes(b.k_type, D);
+  sp.v = b.v + first * kernels::kv_row_bytes(b.v_type, D);
+  sp.tokens = rows;
+  sp.k_head_stride = b.k_head_stride;
+  sp.v_head_stride = b.v_head_stride;
+  sp.k_type = b.k_type;
+  sp.v_type = b.v_type;
+  // Keys quantised per token (the window) carry their parameters per row, as values do.
+  sp.k_param_stride = b.k_param_stride;
+  sp.k_params = b.k_params + first * b.k_param_stride;
+  sp.k_group = kernels::kv_token_key_group(D);
+  sp.v_param_stride = static_cast<size_t>(lay.row_elems() / vg * kernels::kv_params_per_group(b.v_type));
+  sp.v_params = b.v_params + first * sp.v_param_stride;
+  sp.v_group = vg;
+  return sp;
+}
+
+size_t span_bytes(const KVLayout& lay, const kernels::KVSpan& s) {
+  const auto H = static_cast<size_t>(lay.n_kv_heads), D = static_cast<size_t>(lay.head_dim), T = static_cast<size_t>(s.tokens);
+  const size_t key_group_params = s.k_param_stride ? 0 : H * static_cast<size_t>(kernels::kv_params_per_group(s.k_type)) * D * 2;
+  return T * H * (kernels::kv_row_bytes(s.k_type, lay.head_dim) + kernels::kv_row_bytes(s.v_type, lay.head_dim)) + key_group_params +
+         T * (s.k_param_stride + s.v_param_stride) * 2;
+}
+
 }  // namespace folio

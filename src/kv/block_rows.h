@@ -10,8 +10,12 @@
 // serialise writes to one block.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kv/block_pool.h"
 #include "kv/kv_layout.h"
 
@@ -39,6 +43,23 @@ void write_key_row(const KVLayout& layout, const float* k, int64_t row, const KV
 // quantised per token as write_block_rows would: values need no other row, so a quantised row can
 // be written the moment it is known. Precondition: row < block.tokens.
 void write_value_row(const KVLayout& layout, const float* v, int64_t row, const KVBlock& block);
+
+// A segment's rows: `length` rows in blocks of block_tokens rows (block(i) gives block i, readable
+// while the call runs), read into head-major k and v ([n_kv_heads][length][head_dim]), resized.
+void read_segment_rows(const KVLayout& layout, int64_t block_tokens, int64_t length, const std::function<KVBlock(size_t)>& block,
+                       std::vector<float>& k, std::vector<float>& v);
+
+// New blocks of sequence `seq` in `layer` (of block_tokens rows, the last one just its rows) holding,
+// per KV head h, the rows keep[h] (ascending, all of one count) of read_segment_rows' k and v for a
+// segment of `length` rows. Returns their ids. Precondition: the pool can take them.
+std::vector<int64_t> write_kept_rows(KVBlockPool& pool, SeqId seq, int64_t layer, int64_t block_tokens, int64_t length,
+                                     const std::vector<std::vector<int64_t>>& keep, const std::vector<float>& k,
+                                     const std::vector<float>& v);
+
+// Rows [first_row, first_row + rows) of a block as attention reads them (kernels::attend).
+kernels::KVSpan block_span(const KVLayout& layout, const KVBlock& block, int64_t first_row, int64_t rows);
+// Bytes of K and V (codes and their parameters) a span holds over every KV head.
+size_t span_bytes(const KVLayout& layout, const kernels::KVSpan& span);
 
 // Copies the first `rows` value rows (codes or elements, and per-token parameters) from `src` to
 // `dst`, which store values in the same type. Precondition: rows <= both blocks' tokens.

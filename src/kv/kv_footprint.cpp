@@ -1,5 +1,7 @@
 #include "kv/kv_footprint.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/attention.h"
 
 namespace folio {
@@ -41,6 +43,37 @@ size_t KVFootprint::closed_segment(int64_t rows) const {
   // Whole blocks, and the partial last one re-allocated to its rows (float or quantised alike).
   const int64_t tail = rows % block_tokens_;
   return static_cast<size_t>(rows / block_tokens_) * reference_block() + (tail ? pool_.block_bytes(tail) : 0);
+}
+
+size_t KVFootprint::worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
+                                     std::span<const int64_t> segments, int64_t generated, bool reference_offloaded) {
+  if (segments.empty()) return 0;
+  const KVFootprint f(pool, policy, block_tokens);
+  if (reference_offloaded) {
+    // A segment leaves the pool when the next starts, before the next takes any block; under a
+    // window the last one leaves when generation starts, before the ring is allocated.
+    size_t largest_open = 0;
+    for (size_t i = 0; i + 1 < segments.size(); ++i) largest_open = std::max(largest_open, f.open_segment(segments[i]));
+    const size_t last = policy.windowed() ? std::max(f.open_segment(segments.back()), generated > 0 ? f.window() : 0)
+                                          : f.open_segment(segments.back() + generated);
+    return static_cast<size_t>(pool.layout().n_layers) * std::max(largest_open, last);
+  }
+  // A segment is open (whole blocks) while it fills and shrinks when the next starts: the peak is
+  // the largest of (segments closed so far + the one filling).
+  size_t closed = 0, per_layer = 0;
+  for (size_t i = 0; i + 1 < segments.size(); ++i) {
+    per_layer = std::max(per_layer, closed + f.open_segment(segments[i]));
+    closed += f.closed_segment(segments[i]);
+  }
+  if (!policy.windowed()) {
+    // The output extends the last segment, which stays open.
+    per_layer = std::max(per_layer, closed + f.open_segment(segments.back() + generated));
+  } else {
+    // Prefill ends with the last segment open; generation closes it, then takes the window.
+    per_layer = std::max(per_layer, closed + f.open_segment(segments.back()));
+    if (generated > 0) per_layer = std::max(per_layer, closed + f.closed_segment(segments.back()) + f.window());
+  }
+  return static_cast<size_t>(pool.layout().n_layers) * per_layer;
 }
 
 }  // namespace folio

@@ -1,6 +1,6 @@
 // KVFootprint: the pool bytes of one sequence's regions, per layer, for a pool layout, a policy and a
 // block size. It is the one byte formula of the cache: SequenceKV::append reserves by it and
-// SequenceKV::worst_case_bytes (what admission reserves) adds it up, so the two cannot drift apart.
+// worst_case_bytes (what admission reserves) adds it up, so the two cannot drift apart.
 //
 // Regions: reference blocks of block_tokens() rows (one key group when the reference is quantised),
 // the staging block of a quantised reference's group being filled (q8 keys per token), and the window: a
@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kv/block_pool.h"
 #include "kv/kv_policy.h"
@@ -40,6 +41,15 @@ class KVFootprint {
   size_t open_segment(int64_t rows) const;
   // A closed segment: its partial last block (or quantised group) is re-allocated to its rows.
   size_t closed_segment(int64_t rows) const;
+
+  // The most pool bytes a sequence (SequenceKV) can hold with reference segments of `segments`
+  // tokens (in order) and `generated` generated tokens stored, under `policy`, in `pool`'s layout
+  // with `block_tokens` rows per float block: what admission reserves. An upper bound on the
+  // sequence's bytes at every moment. reference_offloaded: the sequence moves every complete
+  // segment to a store (SequenceKV::offload_reference), so the pool holds only the segment being
+  // filled (under `full`, the last one and the output) and the window.
+  static size_t worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
+                                 std::span<const int64_t> segments, int64_t generated, bool reference_offloaded = false);
 
  private:
   const KVBlockPool& pool_;

@@ -2,8 +2,10 @@
 
 namespace folio {
 
-ReferenceOffload::ColdLayers ReferenceOffload::move_out(std::vector<std::vector<int64_t>>& blocks) {
-  ColdLayers cold(blocks.size());
+void ReferenceOffload::move_out(size_t segment, std::vector<std::vector<int64_t>>& blocks) {
+  if (cold_.size() <= segment) cold_.resize(segment + 1);
+  ColdLayers& cold = cold_[segment];
+  cold.assign(blocks.size(), {});
   try {
     for (size_t l = 0; l < blocks.size(); ++l)
       for (int64_t id : blocks[l]) {
@@ -19,17 +21,18 @@ ReferenceOffload::ColdLayers ReferenceOffload::move_out(std::vector<std::vector<
       }
   } catch (...) {
     // All or nothing: the blocks stay in the pool.
-    erase(cold);
+    erase(segment);
     throw;
   }
   for (auto& layer : blocks) {
     for (int64_t id : layer) pool_.release(id);
     layer.clear();
   }
-  return cold;
 }
 
-void ReferenceOffload::erase(ColdLayers& cold) {
+void ReferenceOffload::erase(size_t segment) {
+  if (segment >= cold_.size()) return;
+  ColdLayers& cold = cold_[segment];
   for (auto& layer : cold)
     for (const ColdBlock& c : layer) {
       store_->erase(c.key);
@@ -38,7 +41,9 @@ void ReferenceOffload::erase(ColdLayers& cold) {
   cold.clear();
 }
 
-KVBlock ReferenceOffload::pin(const ColdBlock& c) const {
+KVBlock ReferenceOffload::block(size_t segment, size_t layer, size_t i, bool pin) const {
+  const ColdBlock& c = cold_[segment][layer][i];
+  if (!pin) return c.meta;
   uint8_t* base;
   {
     std::lock_guard lk(pin_mu_);

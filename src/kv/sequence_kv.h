@@ -38,9 +38,12 @@
 // The pool keeps only the segment being filled and the window.
 //
 // SequenceKV keeps the storage (positions, segments, the ring); what each idea needs lives in its
-// own file: the policy's answers (policy_rules.h), the byte formula for append and admission
-// (kv_footprint.h), Quest selection (quest_selector.h), a staged group's quantisation
-// (staged_group.h) and the segments in a store with their read pins (reference_offload.h).
+// own class, which owns its state: the policy's answers (policy_rules.h), the byte formula for
+// append and admission (kv_footprint.h), the sparse policy's units, bounds and focus
+// (sparse_selection.h), reference compression's observed queries and kept rows
+// (reference_compression.h), a staged group's quantisation (staged_group.h), and the segments in a
+// store with their read pins (reference_offload.h). Snapshot and restore are in
+// sequence_kv_snapshot.cpp.
 //
 // Model code stores a token's K/V rows (store), then asks for the spans a query at that position
 // reads and hands them to kernels::attend. Within one layer, tokens must be stored in position
@@ -59,10 +62,10 @@
 #include "kv/kv_footprint.h"
 #include "kv/kv_policy.h"
 #include "kv/policy_rules.h"
-#include "kv/quest_selector.h"
 #include "kv/reference_compression.h"
 #include "kv/reference_offload.h"
 #include "kv/reference_snapshot.h"
+#include "kv/sparse_selection.h"
 #include "kv/tiered_store.h"
 
 namespace folio {
@@ -88,24 +91,14 @@ class SequenceKV {
   // The next reference tokens start a new segment (a page). Segments are the units `sparse` selects
   // within and `rolling` drops.
   void begin_segment() { new_segment_ = true; }
-  // sparse: a unit starts at reference position `pos` (a later one), inside the current or next
-  // segment; units also start at every segment start and every unit_tokens tokens after a start.
-  void begin_unit(int64_t pos) { unit_starts_.push_back(pos); }
-  // sparse: segments every generated token reads whole (the page the decoder is on), besides its
-  // selection. Indices of existing segments; replaces the previous focus.
-  void set_focus(std::vector<size_t> segments) { focus_ = std::move(segments); }
-  // sparse: segments (indices) the top-k units may come from besides the first and last; empty (the
-  // default): any. Replaces the previous ones.
-  void set_candidates(std::vector<size_t> segments) { candidates_ = std::move(segments); }
+  // sparse: where units start (begin_unit: a later reference position, inside the current or next
+  // segment), the segments every generated token reads whole (set_focus: the page the decoder is
+  // on) and those its top-k may come from (set_candidates); sparse_selection.h.
+  SparseSelection& sparse() { return sparse_; }
   // rolling: frees the KV of reference segment `index` (not the one being filled). Its positions
   // stay taken; queries no longer see it.
   void drop_segment(size_t index);
-  struct SegmentInfo {
-    int64_t first, length;
-    bool live;
-  };
   size_t segment_count() const { return segments_.size(); }
-  SegmentInfo segment(size_t i) const { return {segments_[i].first, segments_[i].length, segments_[i].live}; }
 
   // Moves every complete reference segment (from now on) into `store`, which must outlive this
   // sequence. Only before the first append. Under `full` the last segment, shared with the output,
@@ -161,7 +154,7 @@ class SequenceKV {
   // `pos` in `layer`, kept if it is a reference token before generation starts; ignored otherwise.
   void observe_query(int64_t layer, int64_t pos, const float* q, int64_t n_heads);
   // keep < 1: reference rows per layer and KV head dropped by compression so far (0 before).
-  int64_t dropped_rows() const { return dropped_rows_; }
+  int64_t dropped_rows() const { return compressor_.dropped_rows(); }
 
   // Stores the keys and values of the token at `pos` in `layer`: k and v are its f32 rows
   // ([n_kv_heads * head_dim], rotated keys), converted or quantised into the storage types.
@@ -193,42 +186,28 @@ class SequenceKV {
   // generated token under `sparse`, visible_bytes otherwise.
   size_t active_bytes(int64_t pos) const;
 
-  // The most pool bytes a sequence can hold with reference segments of `segments` tokens (in order)
-  // and `generated` generated tokens stored, under `policy`, in `pool`'s layout with `block_tokens`
-  // rows per float block: what admission reserves. An upper bound on bytes() at every moment.
-  // reference_offloaded: the sequence moves every complete segment to a store (offload_reference),
-  // so the pool holds only the segment being filled (under `full`, the last one and the output) and
-  // the window.
-  static size_t worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
-                                 std::span<const int64_t> segments, int64_t generated, bool reference_offloaded = false);
-
-  SeqId id() const { return id_; }
   const KVPolicy& policy() const { return policy_; }
   const KVLayout& layout() const { return pool_.layout(); }
   int64_t length() const { return length_; }                   // next position
   int64_t reference_length() const { return reference_len_; }  // reference tokens appended (dropped included)
-  int64_t generated_length() const { return generated_; }
-  bool reference_sealed() const { return sealed_; }
   // Tokens currently held per layer (live reference + min(generated, W) under a window).
   int64_t cached_tokens() const;
-  // Rows per reference block (kKVKeyGroup when the reference is quantised).
-  int64_t block_tokens() const { return block_tokens_; }
   // Bytes this sequence holds in the pool (from the pool's counters).
   size_t bytes() const { return pool_.bytes_for(id_); }
 
  private:
   struct Segment {
     int64_t first = 0, length = 0;
-    bool offloaded = false;  // its blocks are in the store (`cold`), not in the pool (`blocks`)
-    ReferenceOffload::ColdLayers cold;  // [layer] -> blocks in row order
-    int64_t before = 0;  // reference tokens in the segments before it (dropped ones included)
     bool live = true;
-    std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first`
-    UnitBounds units;  // sparse: its units and their key bounds (kv/quest_selector.h)
-    int64_t rows = -1;  // compressed: rows kept per KV head (< length); -1 = one row per position
+    std::vector<std::vector<int64_t>> blocks;  // [layer] -> blocks of block_tokens rows from `first` (empty: in the store)
   };
-  // Rows a query past the reference reads in s.
-  static int64_t stored_rows(const Segment& s) { return s.rows >= 0 ? s.rows : s.length; }
+  size_t index_of(const Segment& s) const { return static_cast<size_t>(&s - segments_.data()); }
+  // Rows a query past the reference reads in s (compression may have kept fewer than its positions).
+  int64_t stored_rows(const Segment& s) const {
+    const int64_t kept = compressor_.kept_rows(index_of(s));
+    return kept >= 0 ? kept : s.length;
+  }
+  bool compressed(const Segment& s) const { return compressor_.kept_rows(index_of(s)) >= 0; }
   // Where a position lives: reference segment + row, or generated index.
   struct Where {
     int64_t segment = -1, row = 0, generated = -1;
@@ -254,25 +233,14 @@ class SequenceKV {
   void reallocate_last_block(Segment& s, int64_t capacity);
   void quantize_stage(int64_t stage, int64_t rows, int64_t dst);
   void compress_reference();  // keep < 1, at the first generated append
-  // Rows of s in `layer` as head-major f32 k and v ([H][length][D]).
-  void read_rows(const Segment& s, size_t layer, std::vector<float>& k, std::vector<float>& v) const;
-  // Replaces s's blocks in `layer` by new ones holding, per KV head h, the rows keep[h] of k and v
-  // (read_rows' arrays); an offloaded segment's old blocks are left for the caller to erase.
-  void put_kept_rows(Segment& s, size_t layer, const std::vector<std::vector<int64_t>>& keep, const std::vector<float>& k,
-                     const std::vector<float>& v);
-  void summarise();      // sparse: unit key bounds of every segment
-  void summarise(Segment& s, std::vector<float>& keys);
+  void summarise();           // sparse: unit key bounds of every segment
   void emit_rows(int64_t layer, const Segment& s, int64_t a, int64_t b, std::vector<kernels::KVSpan>& out, bool pin = true) const;
   void emit_window(int64_t layer, int64_t j, std::vector<kernels::KVSpan>& out) const;
-  kernels::KVSpan span_of(const KVBlock& b, int64_t first_row, int64_t rows) const;
   // Block i of segment s in `layer`, wherever it lives; an offloaded one is pinned until release_pins()
   // when `pin`, else its pointers are null (for byte counts).
   KVBlock block_at(const Segment& s, size_t layer, size_t i, bool pin) const;
-  size_t block_count(const Segment& s, size_t layer) const { return s.offloaded ? s.cold[layer].size() : s.blocks[layer].size(); }
   void offload(Segment& s);
-  void erase_offloaded(Segment& s);
   void visible_spans_impl(int64_t layer, int64_t pos, std::vector<kernels::KVSpan>& out, bool pin) const;
-  size_t span_bytes(const kernels::KVSpan& s) const;
 
   KVBlockPool& pool_;
   SeqId id_;
@@ -284,15 +252,11 @@ class SequenceKV {
   bool sealed_ = false;       // generation has started
   bool new_segment_ = true;   // the next reference append starts a segment
   bool open_ = false;         // the last segment is still being filled (its staging is live)
-  bool summarised_ = false;
-  std::vector<int64_t> unit_starts_;  // positions given by begin_unit
-  std::vector<size_t> focus_;         // sparse: segments read whole
-  std::vector<size_t> candidates_;    // sparse: segments the top-k may come from (empty: any)
-  std::unique_ptr<ObservedQueries> observed_;  // keep < 1: the observation window
-  bool compressed_ = false;
-  int64_t dropped_rows_ = 0;
+  SparseSelection sparse_;            // sparse: units, bounds, focus
+  ReferenceCompressor compressor_;    // keep < 1: observed queries, kept rows
   ReferenceOffload offload_;          // offload_reference: the segments in the store, and read pins
   std::vector<Segment> segments_;
+  std::vector<int64_t> before_;  // [segment] -> reference tokens in the segments before it (dropped ones included)
   // [layer] -> the window's ring block of W rows (quantised keys kept per token), -1 until
   // generation starts.
   std::vector<int64_t> ring_;
@@ -300,8 +264,6 @@ class SequenceKV {
   std::vector<int64_t> seg_stage_;
   // [layer] -> rows of the open segment that are quantised.
   std::vector<int64_t> seg_done_;
-  // [layer * n_kv_heads + kv_head] -> bytes the last query_spans read (sparse).
-  std::unique_ptr<std::atomic<size_t>[]> active_;
 };
 
 }  // namespace folio

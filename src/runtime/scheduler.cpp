@@ -88,7 +88,7 @@ size_t Scheduler::kv_bytes_needed(std::span<const int64_t> part_tokens, int64_t 
   for (int64_t n : part_tokens) prompt_tokens += n;
   // Generated tokens that are fed back (and so stored): all but the last, within the context.
   const int64_t fed = std::max<int64_t>(0, std::min(max_tokens - 1, dec_.config().max_positions - prompt_tokens));
-  return SequenceKV::worst_case_bytes(pool_, opt_.policy, opt_.block_tokens, part_tokens, fed, reference_offloaded);
+  return KVFootprint::worst_case_bytes(pool_, opt_.policy, opt_.block_tokens, part_tokens, fed, reference_offloaded);
 }
 
 Submission Scheduler::submit(SequenceRequest r) {
@@ -310,8 +310,8 @@ void Scheduler::reuse_prefix(Active& a) {
 
 void Scheduler::refocus(Active& a) {
   if (!opt_.policy.focuses_pages() || a.req.page_separator < 0) return;
-  a.kv->set_focus(focus_segments(a.req.reference, a.page_now, opt_.policy));
-  a.kv->set_candidates(neighbour_segments(a.req.reference, a.page_now, opt_.policy));
+  a.kv->sparse().set_focus(focus_segments(a.req.reference, a.page_now, opt_.policy));
+  a.kv->sparse().set_candidates(neighbour_segments(a.req.reference, a.page_now, opt_.policy));
 }
 
 void Scheduler::keep_prefix(Active& a) {

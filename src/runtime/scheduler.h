@@ -168,7 +168,7 @@ class Scheduler {
   const SchedulerOptions& options() const { return opt_; }
   const ModelConfig& model_config() const { return dec_.config(); }
 
-  // Worst-case pool bytes of a request (SequenceKV::worst_case_bytes): its reference parts, each a
+  // Worst-case pool bytes of a request (KVFootprint::worst_case_bytes): its reference parts, each a
   // segment of blocks, plus under a window the window ring (under full, the blocks of every
   // generated token fed back), in the pool's storage types.
   // reference_offloaded: its complete segments go to a reference store.

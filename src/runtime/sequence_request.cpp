@@ -45,7 +45,7 @@ void begin_reference_part(SequenceKV& kv, const ReferencePart& part) {
   kv.begin_segment();
   const auto n = static_cast<int64_t>(part.ids.size());
   for (int64_t off : part.unit_starts)
-    if (off > 0 && off < n) kv.begin_unit(kv.length() + off);
+    if (off > 0 && off < n) kv.sparse().begin_unit(kv.length() + off);
 }
 
 namespace {

@@ -210,7 +210,7 @@ TEST(ReferenceSnapshot, WorstCaseBytesBoundsThePoolPeak) {
           }
         }
         peak = std::max(peak, pool.peak_bytes());
-        const size_t worst = SequenceKV::worst_case_bytes(pool, pol, 16, kSegments, gen);
+        const size_t worst = KVFootprint::worst_case_bytes(pool, pol, 16, kSegments, gen);
         EXPECT_GE(worst, peak);
         if (!types_of(types).any_quantized()) EXPECT_EQ(worst, peak);
         else EXPECT_LT(worst, peak * 5 / 4) << "an upper bound, but not a wild one";
@@ -236,12 +236,12 @@ TEST(ReferenceSnapshot, OffloadedWorstCaseBytesBoundsThePoolPeak) {
           generate(kv, gen);
           EXPECT_GT(kv.offloaded_bytes(), 0u);
         }
-        const size_t worst = SequenceKV::worst_case_bytes(pool, pol, 16, kSegments, gen, true);
+        const size_t worst = KVFootprint::worst_case_bytes(pool, pol, 16, kSegments, gen, true);
         EXPECT_GE(worst, pool.peak_bytes());
         if (!types_of(types).any_quantized()) {
           EXPECT_EQ(worst, pool.peak_bytes());
         }
-        EXPECT_LT(worst, SequenceKV::worst_case_bytes(pool, pol, 16, kSegments, gen));
+        EXPECT_LT(worst, KVFootprint::worst_case_bytes(pool, pol, 16, kSegments, gen));
       }
 }
 

@@ -28,7 +28,7 @@ inline void store_token(SequenceKV& kv, int64_t layer, int64_t pos) {
 inline void append_segment(SequenceKV& kv, int64_t n, const std::vector<int64_t>& unit_offsets = {}) {
   kv.begin_segment();
   const int64_t first = kv.length();
-  for (int64_t u : unit_offsets) kv.begin_unit(first + u);
+  for (int64_t u : unit_offsets) kv.sparse().begin_unit(first + u);
   kv.append(n, true);
   for (int64_t l = 0; l < kFillLayers; ++l)
     for (int64_t p = first; p < first + n; ++p) store_token(kv, l, p);

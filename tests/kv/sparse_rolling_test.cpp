@@ -155,7 +155,7 @@ TEST(SparsePolicy, FocusPageIsReadWhole) {
       SequenceKV kv(pool, 1, pol);
       std::mt19937 rng(5);
       fill(kv, pages, 100, 20, rng);
-      kv.set_focus(focus);
+      kv.sparse().set_focus(focus);
       const int64_t pos = kv.length() - 1;
       std::vector<float> q(kRow, 0.25f);
       std::vector<std::multiset<int64_t>> seen;
