@@ -46,7 +46,7 @@ class KVFootprint {
   // tokens (in order) and `generated` generated tokens stored, under `policy`, in `pool`'s layout
   // with `block_tokens` rows per float block: what admission reserves. An upper bound on the
   // sequence's bytes at every moment. reference_offloaded: the sequence moves every complete
-  // segment to a store (SequenceKV::offload_reference), so the pool holds only the segment being
+  // segment to a store (SequenceKV's reference_store), so the pool holds only the segment being
   // filled (under `full`, the last one and the output) and the window.
   static size_t worst_case_bytes(const KVBlockPool& pool, const KVPolicy& policy, int64_t block_tokens,
                                  std::span<const int64_t> segments, int64_t generated, bool reference_offloaded = false);

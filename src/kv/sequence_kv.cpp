@@ -18,7 +18,7 @@ namespace {
 KVDType stage_key_type(KVDType t) { return KVFootprint::stage_key_type(t); }
 }  // namespace
 
-SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens)
+SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens, TieredStore* reference_store)
     : pool_(pool),
       id_(id),
       policy_(policy),
@@ -34,6 +34,7 @@ SequenceKV::SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t blo
   rules_.validate(policy);
   if (block_tokens < 1) throw_invalid("KV block size must be at least 1 token");
   block_tokens_ = footprint_.block_tokens();  // one key group per block when quantised
+  offload_.attach(reference_store);
 }
 
 SequenceKV::~SequenceKV() { release_all(); }
@@ -128,11 +129,6 @@ void SequenceKV::reallocate_last_block(Segment& s, int64_t capacity) {
   }
 }
 
-void SequenceKV::offload_reference(TieredStore* store) {
-  if (length_ != 0) throw Error(Error::Kind::Internal, "offload_reference after the first append");
-  offload_.attach(store);
-}
-
 void SequenceKV::offload(Segment& s) {
   const size_t i = index_of(s);
   if (!offload_.attached() || offload_.holds(i) || !s.live) return;
@@ -222,12 +218,19 @@ int64_t SequenceKV::append(int64_t n, bool reference) {
   return first;
 }
 
-SequenceKV::Mark SequenceKV::mark() const {
-  return {length_, generated_, segments_.size(), segments_.empty() ? 0 : segments_.back().length, sealed_, new_segment_};
+SequenceKV::Checkpoint SequenceKV::checkpoint() {
+  Checkpoint c;
+  c.kv_ = this;
+  c.length_ = length_, c.generated_ = generated_, c.segments_ = segments_.size();
+  c.last_segment_length_ = segments_.empty() ? 0 : segments_.back().length;
+  c.sealed_ = sealed_, c.new_segment_ = new_segment_;
+  return c;
 }
 
-void SequenceKV::rollback(const Mark& m) {
-  while (segments_.size() > m.segments) {
+void SequenceKV::Checkpoint::roll_back() { kv_->rollback(*this); }
+
+void SequenceKV::rollback(const Checkpoint& m) {
+  while (segments_.size() > m.segments_) {
     offload_.erase(segments_.size() - 1);
     for (auto& layer : segments_.back().blocks)
       for (int64_t b : layer) pool_.release(b);
@@ -236,15 +239,15 @@ void SequenceKV::rollback(const Mark& m) {
     before_.pop_back();
     open_ = false;
   }
-  if (!segments_.empty() && segments_.back().length != m.last_segment_length) {
-    if (rules_.windowed() || m.generated == generated_)
-      reference_len_ -= segments_.back().length - m.last_segment_length;
-    segments_.back().length = m.last_segment_length;
+  if (!segments_.empty() && segments_.back().length != m.last_segment_length_) {
+    if (rules_.windowed() || m.generated_ == generated_)
+      reference_len_ -= segments_.back().length - m.last_segment_length_;
+    segments_.back().length = m.last_segment_length_;
   }
-  length_ = m.length;
-  generated_ = m.generated;
-  sealed_ = m.sealed;
-  new_segment_ = m.new_segment;
+  length_ = m.length_;
+  generated_ = m.generated_;
+  sealed_ = m.sealed_;
+  new_segment_ = m.new_segment_;
 }
 
 void SequenceKV::drop_segment(size_t index) {

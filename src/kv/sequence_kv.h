@@ -31,7 +31,7 @@
 // back to the pool, and no query reads a dropped row again. A reference restored whole (nothing
 // observed) is kept whole. Quantised segments are dequantised, gathered and quantised again.
 //
-// Tiered reference (offload_reference): a reference segment, once complete, leaves the pool for a
+// Tiered reference (a reference_store given at construction): a reference segment, once complete, leaves the pool for a
 // TieredStore (hot RAM, cold mapped file, LRU between them), byte for byte. A query then pins the
 // blocks it reads (the selected ones under `sparse`) until the ReadScope around the reads ends
 // (the decoder opens one per layer); the store may move an unpinned block between tiers at any time.
@@ -78,7 +78,11 @@ inline constexpr int64_t kDefaultBlockTokens = 128;
 
 class SequenceKV {
  public:
-  SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens = kDefaultBlockTokens);
+  // reference_store: when set, every complete reference segment moves from the pool into this
+  // store, which must outlive the sequence (under `full` the last segment, shared with the output,
+  // stays in the pool).
+  SequenceKV(KVBlockPool& pool, SeqId id, KVPolicy policy, int64_t block_tokens = kDefaultBlockTokens,
+             TieredStore* reference_store = nullptr);
   ~SequenceKV();
   SequenceKV(const SequenceKV&) = delete;
   SequenceKV& operator=(const SequenceKV&) = delete;
@@ -100,14 +104,10 @@ class SequenceKV {
   void drop_segment(size_t index);
   size_t segment_count() const { return segments_.size(); }
 
-  // Moves every complete reference segment (from now on) into `store`, which must outlive this
-  // sequence. Only before the first append. Under `full` the last segment, shared with the output,
-  // stays in the pool.
-  void offload_reference(TieredStore* store);
   // Pins that queries (query_spans, visible_spans) take on an offloaded reference's blocks last
   // until the ReadScope open around them ends; the store may move an unpinned block between tiers
   // at any time. The decoder holds one per sequence around each layer's attention. Moving a scope
-  // moves the duty; a scope must not outlive its sequence.
+  // moves the duty; a scope must not outlive its sequence. Open one as SequenceKV::ReadScope(kv).
   class [[nodiscard]] ReadScope {
    public:
     explicit ReadScope(const SequenceKV& kv) : kv_(&kv) {}
@@ -122,7 +122,6 @@ class SequenceKV {
    private:
     const SequenceKV* kv_;
   };
-  ReadScope read_scope() const { return ReadScope(*this); }
   // Bytes of this sequence's blocks in the store (0 without one).
   size_t offloaded_bytes() const { return offload_.bytes(); }
 
@@ -139,16 +138,22 @@ class SequenceKV {
   ReferenceSnapshot snapshot(size_t count) const;
   void restore(const ReferenceSnapshot& snap, size_t count);
 
-  // A point to return to: rollback(mark()) undoes later appends (their storage stays reserved and
-  // is reused by the next append). Only valid before anything is stored at the undone positions.
-  struct Mark {
-    int64_t length, generated;
-    size_t segments;
-    int64_t last_segment_length;
-    bool sealed, new_segment;
+  // A point to return to: checkpoint().roll_back() undoes the appends made after it (their storage
+  // stays reserved and is reused by the next append). Only valid before anything is stored at the
+  // undone positions, and while the sequence lives.
+  class Checkpoint {
+   public:
+    void roll_back();
+
+   private:
+    friend class SequenceKV;
+    SequenceKV* kv_;
+    int64_t length_, generated_;
+    size_t segments_;
+    int64_t last_segment_length_;
+    bool sealed_, new_segment_;
   };
-  Mark mark() const;
-  void rollback(const Mark& m);
+  Checkpoint checkpoint();
 
   // keep < 1: q ([n_heads * head_dim], as attention sees it: after RoPE and rotation) of the token at
   // `pos` in `layer`, kept if it is a reference token before generation starts; ignored otherwise.
@@ -213,6 +218,7 @@ class SequenceKV {
     int64_t segment = -1, row = 0, generated = -1;
   };
   Where locate(int64_t pos) const;
+  void rollback(const Checkpoint& m);  // what Checkpoint::roll_back does
   bool in_reference(int64_t pos) const { return locate(pos).segment >= 0; }
   bool blocks_quantized() const;
   bool window_quantized() const;
@@ -254,7 +260,7 @@ class SequenceKV {
   bool open_ = false;         // the last segment is still being filled (its staging is live)
   SparseSelection sparse_;            // sparse: units, bounds, focus
   ReferenceCompressor compressor_;    // keep < 1: observed queries, kept rows
-  ReferenceOffload offload_;          // offload_reference: the segments in the store, and read pins
+  ReferenceOffload offload_;          // reference_store: the segments in the store, and read pins
   std::vector<Segment> segments_;
   std::vector<int64_t> before_;  // [segment] -> reference tokens in the segments before it (dropped ones included)
   // [layer] -> the window's ring block of W rows (quantised keys kept per token), -1 until

@@ -347,7 +347,7 @@ void Decoder::attention(int64_t layer, std::span<const Input> batch, const int64
   struct EndReads {
     ~EndReads() { reads.clear(); }
   } end_reads;
-  for (const Input& in : batch) reads.push_back(in.kv->read_scope());
+  for (const Input& in : batch) reads.emplace_back(*in.kv);
   auto store = [&](SequenceKV& kv, int64_t row, int64_t pos) {
     kv.store(layer, pos, k + row * kv_row, v + row * kv_row);
     kv.observe_query(layer, pos, q + row * cfg_.n_heads * hd, cfg_.n_heads);  // --kv-keep's observation window
@@ -404,14 +404,14 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
   // Reserve KV for every input up front. If one does not fit, the ones already extended are
   // rolled back, so a refused batch leaves every sequence as it was.
   std::vector<int64_t> first_pos(batch.size());
-  std::vector<SequenceKV::Mark> marks;
+  std::vector<SequenceKV::Checkpoint> marks;
   try {
     for (size_t i = 0; i < batch.size(); ++i) {
-      marks.push_back(batch[i].kv->mark());
+      marks.push_back(batch[i].kv->checkpoint());
       first_pos[i] = batch[i].kv->append(batch[i].count(), batch[i].reference);
     }
   } catch (...) {
-    for (size_t i = 0; i < marks.size(); ++i) batch[i].kv->rollback(marks[i]);
+    for (SequenceKV::Checkpoint& m : marks) m.roll_back();
     throw;
   }
 

@@ -250,8 +250,7 @@ void Scheduler::admit(std::vector<Done>& done) {
     a->submitted = w.submitted;
     a->admitted = now;
     a->req = std::move(w.req);
-    a->kv = std::make_unique<SequenceKV>(pool_, a->id, opt_.policy, opt_.block_tokens);
-    if (a->req.reference_store) a->kv->offload_reference(a->req.reference_store);
+    a->kv = std::make_unique<SequenceKV>(pool_, a->id, opt_.policy, opt_.block_tokens, a->req.reference_store);
     if (a->req.no_repeat_ngram > 0) a->guard.emplace(a->req.no_repeat_ngram, a->req.no_repeat_window);
     a->history = a->req.prompt;
     a->keys = std::move(w.keys);

@@ -45,7 +45,7 @@ struct ReferencePart {
   // A page of a rolling reference (see DecodingOptions::rolling); other parts stay for good.
   bool page = false;
   // Offsets (within the part) where sparse attention units start besides the part's start, e.g.
-  // the rows of a page: units never straddle them (SequenceKV::begin_unit).
+  // the rows of a page: units never straddle them (SparseSelection::begin_unit).
   std::vector<int64_t> unit_starts;
 };
 
@@ -73,7 +73,7 @@ struct DecodingOptions {
   // KVPolicy::focus_pages - 1 after it are read whole.
   int32_t page_separator = -1;
   // When set, complete reference segments leave the pool for this store (hot RAM, cold file; see
-  // SequenceKV::offload_reference), which must outlive the request; not with a prefix cache.
+  // SequenceKV's reference_store), which must outlive the request; not with a prefix cache.
   TieredStore* reference_store = nullptr;
   // Called with the logits each generated token is chosen from (before the n-gram guard), e.g. to
   // compare two KV configurations step by step.

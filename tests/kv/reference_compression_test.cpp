@@ -250,8 +250,7 @@ TEST(ReferenceCompression, AnOffloadedReferenceCompressesAsOneInThePool) {
     KVBlockPool pool(KVLayout(kFillLayers, kFillHeads, kFillHd, parse_kv_types(types)), 0);
     ScratchDir dir;
     TieredStore store(std::make_unique<RamTier>(size_t{1} << 30), std::make_unique<FileTier>(dir.path(), size_t{1} << 30, 4096));
-    SequenceKV in_pool(pool, 1, p), offloaded(pool, 2, p);
-    offloaded.offload_reference(&store);
+    SequenceKV in_pool(pool, 1, p), offloaded(pool, 2, p, kDefaultBlockTokens, &store);
     std::mt19937 rng(3);
     std::normal_distribution<float> nd;
     std::vector<float> q(kFillRow);

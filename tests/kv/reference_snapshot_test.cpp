@@ -230,8 +230,7 @@ TEST(ReferenceSnapshot, OffloadedWorstCaseBytesBoundsThePoolPeak) {
         TieredStore store(std::make_unique<RamTier>(size_t{1} << 30), std::make_unique<FileTier>(dir.path(), size_t{1} << 30, 4096));
         const KVPolicy pol = KVPolicy::parse(policy, 16);
         {
-          SequenceKV kv(pool, 1, pol, 16);
-          kv.offload_reference(&store);
+          SequenceKV kv(pool, 1, pol, 16, &store);
           for (int64_t n : kSegments) append_segment(kv, n);
           generate(kv, gen);
           EXPECT_GT(kv.offloaded_bytes(), 0u);

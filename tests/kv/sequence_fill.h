@@ -49,7 +49,7 @@ inline std::vector<float> attend_at(const SequenceKV& kv, int64_t pos) {
   std::vector<float> q(kFillRow), out(kFillLayers * kFillRow), scratch(8192);
   for (auto& x : q) x = nd(rng);
   for (int64_t l = 0; l < kFillLayers; ++l) {
-    const SequenceKV::ReadScope reads = kv.read_scope();
+    const SequenceKV::ReadScope reads(kv);
     for (int64_t h = 0; h < kFillHeads; ++h) {
       std::vector<kernels::KVSpan> spans;
       kv.query_spans(l, pos, h, q.data() + h * kFillHd, 1, spans);

@@ -45,15 +45,14 @@ TEST(TieredReference, ReadsStayPinnedUntilTheirScopeEnds) {
   KVBlockPool pool(KVLayout(kLayers, kHeads, kHd, parse_kv_types("bf16")), 0);
   test::ScratchDir dir;
   auto store = make_store(dir, size_t{1} << 30, size_t{1} << 30);
-  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 16));
-  kv.offload_reference(store.get());
+  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 16), kDefaultBlockTokens, store.get());
   fill(kv, kSegments, 4);
   std::vector<kernels::KVSpan> spans;
   {
-    const SequenceKV::ReadScope outer = kv.read_scope();
+    const SequenceKV::ReadScope outer(kv);
     {
       SequenceKV::ReadScope moved = [&] {
-        SequenceKV::ReadScope inner = kv.read_scope();
+        SequenceKV::ReadScope inner(kv);
         kv.visible_spans(0, kv.length() - 1, spans);
         return inner;  // the duty moves with the scope
       }();
@@ -78,8 +77,7 @@ TEST(TieredReference, AttendsExactlyLikeThePool) {
       // A hot tier of a tenth of what the sequence holds: the rest goes to the file.
       test::ScratchDir dir;
       auto store = make_store(dir, a.bytes() / 10, size_t{1} << 30);
-      SequenceKV b(pool_b, 1, pol);
-      b.offload_reference(store.get());
+      SequenceKV b(pool_b, 1, pol, kDefaultBlockTokens, store.get());
       fill(b, kSegments, 40);
       const int64_t last = a.length() - 1;
       EXPECT_EQ(attend_at(b, last), attend_at(a, last));
@@ -114,8 +112,7 @@ TEST(TieredReference, RollingDropsLeaveTheStore) {
   test::ScratchDir dir;
   auto store = make_store(dir, 0, size_t{1} << 30);
   {
-    SequenceKV kv(pool, 1, KVPolicy::parse("rolling", 16));
-    kv.offload_reference(store.get());
+    SequenceKV kv(pool, 1, KVPolicy::parse("rolling", 16), kDefaultBlockTokens, store.get());
     fill(kv, kSegments, 5);
     const size_t all = store->stats().bytes();
     EXPECT_EQ(all, kv.offloaded_bytes());
@@ -133,8 +130,7 @@ TEST(TieredReference, AStoreThatIsFullLeavesTheSegmentInThePool) {
   // Room for about one block in each tier: the first segment cannot move.
   const size_t block = pool.block_bytes(16);
   auto store = make_store(dir, block, 4096);
-  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 16), 16);
-  kv.offload_reference(store.get());
+  SequenceKV kv(pool, 1, KVPolicy::parse("rswa", 16), 16, store.get());
   kv.begin_segment();
   kv.append(70, true);
   for (int64_t l = 0; l < kLayers; ++l)
