@@ -19,16 +19,7 @@ trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null || true
 pids+=($!)
 "$folio" serve --server.port 0 --server.access_log off --inference.threads 1 --server.api_keys_file "$work/keys" > "$work/keyed.log" 2>&1 &
 pids+=($!)
-url_of() {
-  for _ in $(seq 1 600); do
-    url=$(sed -n 's|^folio: serving .* on \(http://[^ ]*\)$|\1|p' "$1")
-    if [ -n "$url" ]; then echo "$url"; return; fi
-    sleep 0.1
-  done
-  echo "folio serve did not start:" >&2
-  cat "$1" >&2
-  exit 1
-}
+source "$here/../serve_url.sh"
 open_url=$(url_of "$work/open.log")
 keyed_url=$(url_of "$work/keyed.log")
 HOME="$work" node "$work/page.mjs" "$open_url" "$keyed_url" "$key" "$(realpath "$here/../../../examples/sample-typeset.pdf")"

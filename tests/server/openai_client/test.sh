@@ -16,17 +16,7 @@ trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null || true
 pids+=($!)
 "$folio" serve --server.port 0 --server.access_log off > "$work/ocr.log" 2>&1 &
 pids+=($!)
-# The base URL a server prints once it serves (it exits 1 if the server died or took a minute).
-url_of() {
-  for _ in $(seq 1 600); do
-    url=$(sed -n 's|^folio: serving .* on \(http://[^ ]*\)$|\1|p' "$1")
-    if [ -n "$url" ]; then echo "$url"; return; fi
-    sleep 0.1
-  done
-  echo "folio serve did not start:" >&2
-  cat "$1" >&2
-  exit 1
-}
+source "$here/../serve_url.sh"
 text_url=$(url_of "$work/text.log")
 ocr_url=$(url_of "$work/ocr.log")
 node "$work/client.mjs" "$text_url/v1" "$ocr_url/v1" "$here/../../fixtures/mini2/layout_page.png"
