@@ -184,53 +184,58 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
 
 
 int run_decode_pages(const DecodeArgs& a);
-
-// Prefills --ref-tokens seeded random token ids (the decoder-only stand-in for image tokens) in
-// passes of --prefill-chunk; leaves the last token's logits in `logits`. Returns the time in ms.
-double prefill_random_reference(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vector<float>& logits, ThreadPool& threads) {
+// --ref-tokens seeded random token ids: the decoder-only stand-in for image tokens.
+std::vector<int32_t> random_reference(const DecodeArgs& a, const Decoder& dec) {
   std::mt19937_64 rng(a.seed);
   std::uniform_int_distribution<int32_t> tok(2, static_cast<int32_t>(dec.config().vocab - 1));
   std::vector<int32_t> ref(static_cast<size_t>(a.ref_tokens));
   for (auto& t : ref) t = tok(rng);
-  const double t0 = now_ms();
-  for (int64_t i = 0; i < a.ref_tokens; i += a.prefill_chunk) {
-    Decoder::Input in;
-    in.kv = &kv;
-    in.tokens = std::span<const int32_t>(ref.data() + i, static_cast<size_t>(std::min(a.prefill_chunk, a.ref_tokens - i)));
-    in.reference = true;
-    dec.forward({&in, 1}, logits.data(), threads);
-  }
-  return now_ms() - t0;
+  return ref;
 }
 
-// Decodes --gen-tokens greedy tokens (EOS ignored) after the reference, sampling KV bytes and
-// ms/token every --sample-every tokens (and, with --sample-bandwidth, the copy bandwidth, paused
-// out of the clock). Fills r's decode time, samples, KV peak and mean KV bytes read per token.
-void decode_sampled(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vector<float>& logits, ThreadPool& threads, DecodeRun& r) {
-  Sampler greedy(SamplingParams{});
-  nlohmann::json samples = nlohmann::json::array();
-  size_t kv_peak = kv.bytes();
-  double window_start = now_ms(), decode_start = window_start;
-  double kv_read_bytes_sum = 0;
-  double paused_ms = 0;  // spent measuring bandwidth between samples (not decoding)
-  for (int64_t g = 1; g <= a.gen_tokens; ++g) {
-    int32_t next = greedy.sample(logits);
-    Decoder::Input in;
-    in.kv = &kv;
-    in.tokens = std::span<const int32_t>(&next, 1);
-    dec.forward({&in, 1}, logits.data(), threads);
-    kv_peak = std::max(kv_peak, kv.bytes());
-    kv_read_bytes_sum += static_cast<double>(kv.active_bytes(kv.length() - 1));
-    if (g % a.sample_every != 0) continue;
+// What the decode clock sees, fed by the engine loop's hooks: the first token starts it (after the
+// sgemm peak is measured, out of the clock), each --sample-every tokens give a sample of KV bytes
+// and ms/token (and, with --sample-bandwidth, the copy bandwidth, paused out of the clock), and
+// every decode step adds the KV bytes its query read.
+struct DecodeClock {
+  const DecodeArgs& a;
+  const Decoder& dec;
+  ThreadPool& threads;
+  DecodeRun& r;
+  int64_t g = 0, steps = 0;
+  double decode_start = 0, window_start = 0, last = 0, paused_ms = 0, kv_read_bytes_sum = 0;
+  size_t kv_bytes = 0, kv_peak = 0;
+  int64_t cached_tokens = 0;
+  double active_bytes = 0;
+
+  void step(const SequenceKV& kv) {
+    ++steps;
+    kv_bytes = kv.bytes();
+    kv_peak = std::max(kv_peak, kv_bytes);
+    cached_tokens = kv.cached_tokens();
+    active_bytes = static_cast<double>(kv.active_bytes(kv.length() - 1));
+    kv_read_bytes_sum += active_bytes;
+  }
+
+  void token() {
+    ++g;
     double t = now_ms();
+    if (g == 1) {
+      r.prefill_sgemm_peak_gflops = kernels::measure_sgemm_gflops(threads);  // before decode's clock starts
+      decode_start = window_start = last = now_ms();
+      return;
+    }
+    last = t;
+    const int64_t n = g - 1;  // decode steps so far
+    if (n % a.sample_every != 0) return;
     const double ms = (t - window_start) / static_cast<double>(a.sample_every);
-    nlohmann::json sample = {{"pos", g}, {"kv_bytes", kv.bytes()}, {"cached_tokens", kv.cached_tokens()}, {"ms_per_token", ms},
+    nlohmann::json sample = {{"pos", n}, {"kv_bytes", kv_bytes}, {"cached_tokens", cached_tokens}, {"ms_per_token", ms},
                              {"rss_bytes", current_rss_bytes()}};
-    std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token", (long long)g, kv.bytes(), ms);
+    std::fprintf(stderr, "  pos %6lld  kv_bytes %12zu  %.2f ms/token", static_cast<long long>(n), kv_bytes, ms);
     if (a.sample_bandwidth) {
       // This sample's own roofline: the bytes its last step read over the bandwidth measured now.
       const double bw = kernels::measure_copy_bandwidth_in_child_gbs(threads.size());
-      const double step_bytes = static_cast<double>(dec.active_weight_bytes_per_token() + kv.active_bytes(kv.length() - 1));
+      const double step_bytes = static_cast<double>(dec.active_weight_bytes_per_token()) + active_bytes;
       sample["copy_bandwidth_gbs"] = bw;
       if (bw > 0) sample["efficiency"] = step_bytes / (bw * 1e6) / ms;
       std::fprintf(stderr, "  copy %.1f GB/s", bw);
@@ -239,14 +244,10 @@ void decode_sampled(const DecodeArgs& a, Decoder& dec, SequenceKV& kv, std::vect
       t = resumed;
     }
     std::fprintf(stderr, "\n");
-    samples.push_back(std::move(sample));
+    r.samples.push_back(std::move(sample));
     window_start = t;
   }
-  r.decode_ms = now_ms() - decode_start - paused_ms;
-  r.samples = std::move(samples);
-  r.kv_peak = kv_peak;
-  r.kv_read_bytes = kv_read_bytes_sum / static_cast<double>(a.gen_tokens);
-}
+};
 
 int run_decode(const DecodeArgs& a) {
   const JsonOutput checked(a.json);  // before minutes of work, not after
@@ -263,15 +264,29 @@ int run_decode(const DecodeArgs& a) {
                   " exceeds the model's context of " + std::to_string(cfg.max_positions));
   ThreadPool threads(a.threads);
   KVBlockPool pool(m.decoder->kv_layout(kv_types), 0);
-  SequenceKV kv(pool, 1, policy);
-
-  std::vector<float> logits(static_cast<size_t>(cfg.vocab));
   DecodeRun r;
   r.ref_tokens = a.ref_tokens;
-  r.prefill_ms = prefill_random_reference(a, *m.decoder, kv, logits, threads);
+  r.samples = nlohmann::json::array();
+  // Through the engine loop, as every path decodes: the reference prefilled in --prefill-chunk
+  // passes, then --gen-tokens decode steps, greedy, EOS ignored. The first token comes from the
+  // prefill's logits, so one more token than steps is asked for.
+  GenerationOptions opt;
+  opt.policy = policy;
+  opt.prefill_chunk = a.prefill_chunk;
+  opt.max_tokens = a.gen_tokens + 1;
+  opt.stop_at_eos = false;
+  DecodeClock clock{a, *m.decoder, threads, r};
+  opt.on_step = [&](const SequenceKV& kv) { clock.step(kv); };
+  Generator gen(*m.decoder, pool, threads);
+  const GenerationResult res = gen.generate(random_reference(a, *m.decoder), opt, [&](int32_t) {
+    clock.token();
+    return true;
+  });
+  r.prefill_ms = res.prefill_ms;
   std::fprintf(stderr, "prefill %lld tokens: %.0f ms\n", (long long)a.ref_tokens, r.prefill_ms);
-  r.prefill_sgemm_peak_gflops = kernels::measure_sgemm_gflops(threads);  // before decode's clock starts
-  decode_sampled(a, *m.decoder, kv, logits, threads, r);
+  r.decode_ms = clock.last - clock.decode_start - clock.paused_ms;
+  r.kv_peak = std::max(clock.kv_peak, res.kv_bytes_peak);
+  r.kv_read_bytes = clock.kv_read_bytes_sum / static_cast<double>(std::max<int64_t>(1, clock.steps));
   return report_decode(a, policy, kv_types, *m.decoder, pool.layout().reference_bytes_per_token(), threads, r);
 }
 

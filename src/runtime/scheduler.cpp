@@ -354,6 +354,7 @@ std::string Scheduler::prefix_layout_id() const {
 
 void Scheduler::take_token(Active& a, std::span<float> row, Clock::time_point at, std::vector<Done>& done) {
   const ModelConfig& cfg = dec_.config();
+  if (a.req.on_step && !a.tokens.empty()) a.req.on_step(*a.kv);
   if (a.req.on_logits) a.req.on_logits(row);
   if (a.req.constrain) a.req.constrain(row);
   if (a.guard) a.guard->apply(a.history, row);

@@ -22,6 +22,7 @@
 namespace folio {
 
 using RequestId = int64_t;
+class SequenceKV;  // kv/sequence_kv.h
 
 // One piece of the reference.
 struct ReferencePart {
@@ -75,6 +76,10 @@ struct DecodingOptions {
   // When set, complete reference segments leave the pool for this store (hot RAM, cold file; see
   // SequenceKV's reference_store), which must outlive the request; not with a prefix cache.
   TieredStore* reference_store = nullptr;
+  // Called with the sequence's KV after each decode step (the forward pass of a generated token,
+  // before the next one is chosen), e.g. for a benchmark to read the bytes it holds and the bytes
+  // the step's query read. Not after prefill.
+  std::function<void(const SequenceKV&)> on_step;
   // Called with the logits each generated token is chosen from (before the n-gram guard), e.g. to
   // compare two KV configurations step by step.
   std::function<void(std::span<const float>)> on_logits;
@@ -125,7 +130,6 @@ struct SequenceRequest : DecodingOptions {
   std::function<void(const SequenceResult&)> on_done;           // exactly once, after KV is freed
 };
 
-class SequenceKV;
 
 // Produces an embedding part's rows now and keys the part by their content (SHA-256), so that a
 // later request with the same rows can reuse their KV (runtime/prefix_kv_cache.h), whatever
