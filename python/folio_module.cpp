@@ -65,16 +65,8 @@ folio::UploadedFile to_upload(const py::handle& item) {
   return EmbeddedEngine::read_file(item.cast<std::string>());
 }
 
-}  // namespace
 
-PYBIND11_MODULE(_folio, m) {
-  m.doc() = "folio's engine (use the folio package, not this module)";
-  g_error = new_exception(m, "Error", nullptr);
-  g_invalid_input = new_exception(m, "InvalidInput", PyExc_ValueError);
-  g_unsupported = new_exception(m, "Unsupported", PyExc_NotImplementedError);
-  g_busy = new_exception(m, "Busy", PyExc_RuntimeError);
-  py::register_exception_translator(&translate);
-
+void bind_ocr_job(py::module_& m) {
   py::class_<OcrJob>(m, "_OcrJob")
       .def("poll",
            [](OcrJob& j, int wait_ms) {
@@ -98,7 +90,9 @@ PYBIND11_MODULE(_folio, m) {
         py::gil_scoped_release free;
         j.cancel();
       });
+}
 
+void bind_text_run(py::module_& m) {
   py::class_<TextRun>(m, "_TextRun")
       .def("poll",
            [](TextRun& r, int wait_ms) {
@@ -121,7 +115,9 @@ PYBIND11_MODULE(_folio, m) {
         d["decode_ms"] = s.decode_ms;
         return d;
       });
+}
 
+void bind_engine(py::module_& m) {
   py::class_<EmbeddedEngine>(m, "_Engine")
       .def(py::init([](const std::string& model, const std::map<std::string, std::string>& options) {
              py::gil_scoped_release free;
@@ -151,4 +147,18 @@ PYBIND11_MODULE(_folio, m) {
       .def_property_readonly("model_id", &EmbeddedEngine::model_id)
       .def_property_readonly("reads_documents", &EmbeddedEngine::reads_documents)
       .def("stats_json", [](const EmbeddedEngine& e) { return dump(e.stats()); });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_folio, m) {
+  m.doc() = "folio's engine (use the folio package, not this module)";
+  g_error = new_exception(m, "Error", nullptr);
+  g_invalid_input = new_exception(m, "InvalidInput", PyExc_ValueError);
+  g_unsupported = new_exception(m, "Unsupported", PyExc_NotImplementedError);
+  g_busy = new_exception(m, "Busy", PyExc_RuntimeError);
+  py::register_exception_translator(&translate);
+  bind_ocr_job(m);
+  bind_text_run(m);
+  bind_engine(m);
 }
