@@ -146,7 +146,14 @@ void bind_engine(py::module_& m) {
            })
       .def_property_readonly("model_id", &EmbeddedEngine::model_id)
       .def_property_readonly("reads_documents", &EmbeddedEngine::reads_documents)
-      .def("stats_json", [](const EmbeddedEngine& e) { return dump(e.stats()); });
+      .def("stats", [](const EmbeddedEngine& e) {
+        const folio::SchedulerStats s = e.stats();
+        py::dict d;
+        d["running"] = s.running, d["queued"] = s.queued, d["max_batch_seen"] = s.max_batch_seen;
+        d["steps"] = s.steps, d["prompt_tokens"] = s.prompt_tokens, d["generated_tokens"] = s.generated_tokens;
+        d["kv_bytes_in_use"] = s.kv_bytes_in_use, d["kv_bytes_peak"] = s.kv_bytes_peak, d["kv_bytes_capacity"] = s.kv_bytes_capacity;
+        return d;
+      });
 }
 
 }  // namespace

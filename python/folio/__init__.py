@@ -173,7 +173,7 @@ class Engine:
     @property
     def stats(self) -> dict:
         """The scheduler's figures now: running, queued, max_batch_seen, steps, tokens, KV bytes."""
-        return json.loads(self._engine.stats_json())
+        return self._engine.stats()
 
     def _start_ocr(self, source, pages, max_tokens):
         return self._engine.start_ocr(_inputs(source), _page_range(pages), max_tokens)

@@ -237,17 +237,6 @@ std::unique_ptr<TextRun> EmbeddedEngine::start_text(const std::string& prompt, c
 
 bool EmbeddedEngine::reads_documents() const { return engine_->ocr_model() != nullptr; }
 
-nlohmann::json EmbeddedEngine::stats() const {
-  const SchedulerStats s = engine_->scheduler().stats();
-  return {{"running", s.running},
-          {"queued", s.queued},
-          {"max_batch_seen", s.max_batch_seen},
-          {"steps", s.steps},
-          {"prompt_tokens", s.prompt_tokens},
-          {"generated_tokens", s.generated_tokens},
-          {"kv_bytes_in_use", s.kv_bytes_in_use},
-          {"kv_bytes_peak", s.kv_bytes_peak},
-          {"kv_bytes_capacity", s.kv_bytes_capacity}};
-}
+SchedulerStats EmbeddedEngine::stats() const { return engine_->scheduler().stats(); }
 
 }  // namespace folio

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/scheduler.h"
 #include "runtime/sequence_request.h"
 #include "server/ocr_job.h"
 #include "server/ocr_request.h"
@@ -101,8 +102,8 @@ class EmbeddedEngine {
   // "folio-mini-ocr-3", the model directory's name (or the GGUF file's).
   const std::string& model_id() const { return model_id_; }
   bool reads_documents() const;
-  // The scheduler's figures now: running, queued, max_batch_seen, steps, tokens, KV bytes.
-  nlohmann::json stats() const;
+  // The scheduler's figures now (running, queued, max_batch_seen, steps, tokens, KV bytes).
+  SchedulerStats stats() const;
 
  private:
   std::unique_ptr<ServingEngine> engine_;
