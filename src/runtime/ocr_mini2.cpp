@@ -13,6 +13,7 @@
 #include "vision/page_layout.h"
 #include "runtime/heading_levels.h"
 #include "runtime/ocr_accuracy.h"
+#include "runtime/prose_line.h"
 #include "runtime/structure_writer.h"
 
 namespace folio {
@@ -183,7 +184,9 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
       const bool allowed = more ? action_of_token_[t].has_value() : static_cast<int32_t>(t) == end;
       if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
     }
-    if (more) settle_heading_level(*state, logits);
+    if (!more) return;
+    keep_prose_out_of_code(*state, logits);
+    settle_heading_level(*state, logits);
   };
   pass.generation.embed_token = [this, state](int32_t token, float* row) {
     note_heading(*state, token);
@@ -203,6 +206,24 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
     return state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };
+}
+
+// Prose is not code (prose_line.h): when the decoder would write a line that reads as prose as code
+// (or, for a line of one segment, as a table row: a row of one cell is no table), its best choice
+// among the actions that keep the line as text (a paragraph, a continuation, a heading, an item)
+// stands instead. Other choices are the decoder's.
+void MiniOcr2Model::keep_prose_out_of_code(const PassState& state, std::span<float> logits) const {
+  const auto page = static_cast<size_t>(state.cursor.page()), line = static_cast<size_t>(state.cursor.line());
+  if (page >= state.cells.size() || line >= state.cells[page].size()) return;
+  const std::vector<std::string>& cells = state.cells[page][line];
+  const auto best = static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const std::optional<StructureAction> chosen = best < action_of_token_.size() ? action_of_token_[best] : std::nullopt;
+  if (chosen != StructureAction::Code && !(chosen == StructureAction::Row && cells.size() == 1)) return;
+  std::string text;
+  for (const std::string& cell : cells) text += (text.empty() ? "" : " ") + cell;
+  if (!reads_as_prose(text)) return;
+  for (StructureAction a : {StructureAction::Code, StructureAction::Row, StructureAction::Skip, StructureAction::Furniture})
+    if (const int32_t t = token_of_action_[static_cast<size_t>(a)]; t >= 0) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
 }
 
 const LineStyle* MiniOcr2Model::cursor_style(const PassState& state) const {

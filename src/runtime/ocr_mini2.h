@@ -104,6 +104,7 @@ class MiniOcr2Model : public OcrModel {
   // Heading levels settled per pass (heading_levels.h), on the decoding thread.
   const LineStyle* cursor_style(const PassState& state) const;  // the style of the line being decided
   std::optional<int> heading_level(int32_t token) const;        // 1-3 for H1-H3
+  void keep_prose_out_of_code(const PassState& state, std::span<float> logits) const;
   void settle_heading_level(const PassState& state, std::span<float> logits) const;
   void note_heading(PassState& state, int32_t token) const;
 
