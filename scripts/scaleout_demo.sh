@@ -68,18 +68,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The URL a `folio serve` prints once it serves, from its log.
-url_of() {
-  for _ in $(seq 1 600); do
-    local url
-    url=$(sed -n 's|^folio: serving .* on \(http://[^ ]*\)$|\1|p' "$1")
-    if [ -n "$url" ]; then echo "$url"; return; fi
-    sleep 0.1
-  done
-  echo "scaleout_demo: a replica did not start:" >&2
-  cat "$1" >&2
-  exit 1
-}
+# The URL a `folio serve` prints once it serves, from its log (url_of LOG).
+source "$root/scripts/serve_url.sh"
 
 # A loopback port nothing listens on.
 free_port() {

@@ -19,7 +19,7 @@ trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null || true
 pids+=($!)
 "$folio" serve --server.port 0 --server.access_log off --inference.threads 1 --server.api_keys_file "$work/keys" > "$work/keyed.log" 2>&1 &
 pids+=($!)
-source "$here/../serve_url.sh"
+source "$here/../../../scripts/serve_url.sh"
 open_url=$(url_of "$work/open.log")
 keyed_url=$(url_of "$work/keyed.log")
 HOME="$work" node "$work/page.mjs" "$open_url" "$keyed_url" "$key" "$(realpath "$here/../../../examples/sample-typeset.pdf")"

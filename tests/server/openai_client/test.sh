@@ -16,7 +16,7 @@ trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; wait $p 2>/dev/null || true
 pids+=($!)
 "$folio" serve --server.port 0 --server.access_log off > "$work/ocr.log" 2>&1 &
 pids+=($!)
-source "$here/../serve_url.sh"
+source "$here/../../../scripts/serve_url.sh"
 text_url=$(url_of "$work/text.log")
 ocr_url=$(url_of "$work/ocr.log")
 node "$work/client.mjs" "$text_url/v1" "$ocr_url/v1" "$here/../../fixtures/mini2/layout_page.png"
