@@ -26,7 +26,8 @@ def test_reads_the_typeset_sample_as_the_cli_does(engine, folio_binary, tmp_path
     page = doc.pages[0]
     assert (page.number, page.width, page.height) == (1, cli["pages"][0]["width"], cli["pages"][0]["height"])
     assert page.source.endswith("sample-typeset.pdf") and page.source_page == 1
-    assert "".join(b.text for b in page.blocks) == cli["pages"][0]["blocks"][0]["text"]
+    assert [(b.label, b.text) for b in page.blocks] == [(b["label"], b["text"]) for b in cli["pages"][0]["blocks"]]
+    assert [b.label for b in page.blocks][:4] == ["title", "text", "text", "sub_title"]
     assert doc.model == "folio-mini-ocr-3" and engine.model == "folio-mini-ocr-3"
     assert doc.stats["pages"] == 1 and doc.stats["decode_tokens"] > 10
     assert str(doc) == doc.markdown

@@ -71,8 +71,14 @@ std::pair<int, int> PdfDocument::page_pixel_size(int index, double dpi) const {
   if (!page) throw_invalid("cannot read page " + std::to_string(index + 1) + " of PDF '" + path_ + "'" + poppler_detail());
   const poppler::rectf box = page->page_rect(poppler::crop_box);
   // Splash sizes its bitmap as (int)(points * dpi / 72 + 0.5); a 90/270 degree /Rotate swaps them.
-  int w = static_cast<int>(box.width() * dpi / 72.0 + 0.5);
-  int h = static_cast<int>(box.height() * dpi / 72.0 + 0.5);
+  // A page box no int holds (a MediaBox of 1e25 points) is refused here: converting it is undefined.
+  const double wd = box.width() * dpi / 72.0 + 0.5, hd = box.height() * dpi / 72.0 + 0.5;
+  constexpr double kMaxSide = 1 << 30;
+  FOLIO_CHECK_INPUT(std::isfinite(wd) && std::isfinite(hd) && std::fabs(wd) < kMaxSide && std::fabs(hd) < kMaxSide,
+                    "page " + std::to_string(index + 1) + " of PDF '" + path_ + "' is " + std::to_string(box.width()) + " x " +
+                        std::to_string(box.height()) + " points: too large to render");
+  int w = static_cast<int>(wd);
+  int h = static_cast<int>(hd);
   const auto o = page->orientation();
   if (o == poppler::page::landscape || o == poppler::page::seascape) std::swap(w, h);
   return {w, h};

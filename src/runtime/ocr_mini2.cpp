@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "doc/gray_page.h"
+#include "doc/markdown_blocks.h"
 #include "io/json_file.h"
 #include "vision/deskew.h"
 #include "vision/page_layout.h"
@@ -309,9 +310,7 @@ std::vector<OcrPage> MiniOcr2Model::parse(std::string_view text) const {
   std::vector<OcrPage> pages;
   for (std::string& page : split_text_pages(text, kMini2PageMarker)) {
     while (!page.empty() && page.front() == '\n') page.erase(page.begin());
-    OcrPage p;
-    if (!page.empty()) p.blocks.push_back({"", {}, std::move(page)});
-    pages.push_back(std::move(p));
+    pages.push_back(OcrPage{markdown_blocks(page)});
   }
   return pages;
 }

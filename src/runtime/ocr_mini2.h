@@ -77,7 +77,7 @@ class MiniOcr2Model : public OcrModel {
   // The prepared pass with its own decoding state (cursors, markdown writer), the pages' readings
   // shared: for one more sequence over the same pages (the server reuses prepared passes).
   OcrPass fresh_decoding(const OcrPass& prepared) const override;
-  // Splits at "<page>"; each page is one block of markdown.
+  // Splits at "<page>"; each page's markdown into labelled blocks (doc/markdown_blocks.h).
   std::vector<OcrPage> parse(std::string_view text) const override;
 
   // Lays out and reads one page image.

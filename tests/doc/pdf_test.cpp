@@ -67,6 +67,18 @@ TEST(Pdf, BadFilesAreInvalidInputNamingTheFile) {
   expect_invalid([] { PdfDocument::open(fixture("zero_pages.pdf")); }, {"zero_pages.pdf", "no pages"});
 }
 
+// A page whose box no int holds (document_fuzz's reproducer: a MediaBox of 6.7e23 points) is refused
+// naming the file and the page; converting its pixel size was undefined (UBSan). The page before it
+// still renders.
+TEST(Pdf, APageTooLargeForAnyBitmapIsInvalidInput) {
+  const PdfDocument doc = PdfDocument::open(fixture("huge_mediabox.pdf"));
+  ASSERT_EQ(doc.page_count(), 2);
+  expect_invalid([&] { doc.page_pixel_size(1, 24); }, {"huge_mediabox.pdf", "page 2", "too large to render"});
+  const auto [w, h] = doc.page_pixel_size(0, 72);
+  EXPECT_EQ(w, 200);
+  EXPECT_EQ(h, 100);
+}
+
 // The encrypted fixture is real encryption, not just a broken file: poppler opens it with the
 // user password.
 TEST(Pdf, EncryptedFixtureOpensWithItsPassword) {
