@@ -56,13 +56,14 @@ void translate(std::exception_ptr p) {
 // answers have them.
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-// An input: a path (str) or (name, bytes).
-folio::UploadedFile to_upload(const py::handle& item) {
+// An input: a path (str: a file, or a directory of images) or (name, bytes).
+void add_upload(const py::handle& item, std::vector<folio::UploadedFile>& files) {
   if (py::isinstance<py::tuple>(item)) {
     auto t = item.cast<py::tuple>();
-    return folio::UploadedFile{t[0].cast<std::string>(), "", t[1].cast<std::string>()};
+    files.push_back(folio::UploadedFile{t[0].cast<std::string>(), "", t[1].cast<std::string>()});
+    return;
   }
-  return EmbeddedEngine::read_file(item.cast<std::string>());
+  for (folio::UploadedFile& f : EmbeddedEngine::read_input(item.cast<std::string>())) files.push_back(std::move(f));
 }
 
 
@@ -128,7 +129,7 @@ void bind_engine(py::module_& m) {
       .def("start_ocr",
            [](EmbeddedEngine& e, const py::list& inputs, const std::string& pages, std::optional<int64_t> max_tokens) {
              std::vector<folio::UploadedFile> files;
-             for (const py::handle& item : inputs) files.push_back(to_upload(item));
+             for (const py::handle& item : inputs) add_upload(item, files);
              py::gil_scoped_release free;
              return e.start_ocr(std::move(files), pages, max_tokens);
            })

@@ -179,8 +179,8 @@ class Engine:
         return self._engine.start_ocr(_inputs(source), _page_range(pages), max_tokens)
 
     def ocr(self, source: Union[Source, Sequence[Source]], pages=None, max_tokens: Optional[int] = None) -> Document:
-        """Reads PDFs and images (paths or bytes; a list reads them as one document) into a
-        Document. pages: "1-3,5", an int, or a list of page numbers across the inputs (1-based).
+        """Reads PDFs and images (paths, directories of images read in name order, or bytes; a
+        list reads them as one document) into a Document. pages: "1-3,5", an int, or a list of page numbers across the inputs (1-based).
         max_tokens: generated tokens per pass at most (default: as the model needs)."""
         job = self._start_ocr(source, pages, max_tokens)
         try:

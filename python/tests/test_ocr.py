@@ -1,12 +1,14 @@
 """Engine.ocr and Engine.ocr_stream on the shipped model, against `folio ocr` on the same files."""
 
 import json
+import os
+import shutil
 import subprocess
 
 import pytest
 
 import folio
-from conftest import sample
+from conftest import ROOT, sample
 
 
 def cli_ocr(folio_binary, tmp_path, *args):
@@ -72,6 +74,19 @@ def test_leaving_a_stream_early_cancels_the_rest(engine):
         assert page.number == 1
         break
     assert engine.ocr(sample("sample-1page.pdf")).pages  # the engine goes on
+
+
+def test_a_directory_reads_its_images_in_name_order(engine, tmp_path):
+    page = os.path.join(ROOT, "tests", "fixtures", "mini2", "layout_page.png")
+    for name in ("b.png", "a.PNG", "notes.txt"):
+        shutil.copy(page, tmp_path / name)
+    doc = engine.ocr(str(tmp_path))
+    assert [os.path.basename(p.source) for p in doc.pages] == ["a.PNG", "b.png"]
+    assert doc.pages[0].markdown == doc.pages[1].markdown == engine.ocr(page).markdown
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(folio.InvalidInput, match="has no .png, .jpg or .jpeg images"):
+        engine.ocr(str(empty))
 
 
 def test_errors_carry_the_clis_messages_and_break_nothing(engine, tmp_path):

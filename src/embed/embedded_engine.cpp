@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include "core/error.h"
 #include "model/decoder.h"
 #include "runtime/ocr_model.h"
+#include "runtime/ocr_pages.h"
 #include "runtime/scheduler.h"
 #include "server/api_error.h"
 #include "server/serving_engine.h"
@@ -176,14 +176,20 @@ const std::vector<std::pair<std::string, std::string>>& EmbeddedEngine::option_n
   return names;
 }
 
+std::vector<UploadedFile> EmbeddedEngine::read_input(const std::string& path) {
+  std::vector<UploadedFile> out;
+  for (const std::string& file : expand_ocr_input(path)) out.push_back(read_file(file));
+  return out;
+}
+
 UploadedFile EmbeddedEngine::read_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw_invalid("input '" + path + "' does not exist");
-  if (fs::is_directory(path, ec)) throw_invalid("input '" + path + "' is a directory; pass its images one by one");
   std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Error::Kind::Io, "cannot read '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (!f.good() && !f.eof()) throw Error(Error::Kind::Io, "cannot read '" + path + "'");
+  if (f.bad()) throw Error(Error::Kind::Io, "cannot read '" + path + "'");
   return UploadedFile{path, sniff_file_type(bytes), std::move(bytes)};
 }
 

@@ -90,8 +90,10 @@ class EmbeddedEngine {
   // The options the constructor takes: {name, what it sets}, in a stable order.
   static const std::vector<std::pair<std::string, std::string>>& option_names();
 
-  // A file as OCR input, named by its path in messages; Error(InvalidInput) as `folio ocr` words it
-  // when it does not exist or cannot be read.
+  // An input as `folio ocr` takes it: a file, or a directory's PNG / JPEG images in name order
+  // (ocr_pages.h), each named by its path in messages; Error(InvalidInput) as the CLI words it when
+  // it does not exist or a directory holds no image, Error(Io) when a file cannot be read.
+  static std::vector<UploadedFile> read_input(const std::string& path);
   static UploadedFile read_file(const std::string& path);
   // An OCR job over `files` (pages: "1-3,5" numbered across them, "" = all): poll it, then read its
   // pages and result (ocr_job.h). max_tokens: generated tokens per pass at most.
