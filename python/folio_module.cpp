@@ -132,7 +132,8 @@ void bind_engine(py::module_& m) {
              for (const py::handle& item : inputs) add_upload(item, files);
              py::gil_scoped_release free;
              return e.start_ocr(std::move(files), pages, max_tokens);
-           })
+           },
+           py::keep_alive<0, 1>())  // a job reads the engine: the engine lives while the job does
       .def("start_text",
            [](EmbeddedEngine& e, const std::string& prompt, std::optional<int64_t> max_tokens, float temperature, float top_p,
               uint64_t seed, bool add_bos) {
@@ -144,7 +145,8 @@ void bind_engine(py::module_& m) {
              o.add_bos = add_bos;
              py::gil_scoped_release free;
              return e.start_text(prompt, o);
-           })
+           },
+           py::keep_alive<0, 1>())
       .def_property_readonly("model_id", &EmbeddedEngine::model_id)
       .def_property_readonly("reads_documents", &EmbeddedEngine::reads_documents)
       .def("stats", [](const EmbeddedEngine& e) {

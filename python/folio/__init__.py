@@ -155,6 +155,22 @@ class Engine:
             raise FileNotFoundError(2, f"model '{path}' does not exist", path)
         self._engine = _Engine(path, values)
 
+    def close(self) -> None:
+        """Ends the engine: its model and KV are freed once no stream or call still uses them;
+        later calls raise folio.Error. `with folio.Engine() as engine:` closes it at the end."""
+        self._engine = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _live(self) -> _Engine:
+        if self._engine is None:
+            raise Error("the engine is closed")
+        return self._engine
+
     @staticmethod
     def options() -> dict:
         """{option: what it sets} for every option Engine() takes."""
@@ -163,20 +179,20 @@ class Engine:
     @property
     def model(self) -> str:
         """The loaded model's name (its directory's)."""
-        return self._engine.model_id
+        return self._live().model_id
 
     @property
     def reads_documents(self) -> bool:
         """Whether the model is an OCR model (ocr() works) rather than a text model."""
-        return self._engine.reads_documents
+        return self._live().reads_documents
 
     @property
     def stats(self) -> dict:
         """The scheduler's figures now: running, queued, max_batch_seen, steps, tokens, KV bytes."""
-        return self._engine.stats()
+        return self._live().stats()
 
     def _start_ocr(self, source, pages, max_tokens):
-        return self._engine.start_ocr(_inputs(source), _page_range(pages), max_tokens)
+        return self._live().start_ocr(_inputs(source), _page_range(pages), max_tokens)
 
     def ocr(self, source: Union[Source, Sequence[Source]], pages=None, max_tokens: Optional[int] = None) -> Document:
         """Reads PDFs and images (paths, directories of images read in name order, or bytes; a
@@ -218,7 +234,7 @@ class Engine:
                  seed: int = 0, add_bos: bool = True) -> Completion:
         """Generates after `prompt` (greedy at temperature 0: the same text however many threads
         generate at once)."""
-        run = self._engine.start_text(prompt, max_tokens, temperature, top_p, seed, add_bos)
+        run = self._live().start_text(prompt, max_tokens, temperature, top_p, seed, add_bos)
         pieces = []
         while not run.done():
             pieces.append(run.poll(_POLL_MS))
@@ -229,7 +245,7 @@ class Engine:
     def generate_stream(self, prompt: str, max_tokens: Optional[int] = None, temperature: float = 0.0, top_p: float = 1.0,
                         seed: int = 0, add_bos: bool = True) -> Iterator[str]:
         """As generate(), yielding the text as it comes (whole UTF-8 characters)."""
-        run = self._engine.start_text(prompt, max_tokens, temperature, top_p, seed, add_bos)
+        run = self._live().start_text(prompt, max_tokens, temperature, top_p, seed, add_bos)
         held = b""
         while not run.done():
             held += run.poll(_POLL_MS)

@@ -139,3 +139,14 @@ def test_a_gguf_text_model_with_its_mmproj_reads_as_the_cli_does(folio_binary, t
     assert doc.stats["decode_tokens"] == 200
     # Random weights write bytes that are not UTF-8: both JSONs carry them as U+FFFD.
     assert [p.markdown for p in doc.pages] == [p["markdown"] for p in cli["pages"]]
+
+
+def test_a_closed_engine_refuses_calls_and_a_stream_keeps_what_it_reads_alive():
+    with folio.Engine(threads=1) as engine:
+        stream = engine.ocr_stream(sample("sample-3page.pdf"))
+        first = next(stream)
+    with pytest.raises(folio.Error, match="closed"):
+        engine.ocr(sample("sample-1page.pdf"))
+    # The stream started before close() reads on: its job keeps the engine's model alive.
+    rest = list(stream)
+    assert [p.number for p in [first] + rest] == [1, 2, 3]
