@@ -152,8 +152,6 @@ EmbeddedEngine::EmbeddedEngine(const std::string& model, const std::map<std::str
   try {
     const ServerConfig cfg = embedded_config(model, options);
     model_id_ = model_name(cfg);
-    max_output_length_ = cfg.inference.max_output_length;
-    max_reference_length_ = cfg.model.max_reference_length;
     limits_.max_pages = static_cast<size_t>(cfg.server.max_pages);
     limits_.max_output_length = cfg.inference.max_output_length;
     limits_.max_reference_length = cfg.model.max_reference_length;
@@ -205,15 +203,12 @@ std::unique_ptr<TextRun> EmbeddedEngine::start_text(const std::string& prompt, c
   if (opt.add_bos && mc.bos_id >= 0) ids.push_back(mc.bos_id);
   const std::vector<int32_t> text = engine_->tokenizer().encode(prompt);
   ids.insert(ids.end(), text.begin(), text.end());
-  const int64_t P = static_cast<int64_t>(ids.size());
-  const int64_t max_ref = max_reference_length_ > 0 ? max_reference_length_ : mc.max_positions - 1;
-  if (P > max_ref)
-    throw bad_request("context_length_exceeded", "the prompt has " + std::to_string(P) + " tokens; the model's context takes at most " +
-                                                     std::to_string(max_ref));
-  const int64_t limit = std::min<int64_t>(max_output_length_, mc.max_positions - P);
-  if (opt.max_tokens && (*opt.max_tokens < 1 || *opt.max_tokens > limit))
-    throw bad_request("invalid_value", "max_tokens is " + std::to_string(*opt.max_tokens) + " but must be 1 to " + std::to_string(limit) +
-                                           " (the model's context after " + std::to_string(P) + " prompt tokens, and the max_tokens option)");
+  int64_t limit = 0;
+  try {
+    limit = engine_->output_limit(static_cast<int64_t>(ids.size()), opt.max_tokens);
+  } catch (const ApiError& e) {
+    throw ApiError(e.status, e.type, e.code, in_option_words(e.what()));  // the engine's limits are options here
+  }
   std::unique_ptr<TextRun> run(new TextRun());
   run->ch_ = std::make_shared<TextRun::Channel>();
   run->detok_ = std::make_unique<StreamingDetokenizer>(engine_->tokenizer());
@@ -223,8 +218,7 @@ std::unique_ptr<TextRun> EmbeddedEngine::start_text(const std::string& prompt, c
   sr.prompt = std::move(ids);
   sr.max_tokens = opt.max_tokens.value_or(limit);
   sr.sampling = {opt.temperature, 0, opt.top_p, opt.seed};
-  sr.deadline = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits_.timeout_s));
+  sr.deadline = deadline_after(limits_.timeout_s);
   sr.on_token = [ch = run->ch_](int32_t t) {
     std::lock_guard lk(ch->mu);
     ch->tokens.push_back(t);

@@ -110,7 +110,6 @@ class EmbeddedEngine {
  private:
   std::unique_ptr<ServingEngine> engine_;
   std::string model_id_;
-  int64_t max_output_length_ = 0, max_reference_length_ = 0;
   OcrJobLimits limits_;
 };
 

@@ -115,6 +115,12 @@ struct SequenceResult {
   size_t kv_offloaded_bytes_peak = 0;  // most of its bytes in the reference store at once
 };
 
+// The time point `seconds` from now, for SequenceRequest::deadline.
+inline std::chrono::steady_clock::time_point deadline_after(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // A request queued with the Scheduler.
 struct SequenceRequest : DecodingOptions {
   // The reference, either by token id in `prompt` or as parts in `reference` (then `prompt` must be
@@ -125,7 +131,7 @@ struct SequenceRequest : DecodingOptions {
   // Rolling: most tokens of a page that may enter (reserved at admission); 0 = the largest initial
   // page. next_page runs on the scheduler thread: hand in pages whose rows are already produced.
   int64_t rolling_page_tokens = 0;
-  std::optional<std::chrono::steady_clock::time_point> deadline;  // then finished with "timeout"
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // then finished with "timeout" (deadline_after)
   std::function<void(int32_t token)> on_token;                 // each generated token, in order
   std::function<void(const SequenceResult&)> on_done;           // exactly once, after KV is freed
 };

@@ -138,24 +138,13 @@ SequenceRequest Service::chat_sequence(const ChatRequest& cr, std::shared_ptr<Ch
 }
 
 SequenceRequest Service::text_sequence(std::vector<int32_t> prompt, const ChatRequest& cr, std::shared_ptr<ChatChannel> ch) {
-  const ModelConfig& mc = engine_->decoder().config();
-  const int64_t P = static_cast<int64_t>(prompt.size());
-  const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
-  if (P > max_ref)
-    throw bad_request("context_length_exceeded", "the prompt has " + std::to_string(P) + " tokens; this server takes at most " +
-                                                     std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
-  const int64_t limit = std::min<int64_t>(cfg_.inference.max_output_length, mc.max_positions - P);
-  if (cr.max_tokens && *cr.max_tokens > limit)
-    throw bad_request("invalid_value", "'max_tokens' is " + std::to_string(*cr.max_tokens) + " but at most " + std::to_string(limit) +
-                                           " can be generated (inference.max_output_length, and the model's context after " +
-                                           std::to_string(P) + " prompt tokens)");
+  const int64_t limit = engine_->output_limit(static_cast<int64_t>(prompt.size()), cr.max_tokens);
   SequenceRequest sr;
   sr.prompt = std::move(prompt);
   sr.max_tokens = cr.max_tokens.value_or(limit);
   sr.sampling = {cr.temperature, 0, cr.top_p, cr.seed};
   sr.stop_at_eos = !cr.ignore_eos;
-  sr.deadline = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(cfg_.server.request_timeout_s));
+  sr.deadline = deadline_after(cfg_.server.request_timeout_s);
   std::shared_ptr<LogprobRecorder> rec;
   if (cr.top_logprobs >= 0) {
     rec = std::make_shared<LogprobRecorder>(cr.top_logprobs);

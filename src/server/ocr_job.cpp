@@ -270,8 +270,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
   }
   job->shared_ = std::make_shared<Shared>();
   job->shared_->slots.resize(plan.size());
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits.timeout_s));
+  const auto deadline = deadline_after(limits.timeout_s);
   for (size_t k = 0; k < plan.size(); ++k) {
     auto p = std::make_unique<Pass>();
     p->first = plan[k].first;

@@ -124,6 +124,20 @@ void ServingEngine::load() {
   scheduler_ = std::make_unique<Scheduler>(*decoder_, *pool_, *threads_, so);
 }
 
+int64_t ServingEngine::output_limit(int64_t P, std::optional<int64_t> max_tokens) const {
+  const ModelConfig& mc = decoder_->config();
+  const int64_t max_ref = cfg_.model.max_reference_length > 0 ? cfg_.model.max_reference_length : mc.max_positions - 1;
+  if (P > max_ref)
+    throw bad_request("context_length_exceeded", "the prompt has " + std::to_string(P) + " tokens; this server takes at most " +
+                                                     std::to_string(max_ref) + " (model.max_reference_length / the model's context)");
+  const int64_t limit = std::min<int64_t>(cfg_.inference.max_output_length, mc.max_positions - P);
+  if (max_tokens && (*max_tokens < 1 || *max_tokens > limit))
+    throw bad_request("invalid_value", "'max_tokens' is " + std::to_string(*max_tokens) + " but must be from 1 to " + std::to_string(limit) +
+                                           " (inference.max_output_length, and the model's context after " +
+                                           std::to_string(P) + " prompt tokens)");
+  return limit;
+}
+
 std::unique_ptr<OcrJob> ServingEngine::start_ocr_job(std::vector<UploadedFile> files, const std::string& pages,
                                                      std::optional<int64_t> max_tokens, const OcrJobLimits& limits,
                                                      const std::string& model_id,

@@ -63,6 +63,12 @@ class ServingEngine {
   RemoteReferenceTier* remote() { return remote_.get(); }  // null without remote.redis
   const KVPolicy& policy() const { return policy_; }
 
+  // The most tokens a text request with `prompt_tokens` of prompt may generate (inference.
+  // max_output_length and the model's context); ApiError 400 context_length_exceeded when the prompt
+  // is longer than model.max_reference_length or the context allows, invalid_value when max_tokens
+  // is given and not within 1 and that.
+  int64_t output_limit(int64_t prompt_tokens, std::optional<int64_t> max_tokens) const;
+
   // An OcrJob over `files` on this engine, named `model_id` in its results; on_pass_done runs on
   // the scheduler thread for every pass that ends. ApiError 400 (unsupported_content) when the
   // model is a text model; otherwise as OcrJob::start.
