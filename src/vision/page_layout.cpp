@@ -156,19 +156,55 @@ bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& s
          std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill;
 }
 
-// The window's gutter in page columns, or nullopt (layout.py's find_gutter on the window's pixels).
-std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w) {
-  int ink_rows = 0, left = w.x1, right = -1;
-  std::vector<int> proj(p.width, 0);
-  for (int y = w.y0; y < w.y1; ++y) {
-    ink_rows += row_has_ink(p, y, w.x0, w.x1);
-    for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+// layout.py's _clean_gutter: the widest run of page columns in [lo, hi) whose projection is 0, at
+// least kCleanGutterMin x the page wide. A reference card's columns may stand closer than
+// kGutterMin, and their ragged lines fill the quiet run around such a gutter, but nothing crosses it.
+std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, int lo, int hi, int page_width) {
+  int best0 = -1, best1 = -1, start = -1;
+  for (int x = lo; x <= hi; ++x) {
+    const bool empty = x < hi && proj[x] == 0;
+    if (empty && start < 0) start = x;
+    if (!empty && start >= 0) {
+      if (best0 < 0 || x - start > best1 - best0) best0 = start, best1 = x;
+      start = -1;
+    }
   }
-  for (int x = w.x0; x < w.x1; ++x)
-    if (proj[x]) left = std::min(left, x), right = std::max(right, x);
-  if (ink_rows == 0) return std::nullopt;
-  ++right;
-  const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
+  if (best0 < 0 || best1 - best0 < PageLayoutRule::kCleanGutterMin * page_width) return std::nullopt;
+  return std::pair{best0, best1};
+}
+
+// layout.py's _flush_left: whether at least kFlushLeft of the window's bands right of the clean
+// gutter start at its edge (within 2 pixels). A column's lines are set flush left, while the space
+// between two words of a title that falls in a wide gutter has the column's lines starting further
+// right.
+bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, int right) {
+  int bands = 0, flush = 0;
+  for (int y = w.y0; y < w.y1;) {
+    if (!row_has_ink(p, y, gutter.second, right)) { ++y; continue; }
+    int first = right;
+    for (; y < w.y1 && row_has_ink(p, y, gutter.second, right); ++y) {
+      const uint8_t* row = p.binary.data() + size_t(y) * p.width;
+      first = std::min(first, int(std::find(row + gutter.second, row + right, uint8_t(1)) - row));
+    }
+    ++bands;
+    flush += first - gutter.second <= 2;
+  }
+  return bands > 0 && double(flush) / bands >= PageLayoutRule::kFlushLeft;
+}
+
+// layout.py's _lines_on_both_sides: both sides of the clean gutter hold kSplitMinBands lines (not a
+// word space of a lone line).
+bool lines_on_both_sides(const InkPage& p, const Window& w, int left, std::pair<int, int> gutter, int right) {
+  const size_t least = PageLayoutRule::kSplitMinBands;
+  return count_bands_in(p, left, w.y0, gutter.first, w.y1) >= least &&
+         count_bands_in(p, gutter.second, w.y0, right, w.y1) >= least;
+}
+
+// layout.py's _quiet_gutter: the widest run of columns in [lo, hi) with ink in at most kGutterInk of
+// the rows with ink (nullopt when none is kGutterMin wide), or within it the run free of ink outside
+// spanning rows around its middle when that is kGutterMin wide. `proj` is overwritten.
+std::optional<std::pair<int, int>> quiet_gutter(const InkPage& p, const Window& w, std::vector<int>& proj, int lo,
+                                                int hi, int ink_rows) {
   int best0 = -1, best1 = -1, start = -1;
   for (int x = lo; x <= hi; ++x) {
     const bool quiet = x < hi && proj[x] <= PageLayoutRule::kGutterInk * ink_rows;
@@ -179,7 +215,8 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w
     }
   }
   if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * w.width()) return std::nullopt;
-  // Then the run of columns with no ink outside spanning rows around its middle, within [lo, hi).
+  // Tighter where a justified line or a hanging comma enters the quiet run, wider where a spanning
+  // title's strokes cut it short.
   const std::pair<int, int> rough{best0, best1};
   const std::vector<uint8_t> spanning = spanning_rows(p, w, rough);
   std::fill(proj.begin(), proj.end(), 0);
@@ -187,12 +224,16 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w
     if (!spanning[y])
       for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
   int g0 = (best0 + best1) / 2, g1 = g0;
-  std::pair<int, int> gutter = rough;
-  if (proj[g0] == 0) {
-    while (g0 > lo && proj[g0 - 1] == 0) --g0;
-    while (g1 < hi && proj[g1] == 0) ++g1;
-    if (g1 - g0 >= PageLayoutRule::kGutterMin * w.width()) gutter = {g0, g1};
-  }
+  if (proj[g0] != 0) return rough;
+  while (g0 > lo && proj[g0 - 1] == 0) --g0;
+  while (g1 < hi && proj[g1] == 0) ++g1;
+  if (g1 - g0 >= PageLayoutRule::kGutterMin * w.width()) return std::pair{g0, g1};
+  return rough;
+}
+
+// layout.py's _columns_on_both_sides: whether the gutter parts columns of text.
+bool columns_on_both_sides(const InkPage& p, const Window& w, int ink_rows, int left, std::pair<int, int> gutter,
+                           int right, bool table_rule) {
   // Two columns fill rows on both sides of the gutter and are crossed by few lines; a one-column
   // page of short lines, or whose table leaves a quiet strip, is not two columns.
   const std::vector<uint8_t> crossing = spanning_rows(p, w, gutter);
@@ -204,11 +245,42 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w
     }
     both += row_has_ink(p, y, left, gutter.first) && row_has_ink(p, y, gutter.second, right);
   }
-  if (both < PageLayoutRule::kBothSides * ink_rows || 2 * crossed > both) return std::nullopt;
+  if (both < PageLayoutRule::kBothSides * ink_rows || 2 * crossed > both) return false;
   // ... and set their lines each on its own: rows that pair up across the gutter, with a short
   // side, are a table without rules (a name and its description, a contents page's titles and page
   // numbers), read row by row.
-  if (table_like(p, w, crossing, left, gutter, right)) return std::nullopt;
+  return !(table_rule && table_like(p, w, crossing, left, gutter, right));
+}
+
+// The window's gutter in page columns, or nullopt (layout.py's find_gutter on the window's pixels).
+// `within_columns`: the window is one side of a page's gutter, where a gutter parting it into
+// sides of equal width (kEqualSides) is a grid of columns even when their lines pair up row by row
+// like a table's (a reference card's columns share their leading).
+std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w, bool within_columns) {
+  int ink_rows = 0, left = w.x1, right = -1;
+  std::vector<int> proj(p.width, 0);
+  for (int y = w.y0; y < w.y1; ++y) {
+    ink_rows += row_has_ink(p, y, w.x0, w.x1);
+    for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(y) * p.width + x];
+  }
+  for (int x = w.x0; x < w.x1; ++x)
+    if (proj[x]) left = std::min(left, x), right = std::max(right, x);
+  if (ink_rows == 0) return std::nullopt;
+  ++right;
+  const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
+  const auto is_columns = [&](std::pair<int, int> g) {
+    const int l = g.first - left, r = right - g.second;
+    const bool grid = within_columns && std::abs(l - r) <= PageLayoutRule::kEqualSides * std::max(l, r);
+    return columns_on_both_sides(p, w, ink_rows, left, g, right, !grid);
+  };
+  // A clean gutter first (a card's close columns, whose ragged lines leave no wide quiet run) when a
+  // column starts at its right edge and lines stand on both sides; else the run free of ink outside spanning rows around the
+  // quiet run's middle; else the quiet run itself.
+  const auto clean = clean_gutter(proj, lo, hi, p.width);
+  if (clean && flush_left(p, w, *clean, right) && lines_on_both_sides(p, w, left, *clean, right) && is_columns(*clean))
+    return clean;
+  const std::optional<std::pair<int, int>> gutter = quiet_gutter(p, w, proj, lo, hi, ink_rows);
+  if (!gutter || !is_columns(*gutter)) return std::nullopt;
   return gutter;
 }
 
@@ -218,17 +290,24 @@ struct Block {
   int y0, y1, x0, x1, column, columns;
 };
 
+// The narrowest gutter a side may split at: a clean one (no ink in the side's rows) may be narrower.
+double narrowest_split(const InkPage& p, const Window& w, std::pair<int, int> g) {
+  for (int y = w.y0; y < w.y1; ++y)
+    if (row_has_ink(p, y, g.first, g.second)) return PageLayoutRule::kGutterMin * p.width;
+  return PageLayoutRule::kCleanGutterMin * p.width;
+}
+
 // layout.py's _blocks: the window (the page at depth 0, whose blocks span `extent`; else one side
 // of a gutter, extent its columns) cut into blocks in reading order.
 std::vector<Block> blocks(const InkPage& p, const Window& w, std::pair<int, int> extent, int depth) {
   std::optional<std::pair<int, int>> g;
   if (depth == 0) {
-    g = find_gutter(p, w);
+    g = find_gutter(p, w, false);
   } else if (depth < PageLayoutRule::kMaxSplitDepth &&
              count_bands_in(p, w.x0, w.y0, w.x1, w.y1) >= size_t(PageLayoutRule::kSplitMinBands)) {
-    g = find_gutter(p, w);
+    g = find_gutter(p, w, true);
     if (g && (std::min(g->first - w.x0, w.x1 - g->second) < PageLayoutRule::kSplitMinShare * w.width() ||
-              g->second - g->first < PageLayoutRule::kGutterMin * p.width))
+              g->second - g->first < narrowest_split(p, w, *g)))
       g.reset();
   }
   if (!g) return {Block{w.y0, w.y1, extent.first, extent.second, 0, 1}};

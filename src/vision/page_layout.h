@@ -7,7 +7,11 @@
 //      of the page, the 5th of its Otsu ink). Rules are removed: pixels of horizontal ink runs of at
 //      least kRuleH x the page width or vertical runs of at least kRuleV x its height stop being ink
 //      (a ruled table falls apart into rows and cells).
-//   2. Columns: the widest run of pixel columns in the middle half of the ink's extent whose ink
+//   2. Columns: a clean gutter first: the widest run of pixel columns in the middle half of the
+//      ink's extent with no ink in any row, at least kCleanGutterMin x the page width (a reference
+//      card's close columns), when kFlushLeft of the bands right of it start at its edge (columns
+//      are set flush left; a title's word space in a wide gutter is not) and it passes the tests
+//      below. Else the widest run of pixel columns in the middle half of the ink's extent whose ink
 //      count is at most kGutterInk x the rows with ink, at least kGutterMin x the page width, is a
 //      gutter; it then becomes the run of columns around its middle with no ink outside spanning
 //      rows. A band of the whole page is spanning when at least kSpanRows of its rows have ink in the
@@ -20,9 +24,11 @@
 //      on the right centred within a quarter of the median band height, and one side's bands reach
 //      less than kColumnFill of its width at the median (columns of text fill theirs).
 //      Each side of a two-column zone is read the same way once more (kMaxSplitDepth) when it holds
-//      a gutter of its own over at least kSplitMinBands lines, as wide as a page's gutter, each part
-//      at least kSplitMinShare of the side: a reference card's three or four columns read left to
-//      right. `columns` counts the blocks side by side, `column` is the place.
+//      a gutter of its own over at least kSplitMinBands lines, as wide as a page's gutter (or a clean
+//      one), each part at least kSplitMinShare of the side: a reference card's three or four columns
+//      read left to right. There a gutter parting the side into equal halves (kEqualSides) is
+//      exempt from the table rule: a card's columns share their leading, so their lines pair up.
+//      `columns` counts the blocks side by side, `column` is the place.
 //   3. Lines of each zone and column by line_finder.h.
 //
 // Promises: the same lines, boxes and crops as the Python reference up to float rounding in the
@@ -41,6 +47,9 @@ struct PageLayoutRule {
   static constexpr double kRuleV = 0.05;
   static constexpr double kGutterInk = 0.08;
   static constexpr double kGutterMin = 0.012;
+  static constexpr double kCleanGutterMin = 0.007;
+  static constexpr double kFlushLeft = 0.5;
+  static constexpr double kEqualSides = 0.1;
   static constexpr double kSpanRows = 0.3;
   static constexpr double kBothSides = 0.2;
   static constexpr double kTableAligned = 0.8;

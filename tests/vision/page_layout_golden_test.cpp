@@ -127,19 +127,40 @@ TEST(PageLayout, ATableWithoutRulesIsOneColumnReadRowByRow) {
   EXPECT_GE(rows_with_cells, 18);
 }
 
-// A reference card in three ragged columns under a title: the page's gutter, then the right side's
-// own, read left to right (the fixture script asserts three columns).
-TEST(PageLayout, AReferenceCardReadsInThreeColumns) {
-  const PageLayout layout = expect_reference_lines("card_page.png", "card_golden.safetensors");
-  ASSERT_GT(layout.lines.size(), 10u);
-  EXPECT_EQ(layout.lines.front().columns, 1);  // the title
+// Lines read in three columns, left to right, from line `first` on.
+void expect_three_columns_in_order(const PageLayout& layout, size_t first) {
   int last_column = 0;
-  for (size_t i = 1; i < layout.lines.size(); ++i) {
+  for (size_t i = first; i < layout.lines.size(); ++i) {
     EXPECT_EQ(layout.lines[i].columns, 3) << i;
     EXPECT_GE(layout.lines[i].column, last_column) << "columns are read left to right";
     last_column = layout.lines[i].column;
   }
   EXPECT_EQ(last_column, 2);
+}
+
+// A reference card in three ragged columns under a title over the first two: the page's clean
+// gutter (between the second and third columns), then the left side's own, read left to right (the
+// fixture script asserts three columns).
+TEST(PageLayout, AReferenceCardReadsInThreeColumns) {
+  const PageLayout layout = expect_reference_lines("card_page.png", "card_golden.safetensors");
+  ASSERT_GT(layout.lines.size(), 10u);
+  const LayoutLine& title = layout.lines.front();
+  EXPECT_EQ(title.column, 0);
+  EXPECT_GT(title.region_x1, layout.lines[1].region_x1) << "the title spans the first two columns";
+  expect_three_columns_in_order(layout, 1);
+}
+
+// A landscape card whose ragged columns stand 0.1 inch apart (under kGutterMin) with their lines in
+// one leading: read through its clean gutters, the split side's equal halves as columns though
+// their lines pair up row by row (the fixture script asserts that without clean gutters the page is
+// not read in three columns).
+TEST(PageLayout, ANarrowGutterCardReadsInThreeColumns) {
+  const PageLayout layout = expect_reference_lines("narrow_card_page.png", "narrow_card_golden.safetensors");
+  ASSERT_GT(layout.lines.size(), 60u);
+  expect_three_columns_in_order(layout, 0);
+  const auto second = std::find_if(layout.lines.begin(), layout.lines.end(), [](const LayoutLine& l) { return l.column == 1; });
+  ASSERT_NE(second, layout.lines.end());
+  EXPECT_LT(second->region_x0 - layout.lines.front().region_x1, PageLayoutRule::kGutterMin * 1650);
 }
 
 TEST(PageLayout, TheCropToleranceDiscriminates) {

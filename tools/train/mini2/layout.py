@@ -41,6 +41,9 @@ RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width a
 RULE_V = 0.05   # vertical ink runs at least this fraction of the page height are rules
 GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
+CLEAN_GUTTER_MIN = 0.007  # a gutter no row's ink enters may be this narrow (x the page width)
+FLUSH_LEFT = 0.5         # ... with this share of the lines right of it starting at its edge
+EQUAL_SIDES = 0.1         # sides of a gutter within this share of the wider one are equal
 SPAN_ROWS = 0.3
 BOTH_SIDES = 0.2
 TABLE_ALIGNED = 0.8
@@ -61,8 +64,11 @@ class Line:
     segments: list = field(default_factory=list)  # [((x0, x1), crop [32, W])]
 
 
-def find_gutter(binary):
-    """(g0, g1) pixel columns of the gutter, or None."""
+def find_gutter(binary, within_columns=False, page_width=None):
+    """(g0, g1) pixel columns of the gutter, or None. `within_columns`: the window is one side of
+    a page's gutter, where a gutter parting it into sides of equal width (EQUAL_SIDES) is a grid of
+    columns even when their lines pair up row by row like a table's (a reference card's columns
+    share their leading). `page_width`: the page's, when the window is part of it."""
     ink_rows = binary.any(axis=1)
     n_rows = int(ink_rows.sum())
     if n_rows == 0:
@@ -71,6 +77,44 @@ def find_gutter(binary):
     left, right = int(cols[0]), int(cols[-1]) + 1
     proj = binary.sum(axis=0)
     lo, hi = left + (right - left) // 4, right - (right - left) // 4
+    def is_columns(gutter):
+        grid = within_columns and abs((gutter[0] - left) - (right - gutter[1])) <= EQUAL_SIDES * max(gutter[0] - left, right - gutter[1])
+        return _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=not grid)
+
+    # A clean gutter first (a card's close columns, whose ragged lines leave no wide quiet run) when
+    # a column starts at its right edge and lines stand on both sides; else the run free of ink outside spanning rows around the
+    # quiet run's middle; else the quiet run itself.
+    clean = _clean_gutter(proj, lo, hi, page_width or binary.shape[1])
+    if clean is not None and _flush_left(binary, clean, right) and _lines_on_both_sides(binary, left, clean, right) \
+            and is_columns(clean):
+        return clean
+    rough, refined = _quiet_gutter(binary, proj, lo, hi, n_rows)
+    return _checked(refined if refined is not None else rough, is_columns)
+
+
+def _flush_left(binary, gutter, right):
+    """Whether at least FLUSH_LEFT of the bands right of the clean gutter start at its edge (within
+    2 pixels): a column's lines are set flush left, while the space between two words of a title
+    that falls in a wide gutter has the column's lines starting further right."""
+    side = binary[:, gutter[1]:right]
+    starts = [int(np.argmax(side[b0:b1].any(axis=0))) for b0, b1 in bands(side.any(axis=1))]
+    return bool(starts) and float(np.mean(np.array(starts) <= 2)) >= FLUSH_LEFT
+
+
+def _lines_on_both_sides(binary, left, gutter, right):
+    """Whether both sides of the clean gutter hold SPLIT_MIN_BANDS lines (not a word space of a
+    lone line)."""
+    return all(len(merge_thin(bands(binary[:, a:b].any(axis=1)))) >= SPLIT_MIN_BANDS
+               for a, b in ((left, gutter[0]), (gutter[1], right)))
+
+
+def _checked(gutter, is_columns):
+    return gutter if gutter is not None and is_columns(gutter) else None
+
+
+def _quiet_gutter(binary, proj, lo, hi, n_rows):
+    """(rough, refined): the widest quiet run in [lo, hi) (None when none is GUTTER_MIN wide) and
+    the run free of ink outside spanning rows around its middle (None when not GUTTER_MIN wide)."""
     quiet = proj[lo:hi] <= GUTTER_INK * n_rows
     best, start = None, None
     for i, q in enumerate(list(quiet) + [False]):
@@ -81,7 +125,7 @@ def find_gutter(binary):
                 best = (start, i)
             start = None
     if best is None or best[1] - best[0] < GUTTER_MIN * binary.shape[1]:
-        return None
+        return None, None
     # Then the run of pixel columns with no ink at all outside the spanning rows around its middle,
     # within the middle half: tighter where a justified line or a hanging comma enters the quiet
     # run, wider where a spanning title's strokes cut it short.
@@ -89,14 +133,35 @@ def find_gutter(binary):
     columns_only = binary[~_spanning_rows(binary, rough)]
     proj = columns_only.sum(axis=0)
     g0 = g1 = (rough[0] + rough[1]) // 2
-    gutter = rough
     if proj[g0] == 0:
         while g0 > lo and proj[g0 - 1] == 0:
             g0 -= 1
         while g1 < hi and proj[g1] == 0:
             g1 += 1
         if g1 - g0 >= GUTTER_MIN * binary.shape[1]:
-            gutter = (g0, g1)
+            return rough, (g0, g1)
+    return rough, None
+
+
+def _clean_gutter(proj, lo, hi, width):
+    """The widest run of pixel columns in [lo, hi) with no ink in any row, at least CLEAN_GUTTER_MIN
+    x the page width wide, or None: a reference card's columns may stand closer than GUTTER_MIN, and
+    their ragged lines fill the quiet run around such a gutter, but nothing crosses it."""
+    best, start = None, None
+    for i, empty in enumerate(list(proj[lo:hi] == 0) + [False]):
+        if empty and start is None:
+            start = i
+        elif not empty and start is not None:
+            if best is None or i - start > best[1] - best[0]:
+                best = (start, i)
+            start = None
+    if best is None or best[1] - best[0] < CLEAN_GUTTER_MIN * width:
+        return None
+    return lo + best[0], lo + best[1]
+
+
+def _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=True):
+    """Whether the gutter parts columns of text (see find_gutter)."""
     # Two columns fill rows on both sides of it; a page of short lines (a man page, a list) leaves
     # a quiet middle with ink on one side only.
     spanning = _spanning_rows(binary, gutter)
@@ -105,11 +170,11 @@ def find_gutter(binary):
     # ... and are crossed by few lines: a one-column page whose table or list leaves a quiet strip
     # has its paragraphs crossing it.
     if both < BOTH_SIDES * n_rows or 2 * int(spanning.sum()) > both:
-        return None
+        return False
     # ... and set their lines each on its own: rows that pair up across it, with a short side, are
     # a table without rules (a name and its description, a table of contents' titles and page
     # numbers), read row by row.
-    return None if _table_like(binary, ~spanning, left, gutter, right) else gutter
+    return not (table_rule and _table_like(binary, ~spanning, left, gutter, right))
 
 
 def _side_bands(binary, rows, x0, x1):
@@ -225,9 +290,10 @@ def _blocks(binary, y0, y1, x0, x1, extent, depth=0):
     if depth == 0:
         g = find_gutter(sub)
     elif depth < MAX_SPLIT_DEPTH and len(merge_thin(bands(sub.any(axis=1)))) >= SPLIT_MIN_BANDS:
-        g = find_gutter(sub)
+        g = find_gutter(sub, within_columns=True, page_width=binary.shape[1])
         w = x1 - x0
-        if g is not None and (min(g[0], w - g[1]) < SPLIT_MIN_SHARE * w or g[1] - g[0] < GUTTER_MIN * binary.shape[1]):
+        narrowest = (CLEAN_GUTTER_MIN if not sub[:, g[0]:g[1]].any() else GUTTER_MIN) * binary.shape[1] if g else 0
+        if g is not None and (min(g[0], w - g[1]) < SPLIT_MIN_SHARE * w or g[1] - g[0] < narrowest):
             g = None
     if g is None:
         return [(y0, y1, extent[0], extent[1], 0, 1)]
