@@ -66,6 +66,40 @@ std::vector<Band> merge_thin(std::vector<Band> bands) {
   return out;
 }
 
+void split_band(const std::vector<int>& counts, Band band, int typical, std::vector<Band>& out) {
+  const auto [a, b] = band;
+  const int lo = a + 3 * typical / 4, hi = b - 3 * typical / 4;
+  if (b - a < LineFinderRule::kTallBand * typical || hi <= lo) {
+    out.push_back(band);
+    return;
+  }
+  const int cut = int(std::min_element(counts.begin() + lo, counts.begin() + hi) - counts.begin());
+  if (counts[cut] >= LineFinderRule::kValley * *std::max_element(counts.begin() + a, counts.begin() + b)) {
+    out.push_back(band);
+    return;
+  }
+  split_band(counts, {a, cut}, typical, out);
+  split_band(counts, {cut, b}, typical, out);
+}
+
+// Two lines set tight, whose descenders and ascenders share rows (a dense scan's blur closes the
+// gap), are two lines: a tall band is cut at its thinnest row when that row is nearly empty. A tall
+// line of its own (a heading, a formula) is full in its middle.
+std::vector<Band> split_touching(const Region& r, const std::vector<Band>& bands) {
+  std::vector<int> heights;  // of what stays a line (specks of noise do not): typical >= 3, cuts inside
+  for (const auto& [a, b] : bands)
+    if (b - a >= 3) heights.push_back(b - a);
+  if (heights.size() < 4) return bands;
+  std::sort(heights.begin(), heights.end());
+  const int typical = heights[heights.size() / 4];
+  std::vector<int> counts(r.height(), 0);
+  for (int y = 0; y < r.height(); ++y)
+    for (int x = 0; x < r.width(); ++x) counts[y] += r.ink_at(x, y);
+  std::vector<Band> out;
+  for (const Band& band : bands) split_band(counts, band, typical, out);
+  return out;
+}
+
 int band_x_height(const Region& r, const Band& band) {
   std::vector<int> p;
   for (int y = band.first; y < band.second; ++y) {
@@ -158,7 +192,7 @@ std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1
   const Region r{page, x0, y0, x1, y1};
   std::vector<FoundLine> out;
   int prev_bottom = -1;
-  for (const Band& band : merge_thin(ink_bands(r))) {
+  for (const Band& band : split_touching(r, merge_thin(ink_bands(r)))) {
     if (band.second - band.first < 3) continue;
     const int xh = band_x_height(r, band);
     FoundLine line;

@@ -5,7 +5,11 @@
 //   Runs of rows holding ink (within the region's columns) form bands; a band thinner than a third
 //   of the region's median band (the dots over i and j, accents, an underscore row under a line
 //   with no descenders) joins its nearer neighbour when that gap is also below a third (ties: the
-//   band below). Bands under 3 rows are dropped. Each band is cut into segments at
+//   band below). With four bands of 3 rows or more, a band at least kTallBand x their lower-quartile height
+//   is cut at its thinnest row (three quarters of a typical band or more from either end: not in a
+//   heading's rows of capitals and ascenders) when that row holds
+//   under kValley of the band's fullest row's ink, and each part again: lines set so tight that
+//   descenders and ascenders share rows. Bands under 3 rows are dropped. Each band is cut into segments at
 //   column gaps wider than kSegmentGap x its x-height (table cells, a man page's option and its
 //   description). Every segment's ink goes through the crop rule (line_crop.h) on its own, with 2
 //   x-heights of blank margin.
@@ -24,6 +28,8 @@ namespace folio {
 
 struct LineFinderRule {
   static constexpr double kSegmentGap = 2.2;
+  static constexpr double kTallBand = 1.6;
+  static constexpr double kValley = 0.25;
 };
 
 // A page binarised (1 = ink) and its ink strength in [0, 1], both [height, width] row-major.

@@ -174,10 +174,11 @@ std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, in
 }
 
 // layout.py's _flush_left: whether at least kFlushLeft of the window's bands right of the clean
-// gutter start at its edge (within 2 pixels). A column's lines are set flush left, while the space
-// between two words of a title that falls in a wide gutter has the column's lines starting further
-// right.
+// gutter start at its edge (within a third of its width, at least 2 pixels: a scan's lines drift
+// with what tilt is left). A column's lines are set flush left, while the space between two words
+// of a title that falls in a wide gutter has the column's lines starting further right.
 bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, int right) {
+  const int near = std::max(2, (gutter.second - gutter.first) / 3);
   int bands = 0, flush = 0;
   for (int y = w.y0; y < w.y1;) {
     if (!row_has_ink(p, y, gutter.second, right)) { ++y; continue; }
@@ -187,7 +188,7 @@ bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, i
       first = std::min(first, int(std::find(row + gutter.second, row + right, uint8_t(1)) - row));
     }
     ++bands;
-    flush += first - gutter.second <= 2;
+    flush += first - gutter.second <= near;
   }
   return bands > 0 && double(flush) / bands >= PageLayoutRule::kFlushLeft;
 }

@@ -47,7 +47,7 @@ struct PageLayoutRule {
   static constexpr double kRuleV = 0.05;
   static constexpr double kGutterInk = 0.08;
   static constexpr double kGutterMin = 0.012;
-  static constexpr double kCleanGutterMin = 0.007;
+  static constexpr double kCleanGutterMin = 0.005;
   static constexpr double kFlushLeft = 0.5;
   static constexpr double kEqualSides = 0.1;
   static constexpr double kSpanRows = 0.3;

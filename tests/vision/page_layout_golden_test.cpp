@@ -163,6 +163,37 @@ TEST(PageLayout, ANarrowGutterCardReadsInThreeColumns) {
   EXPECT_LT(second->region_x0 - layout.lines.front().region_x1, PageLayoutRule::kGutterMin * 1650);
 }
 
+// Lines set all but solid, so that descenders and ascenders of neighbouring lines share rows: cut
+// apart where their shared rows are thinnest, as the reference cuts them (the fixture script
+// asserts that without the cut the page has at least five lines fewer); the heading stays whole.
+TEST(PageLayout, TouchingLinesAreCutApart) {
+  const PageLayout layout = expect_reference_lines("tight_page.png", "tight_golden.safetensors");
+  ASSERT_EQ(layout.lines.size(), 26u);
+  std::vector<int> heights;
+  for (size_t i = 1; i < layout.lines.size(); ++i) heights.push_back(layout.lines[i].y1 - layout.lines[i].y0);
+  const int tallest_text_line = *std::max_element(heights.begin(), heights.end());
+  EXPECT_LT(tallest_text_line, 1.6 * *std::min_element(heights.begin(), heights.end())) << "no band holds two lines";
+  EXPECT_GT(layout.lines.front().y1 - layout.lines.front().y0, tallest_text_line) << "the heading is one line";
+}
+
+// A tall band among bands of specks (1-2 rows of scan noise) and a few lines: the specks do not set
+// the typical line height (a cut at every row would never end), and the lines come out whole.
+TEST(PageLayout, SpecksDoNotSetTheLineHeight) {
+  const int W = 600, H = 600;
+  std::vector<uint8_t> page(W * H, 255);
+  for (int i = 0; i < 40; ++i) page[(10 + 3 * i) * W + 40 + 7 * i] = 0;  // a speck every third row
+  auto text_line = [&](int y0) {  // its top row sparse, as the tops of a few ascenders are
+    for (int y = y0; y < y0 + 20; ++y)
+      for (int x = 100; x < 500; ++x)
+        if ((x / 4) % 2 == 0 && (y > y0 || x % 40 == 0)) page[size_t(y) * W + x] = 0;
+  };
+  for (int k = 0; k < 5; ++k) text_line(200 + 30 * k);
+  const PageLayout layout = find_layout(page.data(), W, H);
+  int text_lines = 0;
+  for (const LayoutLine& l : layout.lines) text_lines += l.y1 - l.y0 == 20;
+  EXPECT_EQ(text_lines, 5);
+}
+
 TEST(PageLayout, TheCropToleranceDiscriminates) {
   // The page with its ink one gray level darker (paper untouched): crops that keep their width
   // change values by at least 1 / (paper - ink) = 1/255, several times the 1e-3 allowed above.

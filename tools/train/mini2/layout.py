@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from line_finder import _segment, bands, binarise, merge_thin, segments
+from line_finder import _segment, bands, binarise, merge_thin, segments, split_touching
 from lines import crop_line
 
 RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width are rules
 RULE_V = 0.05   # vertical ink runs at least this fraction of the page height are rules
 GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
-CLEAN_GUTTER_MIN = 0.007  # a gutter no row's ink enters may be this narrow (x the page width)
+CLEAN_GUTTER_MIN = 0.005  # a gutter no row's ink enters may be this narrow (x the page width)
 FLUSH_LEFT = 0.5         # ... with this share of the lines right of it starting at its edge
 EQUAL_SIDES = 0.1         # sides of a gutter within this share of the wider one are equal
 SPAN_ROWS = 0.3
@@ -94,11 +94,13 @@ def find_gutter(binary, within_columns=False, page_width=None):
 
 def _flush_left(binary, gutter, right):
     """Whether at least FLUSH_LEFT of the bands right of the clean gutter start at its edge (within
-    2 pixels): a column's lines are set flush left, while the space between two words of a title
-    that falls in a wide gutter has the column's lines starting further right."""
+    a third of its width, at least 2 pixels: a scan's lines drift with what tilt is left): a
+    column's lines are set flush left, while the space between two words of a title that falls in a
+    wide gutter has the column's lines starting further right."""
     side = binary[:, gutter[1]:right]
     starts = [int(np.argmax(side[b0:b1].any(axis=0))) for b0, b1 in bands(side.any(axis=1))]
-    return bool(starts) and float(np.mean(np.array(starts) <= 2)) >= FLUSH_LEFT
+    near = max(2, (gutter[1] - gutter[0]) // 3)
+    return bool(starts) and float(np.mean(np.array(starts) <= near)) >= FLUSH_LEFT
 
 
 def _lines_on_both_sides(binary, left, gutter, right):
@@ -314,7 +316,7 @@ def _blocks(binary, y0, y1, x0, x1, extent, depth=0):
 def _lines_in(binary, ink, y0, y1, x0, x1, column, columns):
     sub = binary[y0:y1, x0:x1]
     out, prev_bottom = [], None
-    for b0, b1 in merge_thin(bands(sub.any(axis=1))):
+    for b0, b1 in split_touching(sub, merge_thin(bands(sub.any(axis=1)))):
         if b1 - b0 < 3:
             continue
         segs, xh = segments(sub, b0, b1)

@@ -12,6 +12,8 @@ import numpy as np
 from lines import core_rows, crop_line
 
 SEGMENT_GAP = 2.2
+TALL_BAND = 1.6   # a band this many typical bands tall may be two lines touching (split_touching)
+VALLEY = 0.25     # ... cut where a row holds under this share of its fullest row's ink
 
 
 def otsu(gray):
@@ -66,6 +68,34 @@ def merge_thin(bs):
                 continue
         out.append((a, b))
     return out
+
+
+def split_touching(binary, bs):
+    """Cuts each tall band (at least TALL_BAND x the region's lower-quartile height of bands of 3
+    rows or more, with four such bands or more to tell) at its thinnest row at least three quarters of a typical band from either end (not in a heading's
+    row of capitals and ascenders), when
+    that row holds under VALLEY of the band's fullest row's ink, and again in each part: two lines
+    set tight, whose descenders and ascenders share rows (a dense scan's blur closes the gap), are
+    two lines. A tall line of its own (a heading, a formula) is full in its middle."""
+    heights = sorted(b - a for a, b in bs if b - a >= 3)  # what stays a line (specks of noise do not)
+    if len(heights) < 4:
+        return bs
+    typical = heights[len(heights) // 4]
+    counts = binary.sum(axis=1)
+    out = []
+    for a, b in bs:
+        out.extend(_split_band(counts, a, b, typical))
+    return out
+
+
+def _split_band(counts, a, b, typical):
+    lo, hi = a + 3 * typical // 4, b - 3 * typical // 4
+    if b - a < TALL_BAND * typical or hi <= lo:
+        return [(a, b)]
+    cut = lo + int(np.argmin(counts[lo:hi]))
+    if counts[cut] >= VALLEY * counts[a:b].max():
+        return [(a, b)]
+    return _split_band(counts, a, cut, typical) + _split_band(counts, cut, b, typical)
 
 
 def x_height(binary_band):
