@@ -156,21 +156,30 @@ bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& s
          std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill;
 }
 
-// layout.py's _clean_gutter: the widest run of page columns in [lo, hi) whose projection is 0, at
-// least kCleanGutterMin x the page wide. A reference card's columns may stand closer than
-// kGutterMin, and their ragged lines fill the quiet run around such a gutter, but nothing crosses it.
-std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, int lo, int hi, int page_width) {
+// layout.py's _widest_run: the widest run of columns in [lo, hi) where `on` holds (the first of
+// equals), or nullopt.
+template <typename On>
+std::optional<std::pair<int, int>> widest_run(int lo, int hi, On on) {
   int best0 = -1, best1 = -1, start = -1;
   for (int x = lo; x <= hi; ++x) {
-    const bool empty = x < hi && proj[x] == 0;
-    if (empty && start < 0) start = x;
-    if (!empty && start >= 0) {
+    const bool in_run = x < hi && on(x);
+    if (in_run && start < 0) start = x;
+    if (!in_run && start >= 0) {
       if (best0 < 0 || x - start > best1 - best0) best0 = start, best1 = x;
       start = -1;
     }
   }
-  if (best0 < 0 || best1 - best0 < PageLayoutRule::kCleanGutterMin * page_width) return std::nullopt;
+  if (best0 < 0) return std::nullopt;
   return std::pair{best0, best1};
+}
+
+// layout.py's _clean_gutter: the widest run of page columns in [lo, hi) whose projection is 0, at
+// least kCleanGutterMin x the page wide. A reference card's columns may stand closer than
+// kGutterMin, and their ragged lines fill the quiet run around such a gutter, but nothing crosses it.
+std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, int lo, int hi, int page_width) {
+  const auto best = widest_run(lo, hi, [&](int x) { return proj[x] == 0; });
+  if (!best || best->second - best->first < PageLayoutRule::kCleanGutterMin * page_width) return std::nullopt;
+  return best;
 }
 
 // layout.py's _flush_left: whether at least kFlushLeft of the window's bands right of the clean
@@ -206,16 +215,9 @@ bool lines_on_both_sides(const InkPage& p, const Window& w, int left, std::pair<
 // spanning rows around its middle when that is kGutterMin wide. `proj` is overwritten.
 std::optional<std::pair<int, int>> quiet_gutter(const InkPage& p, const Window& w, std::vector<int>& proj, int lo,
                                                 int hi, int ink_rows) {
-  int best0 = -1, best1 = -1, start = -1;
-  for (int x = lo; x <= hi; ++x) {
-    const bool quiet = x < hi && proj[x] <= PageLayoutRule::kGutterInk * ink_rows;
-    if (quiet && start < 0) start = x;
-    if (!quiet && start >= 0) {
-      if (best0 < 0 || x - start > best1 - best0) best0 = start, best1 = x;
-      start = -1;
-    }
-  }
-  if (best0 < 0 || best1 - best0 < PageLayoutRule::kGutterMin * w.width()) return std::nullopt;
+  const auto best = widest_run(lo, hi, [&](int x) { return proj[x] <= PageLayoutRule::kGutterInk * ink_rows; });
+  if (!best || best->second - best->first < PageLayoutRule::kGutterMin * w.width()) return std::nullopt;
+  const auto [best0, best1] = *best;
   // Tighter where a justified line or a hanging comma enters the quiet run, wider where a spanning
   // title's strokes cut it short.
   const std::pair<int, int> rough{best0, best1};

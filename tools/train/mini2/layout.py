@@ -114,18 +114,23 @@ def _checked(gutter, is_columns):
     return gutter if gutter is not None and is_columns(gutter) else None
 
 
-def _quiet_gutter(binary, proj, lo, hi, n_rows):
-    """(rough, refined): the widest quiet run in [lo, hi) (None when none is GUTTER_MIN wide) and
-    the run free of ink outside spanning rows around its middle (None when not GUTTER_MIN wide)."""
-    quiet = proj[lo:hi] <= GUTTER_INK * n_rows
+def _widest_run(mask):
+    """(start, end) of the widest run of True in the mask (the first of equals), or None."""
     best, start = None, None
-    for i, q in enumerate(list(quiet) + [False]):
-        if q and start is None:
+    for i, on in enumerate(list(mask) + [False]):
+        if on and start is None:
             start = i
-        elif not q and start is not None:
+        elif not on and start is not None:
             if best is None or i - start > best[1] - best[0]:
                 best = (start, i)
             start = None
+    return best
+
+
+def _quiet_gutter(binary, proj, lo, hi, n_rows):
+    """(rough, refined): the widest quiet run in [lo, hi) (None when none is GUTTER_MIN wide) and
+    the run free of ink outside spanning rows around its middle (None when not GUTTER_MIN wide)."""
+    best = _widest_run(proj[lo:hi] <= GUTTER_INK * n_rows)
     if best is None or best[1] - best[0] < GUTTER_MIN * binary.shape[1]:
         return None, None
     # Then the run of pixel columns with no ink at all outside the spanning rows around its middle,
@@ -149,14 +154,7 @@ def _clean_gutter(proj, lo, hi, width):
     """The widest run of pixel columns in [lo, hi) with no ink in any row, at least CLEAN_GUTTER_MIN
     x the page width wide, or None: a reference card's columns may stand closer than GUTTER_MIN, and
     their ragged lines fill the quiet run around such a gutter, but nothing crosses it."""
-    best, start = None, None
-    for i, empty in enumerate(list(proj[lo:hi] == 0) + [False]):
-        if empty and start is None:
-            start = i
-        elif not empty and start is not None:
-            if best is None or i - start > best[1] - best[0]:
-                best = (start, i)
-            start = None
+    best = _widest_run(proj[lo:hi] == 0)
     if best is None or best[1] - best[0] < CLEAN_GUTTER_MIN * width:
         return None
     return lo + best[0], lo + best[1]
