@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -98,27 +100,26 @@ TEST(AtomicFile, FullDeviceReportsNoSpace) {
 }
 
 // A regular file that cannot grow (RLIMIT_FSIZE, as a full disk would stop it): the write fails,
-// the error says why, and neither the destination nor the temporary exists. In a child process:
-// the limit holds for the whole process.
+// the error says why, and neither the destination nor the temporary exists. Run in a child process
+// (the limit holds for the whole process); exits 0 when all is as it should be.
+[[noreturn]] void write_past_a_size_limit(const std::string& path, const fs::path& dir) {
+  std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  const rlimit limit{4096, 4096};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  const std::string e = error_of([&] {
+    AtomicFileWriter w(path, "--out");
+    for (int i = 0; i < 64; ++i) w.write(std::string(1024, 'x'));
+    w.commit();
+  });
+  const bool ok = e.rfind("--out: cannot write '" + path + "'", 0) == 0 && e.find("File too large") != std::string::npos &&
+                  names_in(dir).empty();
+  if (!ok) std::fprintf(stderr, "message: %s; files left: %zu\n", e.c_str(), names_in(dir).size());
+  std::exit(ok ? 0 : 1);
+}
+
 TEST(AtomicFileDeathTest, FileThatCannotGrowLeavesNothing) {
   TempDir dir;
-  const std::string path = dir.file("big.md");
-  EXPECT_EXIT(
-      {
-        std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
-        const rlimit limit{4096, 4096};
-        setrlimit(RLIMIT_FSIZE, &limit);
-        const std::string e = error_of([&] {
-          AtomicFileWriter w(path, "--out");
-          for (int i = 0; i < 64; ++i) w.write(std::string(1024, 'x'));
-          w.commit();
-        });
-        const bool ok = e.find("--out: cannot write '" + path + "'") == 0 && e.find("File too large") != std::string::npos &&
-                        names_in(dir.path()).empty();
-        if (!ok) std::fprintf(stderr, "message: %s; files left: %zu\n", e.c_str(), names_in(dir.path()).size());
-        std::exit(ok ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(write_past_a_size_limit(dir.file("big.md"), dir.path()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(AtomicFile, ALinkStaysALinkToTheNewFile) {
