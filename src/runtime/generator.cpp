@@ -98,9 +98,9 @@ std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> ite
 }
 
 void Generator::generate_fed(const std::function<std::optional<BatchItem>()>& next, int64_t max_batch, SchedulerStats* stats) {
+  if (max_batch < 1) throw_invalid("generate: at least one sequence at a time is needed, got " + std::to_string(max_batch));
   std::optional<BatchItem> first = next();
   if (!first) return;
-  if (max_batch < 1) throw_invalid("generate: at most 0 sequences at once");
   SchedulerOptions so = batch_options(first->options, max_batch, static_cast<size_t>(max_batch));
   // Items with a reference store skip the prefix cache; whether later ones have one is not known
   // yet, so the first decides (the OCR pipeline gives every pass the same options).

@@ -278,7 +278,9 @@ struct OcrRun::SideRun {
 // so a long pass does not let later ones pile up. Text is emitted in pass order, a pass's as it
 // comes once the passes before it have ended; its pages go to the sink then, and the pass is let go.
 void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes) {
-  const size_t ahead = 4 * opt_.passes_in_flight;  // passes made past the oldest unfinished one, at most
+  // Passes made past the oldest one not handed over, at most: room for a few to end early (they
+  // wait, holding their text) without stalling the others, and a bound on what waits.
+  const size_t ahead = 4 * opt_.passes_in_flight;
   std::vector<std::unique_ptr<SideRun>> runs(passes.size());
   size_t shown = 0, made = 0;  // the pass whose text streams now; passes made so far
   auto flush = [&] {

@@ -73,13 +73,14 @@ void write_document(OcrDocumentWriter& w, const std::vector<OcrPage>& pages) {
 }
 
 TEST(OcrDocumentWriter, PageByPageEqualsTheWholeDocument) {
-  Scratch s;
   for (size_t n : {size_t{1}, size_t{3}}) {  // one page has no page markers
+    Scratch s;
     const std::vector<OcrPage> all = sample_pages();
     const std::vector<OcrPage> pages(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
     OcrDocumentWriter w({s.file("out.md"), nullptr, s.file("out.json")}, pages.size(), kHead);
     write_document(w, pages);
     EXPECT_FALSE(fs::exists(s.file("out.md"))) << "nothing under the real names before finish()";
+    EXPECT_FALSE(fs::exists(s.file("out.json")));
     w.finish(kTail);
     EXPECT_EQ(read_all(s.file("out.md")), whole_markdown(pages)) << n << " page(s)";
     EXPECT_EQ(read_all(s.file("out.json")), whole_json(pages, kHead, kTail)) << n << " page(s)";
