@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "cmdline/commands.h"
+#include "doc/ocr_document_writer.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
@@ -36,13 +36,6 @@ struct OcrArgs {
   double dpi = 0;  // 0: the model's choice (300 for Unlimited-OCR)
   bool stream = false, quiet = false;
 };
-
-void write_file(const std::string& path, const std::string& text, const char* option) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw_invalid(std::string(option) + ": cannot write '" + path + "'");
-  f << text;
-  if (!f) throw_invalid(std::string(option) + ": cannot write '" + path + "'");
-}
 
 std::string human_bytes(size_t b) {
   char buf[32];
@@ -107,15 +100,24 @@ OcrCallbacks ocr_callbacks(const OcrArgs& a, bool progress) {
   return cb;
 }
 
-// The markdown to --out or stdout, the JSON to --json, warnings and the summary to stderr.
-void write_ocr_result(const OcrArgs& a, const OcrResult& r) {
+// Pages to the document writer as the pipeline hands them over (their JSON entries only when a
+// JSON file is written).
+class WriterSink : public OcrPageSink {
+ public:
+  WriterSink(OcrDocumentWriter& writer, const OcrPages& pages, bool json) : writer_(writer), pages_(pages), json_(json) {}
+  void page(size_t index, OcrPage page) override {
+    writer_.page(index, page, json_ ? ocr_page_entry(pages_, index, page) : nlohmann::json());
+  }
+
+ private:
+  OcrDocumentWriter& writer_;
+  const OcrPages& pages_;
+  bool json_;
+};
+
+// Warnings and the summary to stderr.
+void report_ocr_run(const OcrArgs& a, const OcrSummary& r) {
   for (const std::string& w : r.warnings) std::fprintf(stderr, "folio: warning: %s\n", w.c_str());
-  std::string markdown = r.markdown;
-  if (!markdown.empty() && markdown.back() != '\n') markdown += '\n';
-  if (!a.out.empty()) write_file(a.out, markdown, "--out");
-  else if (!a.stream) std::fwrite(markdown.data(), 1, markdown.size(), stdout);
-  if (!a.json.empty()) write_file(a.json, r.json.dump(2) + "\n", "--json");
-  std::fflush(stdout);
   if (a.quiet) return;
   const OcrStats& s = r.stats;
   std::fprintf(stderr,
@@ -146,11 +148,23 @@ int run_ocr_command(const OcrArgs& a) {
     if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
   }
   if (opt.passes_in_flight == 0) opt.passes_in_flight = automatic_passes_in_flight(*model, pages, opt, a.stream);
-  const bool progress = !a.quiet && isatty(STDERR_FILENO) && !(a.stream && isatty(STDOUT_FILENO));
-  const OcrResult r = run_ocr(*model, pages, opt, threads, ocr_callbacks(a, progress));
+  // The markdown goes to --out, or to stdout page by page (unless --stream prints the text there);
+  // the JSON to --json, page by page too: memory holds a few passes, not the document. Files are
+  // renamed into place once whole (doc/ocr_document_writer.h).
+  OcrOutputTargets targets;
+  targets.markdown_path = a.out;
+  if (a.out.empty() && !a.stream) targets.markdown_stream = stdout;
+  targets.json_path = a.json;
+  OcrDocumentWriter writer(targets, pages.size(), ocr_json_head(*model, opt));
+  WriterSink sink(writer, pages, !a.json.empty());
+  // Text on the terminal (streamed, or markdown page by page) is its own progress.
+  const bool text_on_terminal = (a.stream || targets.markdown_stream) && isatty(STDOUT_FILENO);
+  const bool progress = !a.quiet && isatty(STDERR_FILENO) && !text_on_terminal;
+  const OcrSummary r = run_ocr_pages(*model, pages, opt, threads, sink, ocr_callbacks(a, progress));
   if (progress) std::fputs("\r\033[K", stderr);
   if (a.stream) std::fputs("\n", stdout);
-  write_ocr_result(a, r);
+  writer.finish(ocr_json_tail(*model, opt, r));
+  report_ocr_run(a, r);
   return 0;
 }
 

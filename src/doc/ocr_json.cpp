@@ -18,33 +18,35 @@ std::string valid_utf8(const std::string& s) {
 
 }  // namespace
 
-nlohmann::json ocr_to_json(const std::vector<OcrPage>& pages, std::span<const PageSize> page_sizes) {
+nlohmann::json ocr_page_to_json(const OcrPage& page, size_t index, const PageSize* size) {
   using nlohmann::json;
-  json out_pages = json::array();
-  for (size_t i = 0; i < pages.size(); ++i) {
-    const bool sized = i < page_sizes.size();
-    json p = {{"page", i + 1}};
-    if (sized) {
-      p["width"] = page_sizes[i].width;
-      p["height"] = page_sizes[i].height;
-    }
-    p["markdown"] = valid_utf8(page_markdown(pages[i]));
-    json blocks = json::array();
-    for (const OcrBlock& b : pages[i].blocks) {
-      json jb = {{"label", valid_utf8(b.label)}, {"text", valid_utf8(b.text)}};
-      json px = json::array(), norm = json::array();
-      for (const OcrBox& box : b.boxes) {
-        norm.push_back(box);
-        if (sized) px.push_back(box_to_pixels(box, page_sizes[i].width, page_sizes[i].height));
-      }
-      if (sized) jb["boxes"] = px;
-      jb["boxes_normalized"] = norm;
-      blocks.push_back(std::move(jb));
-    }
-    p["blocks"] = std::move(blocks);
-    out_pages.push_back(std::move(p));
+  json p = {{"page", index + 1}};
+  if (size) {
+    p["width"] = size->width;
+    p["height"] = size->height;
   }
-  return json{{"pages", std::move(out_pages)}};
+  p["markdown"] = valid_utf8(page_markdown(page));
+  json blocks = json::array();
+  for (const OcrBlock& b : page.blocks) {
+    json jb = {{"label", valid_utf8(b.label)}, {"text", valid_utf8(b.text)}};
+    json px = json::array(), norm = json::array();
+    for (const OcrBox& box : b.boxes) {
+      norm.push_back(box);
+      if (size) px.push_back(box_to_pixels(box, size->width, size->height));
+    }
+    if (size) jb["boxes"] = px;
+    jb["boxes_normalized"] = norm;
+    blocks.push_back(std::move(jb));
+  }
+  p["blocks"] = std::move(blocks);
+  return p;
+}
+
+nlohmann::json ocr_to_json(const std::vector<OcrPage>& pages, std::span<const PageSize> page_sizes) {
+  nlohmann::json out_pages = nlohmann::json::array();
+  for (size_t i = 0; i < pages.size(); ++i)
+    out_pages.push_back(ocr_page_to_json(pages[i], i, i < page_sizes.size() ? &page_sizes[i] : nullptr));
+  return nlohmann::json{{"pages", std::move(out_pages)}};
 }
 
 }  // namespace folio

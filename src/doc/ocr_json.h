@@ -25,4 +25,8 @@ struct PageSize {
 
 nlohmann::json ocr_to_json(const std::vector<OcrPage>& pages, std::span<const PageSize> page_sizes);
 
+// One element of "pages": page `index` (0-based), sized when `size` is given. ocr_to_json's pages
+// are exactly these, so a document written page by page equals the whole one.
+nlohmann::json ocr_page_to_json(const OcrPage& page, size_t index, const PageSize* size);
+
 }  // namespace folio

@@ -46,15 +46,18 @@ std::string page_markdown(const OcrPage& page) {
   return md;
 }
 
+std::string document_markdown_piece(const OcrPage& page, size_t index, size_t total) {
+  if (total == 1) return page_markdown(page);
+  std::string md = index > 0 ? "\n\n" : "";
+  md += "<!-- page " + std::to_string(index + 1) + " -->";
+  const std::string body = page_markdown(page);
+  if (!body.empty()) md += "\n\n" + body;
+  return md;
+}
+
 std::string document_markdown(const std::vector<OcrPage>& pages) {
-  if (pages.size() == 1) return page_markdown(pages[0]);
   std::string md;
-  for (size_t i = 0; i < pages.size(); ++i) {
-    if (i > 0) md += "\n\n";
-    md += "<!-- page " + std::to_string(i + 1) + " -->";
-    const std::string body = page_markdown(pages[i]);
-    if (!body.empty()) md += "\n\n" + body;
-  }
+  for (size_t i = 0; i < pages.size(); ++i) md += document_markdown_piece(pages[i], i, pages.size());
   return md;
 }
 

@@ -25,4 +25,9 @@ std::string page_markdown(const OcrPage& page);
 
 std::string document_markdown(const std::vector<OcrPage>& pages);
 
+// Page `index` (0-based) of a document of `total` pages as document_markdown writes it, with the
+// separator before it: document_markdown is these pieces one after another, so a document can be
+// written page by page without holding its pages.
+std::string document_markdown_piece(const OcrPage& page, size_t index, size_t total);
+
 }  // namespace folio

@@ -74,6 +74,16 @@ class Generator {
   // `stats`, when given, receives the scheduler's counters at the end (forward passes, their time).
   std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats = nullptr);
 
+  // As generate_batch, for items made only when they can start, so a long run holds what decodes
+  // now, not every item: `next` is asked for an item whenever fewer than `max_batch` decode (first
+  // before anything runs, then after an item ends, in the on_done's wake) and returns nullopt when
+  // it has none to give now; the call ends once nothing decodes and `next` gives nothing. Items
+  // decode as generate_batch's would (the same tokens), under the first item's policy and prefill
+  // chunk; each result goes only to its item's on_done, nothing is kept. An item's reference must
+  // live until its on_done. The first exception (from `next`, an on_token, an on_done, or a
+  // sequence's error) ends every item, with no more callbacks, and is rethrown.
+  void generate_fed(const std::function<std::optional<BatchItem>()>& next, int64_t max_batch, SchedulerStats* stats = nullptr);
+
   // From now on the reference KV of finished requests is kept (up to `bytes`, LRU) and a later call
   // whose reference repeats leading parts restores them instead of prefilling (the server's prefix
   // cache; runtime/prefix_kv_cache.h). Not for requests with a reference store (those skip it).

@@ -119,12 +119,13 @@ KVPolicy policy_for_budget(OcrModel& model, const OcrPages& pages, const OcrOpti
 
 namespace {
 
-// One run_ocr: its pool, reference store, result and progress; passes are read in order.
+// One reading of a document: its pool, reference store, stats and progress. Pages go to the sink
+// as their passes end, in page order; text and tokens are kept only for run_ocr (`keep`).
 class OcrRun {
  public:
   OcrRun(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb,
-         size_t passes)
-      : model_(model), pages_(pages), opt_(opt), threads_(threads), cb_(cb),
+         size_t passes, OcrPageSink& sink, OcrResult* keep)
+      : model_(model), pages_(pages), opt_(opt), threads_(threads), cb_(cb), sink_(sink), keep_(keep),
         pool_(opt.kv_types ? model.decoder().kv_layout(*opt.kv_types) : model.decoder().kv_layout(opt.kv_dtype), opt.kv_budget),
         gen_(model.decoder(), pool_, threads) {
     if (!opt.kv_offload_dir.empty())
@@ -132,27 +133,30 @@ class OcrRun {
                                              std::make_unique<FileTier>(opt.kv_offload_dir, opt.kv_cold_bytes));
     // Reference KV kept between the passes (a store reads its reference from disk instead).
     else if (opt.prefix_cache_bytes > 0) gen_.keep_references(opt.prefix_cache_bytes);
-    out_.stats.pages = pages.size();
-    out_.stats.passes = passes;
+    stats_.pages = pages.size();
+    stats_.passes = passes;
     prog_.pages_total = pages.size();
     prog_.passes = passes;
   }
 
   void read_pass(size_t pi, size_t first, size_t count);
   void read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes);
-  OcrResult finish();
+  OcrSummary finish();
 
  private:
+  struct SideRun;
+
   void report() {
     if (cb_.on_progress) cb_.on_progress(prog_);
   }
   void emit(std::string_view s) {
-    out_.text.append(s);
+    if (keep_) keep_->text.append(s);
     if (cb_.on_text && !s.empty()) cb_.on_text(s);
   }
   OcrPass prepare(size_t first, size_t count);
   GenerationOptions options(const OcrPass& pass, size_t pi, size_t count) const;
-  void absorb(GenerationResult r);
+  void absorb(const GenerationResult& r);
+  void hand_over(std::string_view text, size_t first, size_t count);
   void count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before);
 
   OcrModel& model_;
@@ -160,10 +164,13 @@ class OcrRun {
   const OcrOptions& opt_;
   ThreadPool& threads_;
   const OcrCallbacks& cb_;
+  OcrPageSink& sink_;
+  OcrResult* keep_;  // run_ocr's: text, tokens and predicted ids collect here
   KVBlockPool pool_;
   Generator gen_;
   std::unique_ptr<TieredStore> store_;
-  OcrResult out_;
+  OcrStats stats_;
+  std::vector<std::string> warnings_;
   OcrProgress prog_;
 };
 
@@ -183,7 +190,7 @@ OcrPass OcrRun::prepare(size_t first, size_t count) {
   // Kept reference KV is found by content: every page's rows are produced (encoded) now and keyed.
   if (opt_.prefix_cache_bytes > 0 && opt_.policy.reference_reusable())
     for (ReferencePart& part : pass.reference) produce_keyed(part, model_.decoder().config().hidden);
-  out_.stats.encode_ms += ms_between(start, Clock::now());
+  stats_.encode_ms += ms_between(start, Clock::now());
   return pass;
 }
 
@@ -198,8 +205,8 @@ GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) 
   if (opt_.no_repeat_window) g.no_repeat_window = *opt_.no_repeat_window;
   if (opt_.teacher) {
     const std::vector<int64_t>& per_pass = opt_.teacher->stats.pass_tokens;
-    FOLIO_CHECK_INPUT(per_pass.size() == out_.stats.passes, "teacher forcing: the teacher run has " + std::to_string(per_pass.size()) +
-                                                                " passes, this one " + std::to_string(out_.stats.passes));
+    FOLIO_CHECK_INPUT(per_pass.size() == stats_.passes, "teacher forcing: the teacher run has " + std::to_string(per_pass.size()) +
+                                                           " passes, this one " + std::to_string(stats_.passes));
     size_t at = 0;
     for (size_t k = 0; k < pi; ++k) at += static_cast<size_t>(per_pass[k]);
     const auto from = opt_.teacher->tokens.begin() + static_cast<std::ptrdiff_t>(at);
@@ -209,30 +216,39 @@ GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) 
   return g;
 }
 
+// A pass's text, parsed into exactly its pages, to the sink.
+void OcrRun::hand_over(std::string_view text, size_t first, size_t count) {
+  std::vector<OcrPage> fitted = fit_ocr_pages(model_.parse(text), count, first, warnings_);
+  for (size_t k = 0; k < count; ++k) sink_.page(first + k, std::move(fitted[k]));
+}
+
 void OcrRun::read_pass(size_t pi, size_t first, size_t count) {
   prog_.pass = pi + 1;
   if (pi > 0) emit("\n\n");
   OcrPass pass = prepare(first, count);
   const GenerationOptions g = options(pass, pi, count);
   StreamingDetokenizer detok(model_.tokenizer());
-  const size_t text_start = out_.text.size();
+  std::string text;  // this pass's
+  auto say = [&](std::string_view s) {
+    text.append(s);
+    emit(s);
+  };
   std::optional<Clock::time_point> first_token;
-  const double decode_ms_before = out_.stats.decode_ms;
+  const double decode_ms_before = stats_.decode_ms;
   const int32_t eos = model_.decoder().config().eos_id;
   int64_t pass_tokens = 0;
   auto on_token = [&](int32_t tok) {
-    if (pass.write_token) emit(pass.write_token(tok));
-    else if (!(g.stop_at_eos && tok == eos)) emit(detok.push(tok));
+    if (pass.write_token) say(pass.write_token(tok));
+    else if (!(g.stop_at_eos && tok == eos)) say(detok.push(tok));
     count_token(first_token, decode_ms_before);
     // The first token comes from the prefill's logits, before any generated token is stored (and
     // before --kv-keep compresses the reference): what decoding holds is seen from the second on.
-    if (++pass_tokens > 1) out_.stats.kv_bytes_decoding_max = std::max(out_.stats.kv_bytes_decoding_max, prog_.kv_bytes);
+    if (++pass_tokens > 1) stats_.kv_bytes_decoding_max = std::max(stats_.kv_bytes_decoding_max, prog_.kv_bytes);
     return true;
   };
   absorb(gen_.generate(pass.reference, g, on_token));
-  emit(pass.write_end ? pass.write_end() : detok.flush());
-  for (OcrPage& p : fit_ocr_pages(model_.parse(std::string_view(out_.text).substr(text_start)), count, first, out_.warnings))
-    out_.pages.push_back(std::move(p));
+  say(pass.write_end ? pass.write_end() : detok.flush());
+  hand_over(text, first, count);
 }
 
 // A token generated: the progress figures (decode rate since the first token of this decoding).
@@ -243,88 +259,96 @@ void OcrRun::count_token(std::optional<Clock::time_point>& first_token, double d
   const double ms = decode_ms_before + ms_between(*first_token, now);
   prog_.tokens_per_s = ms > 0 ? 1000.0 * static_cast<double>(prog_.tokens) / ms : 0.0;
   prog_.kv_bytes = pool_.bytes_in_use();
-  out_.stats.kv_bytes_last = prog_.kv_bytes;
+  stats_.kv_bytes_last = prog_.kv_bytes;
   report();
 }
 
-// Every pass prepared, then decoded side by side; each pass's text is kept apart and emitted in
-// pass order, a pass's as it comes once the passes before it have ended.
+// One pass decoding side by side with others, from its preparation until its pages are handed over.
+struct OcrRun::SideRun {
+  OcrPass pass;
+  std::optional<StreamingDetokenizer> detok;
+  std::string text;
+  size_t sent = 0;      // of text, emitted
+  bool opened = false;  // its separator emitted: it is the pass streaming now, or was
+  std::optional<GenerationResult> result;  // set when it ended
+};
+
+// Passes decoded side by side, each prepared only when it can start (a prepared pass of the mini
+// models holds its pages' readings) and at most a few passes past the oldest one still decoding,
+// so a long pass does not let later ones pile up. Text is emitted in pass order, a pass's as it
+// comes once the passes before it have ended; its pages go to the sink then, and the pass is let go.
 void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes) {
-  struct Run {
-    OcrPass pass;
-    std::optional<StreamingDetokenizer> detok;
-    std::string text;
-    size_t sent = 0;      // of text, emitted
-    bool opened = false;  // its separator emitted: it is the pass streaming now, or was
-    bool done = false;
-  };
-  std::vector<Run> runs(passes.size());
-  std::vector<Generator::BatchItem> items;
-  for (size_t k = 0; k < passes.size(); ++k) {
-    runs[k].pass = prepare(passes[k].first, passes[k].second);
-    runs[k].detok.emplace(model_.tokenizer());
-  }
-  size_t shown = 0;  // the pass whose text streams now
+  // Passes made past the oldest one not handed over, at most: room for a few to end early (they
+  // wait, holding their text) without stalling the others, and a bound on what waits.
+  const size_t ahead = 4 * opt_.passes_in_flight;
+  std::vector<std::unique_ptr<SideRun>> runs(passes.size());
+  size_t shown = 0, made = 0;  // the pass whose text streams now; passes made so far
   auto flush = [&] {
-    for (; shown < runs.size(); ++shown) {
-      Run& r = runs[shown];
+    for (; shown < runs.size() && runs[shown]; ++shown) {
+      SideRun& r = *runs[shown];
       prog_.pass = shown + 1;
       if (!r.opened && shown > 0) emit("\n\n");  // as one pass after another: at the pass's start
       r.opened = true;
       emit(std::string_view(r.text).substr(r.sent));
       r.sent = r.text.size();
-      if (!r.done) return;
+      if (!r.result) return;
+      absorb(*r.result);
+      hand_over(r.text, passes[shown].first, passes[shown].second);
+      runs[shown].reset();
     }
   };
   std::optional<Clock::time_point> first_token;
-  const double decode_ms_before = out_.stats.decode_ms;
+  const double decode_ms_before = stats_.decode_ms;
   const int32_t eos = model_.decoder().config().eos_id;
-  for (size_t k = 0; k < runs.size(); ++k) {
-    GenerationOptions g = options(runs[k].pass, k, passes[k].second);
+  auto next = [&]() -> std::optional<Generator::BatchItem> {
+    if (made == passes.size() || made >= shown + ahead) return std::nullopt;
+    const size_t k = made++;
+    runs[k] = std::make_unique<SideRun>();
+    SideRun& run = *runs[k];
+    run.pass = prepare(passes[k].first, passes[k].second);
+    run.detok.emplace(model_.tokenizer());
+    GenerationOptions g = options(run.pass, k, passes[k].second);
     const bool skip_eos = g.stop_at_eos;
     auto on_token = [&, k, skip_eos](int32_t tok) {
-      Run& r = runs[k];
+      SideRun& r = *runs[k];
       if (r.pass.write_token) r.text += r.pass.write_token(tok);
       else if (!(skip_eos && tok == eos)) r.text += r.detok->push(tok);
       flush();
       count_token(first_token, decode_ms_before);
       return true;
     };
-    auto on_done = [&, k](const GenerationResult&) {
-      Run& r = runs[k];
+    auto on_done = [&, k](const GenerationResult& res) {
+      SideRun& r = *runs[k];
       r.text += r.pass.write_end ? r.pass.write_end() : r.detok->flush();
-      r.done = true;
+      r.result = res;
+      r.pass = OcrPass{};  // its pages' readings: only the text is needed from here
       flush();
     };
-    items.push_back({runs[k].pass.reference, std::move(g), on_token, on_done});
-  }
-  OcrStats& st = out_.stats;
+    return Generator::BatchItem{run.pass.reference, std::move(g), on_token, on_done};
+  };
+  OcrStats& st = stats_;
   const double prefill_before = st.prefill_ms, produce_before = st.encode_ms;
   const auto start = Clock::now();
   SchedulerStats steps;
-  std::vector<GenerationResult> results = gen_.generate_batch(items, static_cast<int64_t>(opt_.passes_in_flight), &steps);
+  gen_.generate_fed(next, static_cast<int64_t>(opt_.passes_in_flight), &steps);
   const auto end = Clock::now();
-  for (size_t k = 0; k < runs.size(); ++k) {
-    absorb(std::move(results[k]));
-    for (OcrPage& p : fit_ocr_pages(model_.parse(runs[k].text), passes[k].second, passes[k].first, out_.warnings))
-      out_.pages.push_back(std::move(p));
-  }
   // The passes shared their forward passes, so their own times overlap: prefill is the time of the
   // forward passes that prefilled (no pass decodes in those), decode the rest of the batch's time
-  // besides producing rows (encoding pages, counted by each pass: it happens one part at a time).
+  // besides producing rows (preparing passes and encoding pages, counted by each pass: it happens
+  // one part at a time).
   const double total = ms_between(start, end), produce = st.encode_ms - produce_before;
   st.prefill_ms = prefill_before + steps.prefill_forward_ms;
   st.decode_ms = decode_ms_before + std::max(0.0, total - produce - steps.prefill_forward_ms);
 }
 
-void OcrRun::absorb(GenerationResult r) {
-  OcrStats& st = out_.stats;
-  out_.predicted.insert(out_.predicted.end(), r.predicted.begin(), r.predicted.end());
+void OcrRun::absorb(const GenerationResult& r) {
+  OcrStats& st = stats_;
   const auto generated = static_cast<int64_t>(r.tokens.size());
+  if (keep_) {
+    keep_->predicted.insert(keep_->predicted.end(), r.predicted.begin(), r.predicted.end());
+    keep_->tokens.insert(keep_->tokens.end(), r.tokens.begin(), r.tokens.end());
+  }
   st.pass_tokens.push_back(generated);
-  // Moved, not copied while generating: a long document's tokens are held once.
-  if (out_.tokens.empty()) out_.tokens = std::move(r.tokens);
-  else out_.tokens.insert(out_.tokens.end(), r.tokens.begin(), r.tokens.end());
   st.reference_tokens += r.reference_tokens;
   st.cached_reference_tokens += r.cached_prompt_tokens;
   st.decode_tokens += generated;
@@ -359,8 +383,8 @@ nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
           {"stop_reasons", st.stop_reasons}};
 }
 
-OcrResult OcrRun::finish() {
-  OcrStats& st = out_.stats;
+OcrSummary OcrRun::finish() {
+  OcrStats& st = stats_;
   st.tokens_per_s = st.decode_ms > 0 ? 1000.0 * static_cast<double>(st.decode_tokens) / st.decode_ms : 0.0;
   st.kv_bytes_peak = pool_.peak_bytes();
   if (store_) {
@@ -370,34 +394,73 @@ OcrResult OcrRun::finish() {
     st.kv_store_promotions = ts.tiers[1].promotions;
   }
   st.rss_peak_bytes = peak_rss_bytes();
-  for (const OcrPage& p : out_.pages) out_.page_markdown.push_back(page_markdown(p));
-  out_.markdown = document_markdown(out_.pages);
-  out_.json = ocr_to_json(out_.pages, pages_.sizes());
-  for (size_t i = 0; i < pages_.size() && i < out_.json["pages"].size(); ++i) {
-    out_.json["pages"][i]["source"] = pages_.page(i).file;
-    out_.json["pages"][i]["source_page"] = pages_.page(i).index + 1;
-  }
-  out_.json["model"] = model_.name();
-  out_.json["mode"] = mode_name(opt_.mode);
-  out_.json["stats"] = stats_json(st, opt_.policy);
-  out_.json["stats"]["encoder_precision"] = model_.encoder_precision();
-  if (!out_.warnings.empty()) out_.json["warnings"] = out_.warnings;
-  return std::move(out_);
+  return {std::move(stats_), std::move(warnings_)};
 }
 
-}  // namespace
-
-OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
+OcrSummary read_document(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads,
+                         const OcrCallbacks& cb, OcrPageSink& sink, OcrResult* keep) {
   if (opt.max_tokens < 0) throw_invalid("--max-tokens must not be negative");
   const auto passes = plan_ocr_passes(model, pages, opt);
   if (opt.passes_in_flight < 1) throw_invalid("--passes-in-flight must be at least 1");
-  OcrRun run(model, pages, opt, threads, cb, passes.size());
+  OcrRun run(model, pages, opt, threads, cb, passes.size(), sink, keep);
   if (opt.passes_in_flight > 1 && passes.size() > 1) {
     run.read_side_by_side(passes);
   } else {
     for (size_t pi = 0; pi < passes.size(); ++pi) run.read_pass(pi, passes[pi].first, passes[pi].second);
   }
   return run.finish();
+}
+
+class CollectPages : public OcrPageSink {
+ public:
+  explicit CollectPages(std::vector<OcrPage>& into) : into_(into) {}
+  void page(size_t, OcrPage page) override { into_.push_back(std::move(page)); }
+
+ private:
+  std::vector<OcrPage>& into_;
+};
+
+}  // namespace
+
+nlohmann::json ocr_json_head(const OcrModel& model, const OcrOptions& opt) {
+  return {{"model", model.name()}, {"mode", mode_name(opt.mode)}};
+}
+
+nlohmann::json ocr_page_entry(const OcrPages& pages, size_t index, const OcrPage& page) {
+  const OcrPageRef& ref = pages.page(index);
+  const PageSize size{ref.width, ref.height};
+  nlohmann::json entry = ocr_page_to_json(page, index, &size);
+  entry["source"] = ref.file;
+  entry["source_page"] = ref.index + 1;
+  return entry;
+}
+
+nlohmann::json ocr_json_tail(const OcrModel& model, const OcrOptions& opt, const OcrSummary& summary) {
+  nlohmann::json tail = {{"stats", stats_json(summary.stats, opt.policy)}};
+  tail["stats"]["encoder_precision"] = model.encoder_precision();
+  if (!summary.warnings.empty()) tail["warnings"] = summary.warnings;
+  return tail;
+}
+
+OcrSummary run_ocr_pages(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, OcrPageSink& sink,
+                         const OcrCallbacks& cb) {
+  return read_document(model, pages, opt, threads, cb, sink, nullptr);
+}
+
+OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, const OcrCallbacks& cb) {
+  OcrResult out;
+  CollectPages collect(out.pages);
+  OcrSummary summary = read_document(model, pages, opt, threads, cb, collect, &out);
+  for (const OcrPage& p : out.pages) out.page_markdown.push_back(page_markdown(p));
+  out.markdown = document_markdown(out.pages);
+  out.json = ocr_json_head(model, opt);
+  out.json["pages"] = nlohmann::json::array();
+  for (size_t i = 0; i < out.pages.size(); ++i) out.json["pages"].push_back(ocr_page_entry(pages, i, out.pages[i]));
+  const nlohmann::json tail = ocr_json_tail(model, opt, summary);
+  for (const auto& [key, value] : tail.items()) out.json[key] = value;
+  out.stats = std::move(summary.stats);
+  out.warnings = std::move(summary.warnings);
+  return out;
 }
 
 }  // namespace folio

@@ -124,7 +124,40 @@ std::vector<std::pair<size_t, size_t>> plan_ocr_passes(OcrModel& model, const Oc
 // warning says so.
 std::vector<OcrPage> fit_ocr_pages(std::vector<OcrPage> parsed, size_t count, size_t first, std::vector<std::string>& warnings);
 
+// Reads the document and collects everything: text, tokens, pages, markdown and JSON. Holds the
+// whole document; run_ocr_pages holds a few passes.
 OcrResult run_ocr(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads,
                   const OcrCallbacks& callbacks = {});
+
+// Where run_ocr_pages hands the pages over as they are read.
+class OcrPageSink {
+ public:
+  virtual ~OcrPageSink() = default;
+  // Page `index` (0-based among the pages read), once per page and in page order: as soon as its
+  // pass has ended and every page before it was handed over (passes side by side can end out of
+  // order; the later ones wait). An exception thrown here ends the run; run_ocr_pages rethrows it.
+  virtual void page(size_t index, OcrPage page) = 0;
+};
+
+// What is known of a document once every page was handed over.
+struct OcrSummary {
+  OcrStats stats;
+  std::vector<std::string> warnings;
+};
+
+// Reads the document as run_ocr does (the same pages, stats and streamed text), handing each page
+// to `sink` and keeping neither the text nor the tokens: what it holds is the passes in flight
+// (OcrOptions::passes_in_flight, and passes that ended but wait for an earlier one, a bounded few),
+// not the document. The rolling policy reads the document in one pass, whose text is held until it
+// ends. Errors as run_ocr's; pages handed over before an error stay handed over.
+OcrSummary run_ocr_pages(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, ThreadPool& threads, OcrPageSink& sink,
+                         const OcrCallbacks& callbacks = {});
+
+// The pieces of OcrResult::json, for writing it page by page (doc/ocr_document_writer.h): the
+// members before "pages" ("model", "mode"), the entry of page `index` (ocr_page_to_json plus its
+// "source" file and 1-based "source_page"), and the members after "pages" ("stats", "warnings").
+nlohmann::json ocr_json_head(const OcrModel& model, const OcrOptions& opt);
+nlohmann::json ocr_page_entry(const OcrPages& pages, size_t index, const OcrPage& page);
+nlohmann::json ocr_json_tail(const OcrModel& model, const OcrOptions& opt, const OcrSummary& summary);
 
 }  // namespace folio

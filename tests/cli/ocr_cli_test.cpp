@@ -146,6 +146,20 @@ TEST_F(OcrCli, StreamAndDirectoriesOfImages) {
   EXPECT_FALSE(r.out.empty());  // the decoded text, streamed
 }
 
+// --out and --json are written page by page under temporary names and renamed once whole: a
+// destination that cannot be created fails before any page is read, a full disk (/dev/full, written
+// in place) when the JSON is closed; the error names the option, the path and the reason, and the
+// other file is not left behind either.
+TEST_F(OcrCli, OutputThatCannotBeWrittenLeavesNothing) {
+  fs::create_directories(dir_ / "outs");
+  expect_refused(ocr(kDoc + "two_pages.pdf --out " + path("no_dir/out.md")),
+                 {"--out: cannot write '" + path("no_dir/out.md") + "'", "No such file or directory"});
+  if (fs::exists("/dev/full"))
+    expect_refused(ocr(kDoc + "two_pages.pdf --out " + path("outs/out.md") + " --json /dev/full"),
+                   {"--json: cannot write '/dev/full'", "No space left on device"});
+  EXPECT_TRUE(fs::is_empty(dir_ / "outs"));
+}
+
 TEST_F(OcrCli, CorruptPdf) { expect_refused(ocr(kDoc + "corrupt.pdf"), {"corrupt.pdf", "corrupt"}); }
 
 TEST_F(OcrCli, EncryptedPdf) { expect_refused(ocr(kDoc + "encrypted.pdf"), {"encrypted.pdf", "encrypted", "password"}); }
