@@ -14,29 +14,13 @@
 #include "core/error.h"
 #include "doc/ocr_json.h"
 #include "doc/ocr_markdown.h"
+#include "../io/io_test_util.h"
 
 namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("folio_ocr_writer_test_" + std::to_string(getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-  size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir), {})); }
-};
-
-std::string read_all(const std::string& path) {
-  std::stringstream s;
-  s << std::ifstream(path, std::ios::binary).rdbuf();
-  return s.str();
-}
 
 // Three pages as the model writes them: headings, a table, an image, an empty page, non-ASCII text.
 std::vector<OcrPage> sample_pages() {
@@ -74,7 +58,7 @@ void write_document(OcrDocumentWriter& w, const std::vector<OcrPage>& pages) {
 
 TEST(OcrDocumentWriter, PageByPageEqualsTheWholeDocument) {
   for (size_t n : {size_t{1}, size_t{3}}) {  // one page has no page markers
-    Scratch s;
+    testing::TempDir s;
     const std::vector<OcrPage> all = sample_pages();
     const std::vector<OcrPage> pages(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
     OcrDocumentWriter w({s.file("out.md"), nullptr, s.file("out.json")}, pages.size(), kHead);
@@ -82,30 +66,30 @@ TEST(OcrDocumentWriter, PageByPageEqualsTheWholeDocument) {
     EXPECT_FALSE(fs::exists(s.file("out.md"))) << "nothing under the real names before finish()";
     EXPECT_FALSE(fs::exists(s.file("out.json")));
     w.finish(kTail);
-    EXPECT_EQ(read_all(s.file("out.md")), whole_markdown(pages)) << n << " page(s)";
-    EXPECT_EQ(read_all(s.file("out.json")), whole_json(pages, kHead, kTail)) << n << " page(s)";
+    EXPECT_EQ(testing::read_bytes(s.file("out.md")), whole_markdown(pages)) << n << " page(s)";
+    EXPECT_EQ(testing::read_bytes(s.file("out.json")), whole_json(pages, kHead, kTail)) << n << " page(s)";
     EXPECT_EQ(s.entries(), 2u) << "no temporary left";
   }
 }
 
 TEST(OcrDocumentWriter, MarkdownToAStreamAsPagesCome) {
-  Scratch s;
+  testing::TempDir s;
   const std::vector<OcrPage> pages = sample_pages();
   std::FILE* f = std::fopen(s.file("stdout.md").c_str(), "wb");
   ASSERT_NE(f, nullptr);
   OcrDocumentWriter w({"", f, ""}, pages.size(), kHead);
   w.page(0, pages[0], {});
   std::fflush(f);
-  EXPECT_EQ(read_all(s.file("stdout.md")), document_markdown_piece(pages[0], 0, 3));  // the first page, already
+  EXPECT_EQ(testing::read_bytes(s.file("stdout.md")), document_markdown_piece(pages[0], 0, 3));  // the first page, already
   w.page(1, pages[1], {});
   w.page(2, pages[2], {});
   w.finish({});
   std::fclose(f);
-  EXPECT_EQ(read_all(s.file("stdout.md")), whole_markdown(pages));
+  EXPECT_EQ(testing::read_bytes(s.file("stdout.md")), whole_markdown(pages));
 }
 
 TEST(OcrDocumentWriter, PagesOutOfOrderAreRefused) {
-  Scratch s;
+  testing::TempDir s;
   const std::vector<OcrPage> pages = sample_pages();
   {
     OcrDocumentWriter w({s.file("out.md"), nullptr, s.file("out.json")}, pages.size(), kHead);
@@ -117,7 +101,7 @@ TEST(OcrDocumentWriter, PagesOutOfOrderAreRefused) {
 }
 
 TEST(OcrDocumentWriter, AMissingDirectoryFailsBeforeAnyPage) {
-  Scratch s;
+  testing::TempDir s;
   try {
     OcrDocumentWriter w({s.file("out.md"), nullptr, s.file("nowhere/out.json")}, 3, kHead);
     FAIL() << "no error";
@@ -133,7 +117,7 @@ TEST(OcrDocumentWriter, AMissingDirectoryFailsBeforeAnyPage) {
 // not left behind either.
 TEST(OcrDocumentWriter, AFullDiskLeavesNeitherFile) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
-  Scratch s;
+  testing::TempDir s;
   const std::vector<OcrPage> pages = sample_pages();
   try {
     OcrDocumentWriter w({s.file("out.md"), nullptr, "/dev/full"}, pages.size(), kHead);
@@ -151,7 +135,7 @@ TEST(OcrDocumentWriter, AFullDiskLeavesNeitherFile) {
 // The run failed after two pages (the writer is dropped without finish()): nothing is left, and an
 // older file of the same name stays as it was.
 TEST(OcrDocumentWriter, AnAbandonedDocumentLeavesNothing) {
-  Scratch s;
+  testing::TempDir s;
   std::ofstream(s.file("out.json")) << "yesterday's";
   const std::vector<OcrPage> pages = sample_pages();
   {
@@ -160,7 +144,7 @@ TEST(OcrDocumentWriter, AnAbandonedDocumentLeavesNothing) {
     w.page(1, pages[1], json::object());
   }
   EXPECT_FALSE(fs::exists(s.file("out.md")));
-  EXPECT_EQ(read_all(s.file("out.json")), "yesterday's");
+  EXPECT_EQ(testing::read_bytes(s.file("out.json")), "yesterday's");
   EXPECT_EQ(s.entries(), 1u);
 }
 

@@ -15,6 +15,7 @@
 #include "doc/ocr_markdown.h"
 #include "runtime/ocr_mini2.h"
 #include "runtime/ocr_pipeline.h"
+#include "../io/io_test_util.h"
 
 namespace folio {
 namespace {
@@ -60,23 +61,6 @@ struct WriterSink : OcrPageSink {
   size_t handed = 0;
 };
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("folio_ocr_page_sink_test_" + std::to_string(getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-  size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir), {})); }
-};
-
-std::string read_all(const std::string& path) {
-  std::stringstream s;
-  s << std::ifstream(path, std::ios::binary).rdbuf();
-  return s.str();
-}
-
 TEST(OcrPageSink, PagesComeInPageOrderWhenALaterPassEndsFirst) {
   ThreadPool threads(2);
   const OcrPages pages = copies(3);  // passes: pages 1-2 and page 3
@@ -101,7 +85,7 @@ TEST(OcrPageSink, PagesComeInPageOrderWhenALaterPassEndsFirst) {
 
 TEST(OcrPageSink, WrittenPageByPageIsRunOcrsMarkdownAndJson) {
   ThreadPool threads(2);
-  Scratch dir;
+  testing::TempDir dir;
   const OcrPages pages = copies(5);
   const OcrOptions o = two_by_two();
   OcrDocumentWriter writer({dir.file("out.md"), nullptr, dir.file("out.json")}, pages.size(), ocr_json_head(model(), o));
@@ -110,15 +94,15 @@ TEST(OcrPageSink, WrittenPageByPageIsRunOcrsMarkdownAndJson) {
   writer.finish(ocr_json_tail(model(), o, s));
   const OcrResult r = run_ocr(model(), pages, o, threads);
   ASSERT_FALSE(r.markdown.empty());
-  EXPECT_EQ(read_all(dir.file("out.md")), r.markdown + (r.markdown.back() == '\n' ? "" : "\n"));
+  EXPECT_EQ(testing::read_bytes(dir.file("out.md")), r.markdown + (r.markdown.back() == '\n' ? "" : "\n"));
   // Times and the peak RSS differ between two runs; the rest of the stats do not, and with the
   // streamed run's stats the whole document is the same bytes.
-  const nlohmann::json streamed = nlohmann::json::parse(read_all(dir.file("out.json")));
+  const nlohmann::json streamed = nlohmann::json::parse(testing::read_bytes(dir.file("out.json")));
   for (const char* k : {"pages", "passes", "policy", "reference_tokens", "decode_tokens", "kv_bytes_peak", "stop_reasons"})
     EXPECT_EQ(streamed["stats"][k], r.json["stats"][k]) << k;
   nlohmann::json want = r.json;
   want["stats"] = streamed["stats"];
-  EXPECT_EQ(read_all(dir.file("out.json")), want.dump(2) + "\n");
+  EXPECT_EQ(testing::read_bytes(dir.file("out.json")), want.dump(2) + "\n");
   EXPECT_EQ(dir.entries(), 2u) << "no temporary left";
 }
 
@@ -126,7 +110,7 @@ TEST(OcrPageSink, WrittenPageByPageIsRunOcrsMarkdownAndJson) {
 // run could): the error comes through and neither file, nor a temporary, is left.
 TEST(OcrPageSink, AnErrorMidDocumentLeavesNoFile) {
   ThreadPool threads(2);
-  Scratch dir;
+  testing::TempDir dir;
   const OcrPages pages = copies(5);
   const OcrOptions o = two_by_two();
   size_t handed = 0;
