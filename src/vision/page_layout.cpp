@@ -182,10 +182,12 @@ std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, in
   return best;
 }
 
-// layout.py's _flush_left: whether at least kFlushLeft of the window's bands right of the clean
-// gutter start at its edge (within a third of its width, at least 2 pixels: a scan's lines drift
-// with what tilt is left). A column's lines are set flush left, while the space between two words
-// of a title that falls in a wide gutter has the column's lines starting further right.
+// layout.py's _flush_left: whether the window's bands right of the clean gutter start at its edge
+// (within a third of its width, at least 2 pixels: a scan's lines drift with what tilt is left):
+// kFlushLeft of them or more, and half of them unless the gutter is a page's gutter wide
+// (kGutterMin). A column's lines, or its headings over indented paragraphs, are set flush left,
+// while the space between two words of a title that falls in a wide gutter has the column's lines
+// starting further right.
 bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, int right) {
   const int near = std::max(2, (gutter.second - gutter.first) / 3);
   int bands = 0, flush = 0;
@@ -199,7 +201,8 @@ bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, i
     ++bands;
     flush += first - gutter.second <= near;
   }
-  return bands > 0 && double(flush) / bands >= PageLayoutRule::kFlushLeft;
+  const bool wide = gutter.second - gutter.first >= PageLayoutRule::kGutterMin * p.width;
+  return flush >= PageLayoutRule::kFlushLeft && (wide || 2 * flush >= bands);
 }
 
 // layout.py's _lines_on_both_sides: both sides of the clean gutter hold kSplitMinBands lines (not a

@@ -9,8 +9,9 @@
 //      (a ruled table falls apart into rows and cells).
 //   2. Columns: a clean gutter first: the widest run of pixel columns in the middle half of the
 //      ink's extent with no ink in any row, at least kCleanGutterMin x the page width (a reference
-//      card's close columns), when kFlushLeft of the bands right of it start at its edge (columns
-//      are set flush left; a title's word space in a wide gutter is not) and it passes the tests
+//      card's close columns), when kFlushLeft bands right of it start at its edge, and half of them
+//      when it is narrower than kGutterMin (a column's lines or headings are set flush left; a
+//      title's word space in a wide gutter is not), and it passes the tests
 //      below. Else the widest run of pixel columns in the middle half of the ink's extent whose ink
 //      count is at most kGutterInk x the rows with ink, at least kGutterMin x the page width, is a
 //      gutter; it then becomes the run of columns around its middle with no ink outside spanning
@@ -48,7 +49,7 @@ struct PageLayoutRule {
   static constexpr double kGutterInk = 0.08;
   static constexpr double kGutterMin = 0.012;
   static constexpr double kCleanGutterMin = 0.005;
-  static constexpr double kFlushLeft = 0.5;
+  static constexpr int kFlushLeft = 3;
   static constexpr double kEqualSides = 0.1;
   static constexpr double kSpanRows = 0.3;
   static constexpr double kBothSides = 0.2;

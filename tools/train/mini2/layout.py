@@ -42,7 +42,8 @@ RULE_V = 0.05   # vertical ink runs at least this fraction of the page height ar
 GUTTER_INK = 0.08
 GUTTER_MIN = 0.012
 CLEAN_GUTTER_MIN = 0.005  # a gutter no row's ink enters may be this narrow (x the page width)
-FLUSH_LEFT = 0.5         # ... with this share of the lines right of it starting at its edge
+FLUSH_LEFT = 3           # ... with this many lines right of it starting at its edge (and half
+                          # of them, when narrower than GUTTER_MIN)
 EQUAL_SIDES = 0.1         # sides of a gutter within this share of the wider one are equal
 SPAN_ROWS = 0.3
 BOTH_SIDES = 0.2
@@ -85,22 +86,25 @@ def find_gutter(binary, within_columns=False, page_width=None):
     # a column starts at its right edge and lines stand on both sides; else the run free of ink outside spanning rows around the
     # quiet run's middle; else the quiet run itself.
     clean = _clean_gutter(proj, lo, hi, page_width or binary.shape[1])
-    if clean is not None and _flush_left(binary, clean, right) and _lines_on_both_sides(binary, left, clean, right) \
+    if clean is not None and _flush_left(binary, clean, right, page_width or binary.shape[1]) \
+            and _lines_on_both_sides(binary, left, clean, right) \
             and is_columns(clean):
         return clean
     rough, refined = _quiet_gutter(binary, proj, lo, hi, n_rows)
     return _checked(refined if refined is not None else rough, is_columns)
 
 
-def _flush_left(binary, gutter, right):
-    """Whether at least FLUSH_LEFT of the bands right of the clean gutter start at its edge (within
-    a third of its width, at least 2 pixels: a scan's lines drift with what tilt is left): a
-    column's lines are set flush left, while the space between two words of a title that falls in a
-    wide gutter has the column's lines starting further right."""
+def _flush_left(binary, gutter, right, page_width):
+    """Whether the bands right of the clean gutter start at its edge (within a third of its width,
+    at least 2 pixels: a scan's lines drift with what tilt is left): FLUSH_LEFT of them or more,
+    and half of them unless the gutter is a page's gutter wide (GUTTER_MIN). A column's lines, or
+    its headings over indented paragraphs, are set flush left, while the space between two words of
+    a title that falls in a wide gutter has the column's lines starting further right."""
     side = binary[:, gutter[1]:right]
-    starts = [int(np.argmax(side[b0:b1].any(axis=0))) for b0, b1 in bands(side.any(axis=1))]
     near = max(2, (gutter[1] - gutter[0]) // 3)
-    return bool(starts) and float(np.mean(np.array(starts) <= near)) >= FLUSH_LEFT
+    flush = [int(np.argmax(side[b0:b1].any(axis=0))) <= near for b0, b1 in bands(side.any(axis=1))]
+    wide = gutter[1] - gutter[0] >= GUTTER_MIN * page_width
+    return sum(flush) >= FLUSH_LEFT and (wide or 2 * sum(flush) >= len(flush))
 
 
 def _lines_on_both_sides(binary, left, gutter, right):
