@@ -201,7 +201,8 @@ TEST(PageLayout, TheCropToleranceDiscriminates) {
   std::vector<uint8_t> darker = f.gray;
   for (uint8_t& v : darker)
     if (v > 0 && v < 255) --v;
-  const auto a = all_segments(find_layout(f.gray.data(), f.width, f.height));
+  const PageLayout base = find_layout(f.gray.data(), f.width, f.height);  // alive while `a` points into it
+  const auto a = all_segments(base);
   const PageLayout moved = find_layout(darker.data(), f.width, f.height);
   const auto b = all_segments(moved);
   ASSERT_EQ(a.size(), b.size());
