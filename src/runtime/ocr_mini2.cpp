@@ -209,7 +209,8 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
   pass.write_end = [state] { return state->writer.finish(); };
 }
 
-// Prose is not code (prose_line.h): when the decoder would write a line that reads as prose as code
+// Prose is not code (prose_line.h): when the decoder would write a line that reads as prose (or an
+// option term) as code
 // (or, for a line of one segment, as a table row: a row of one cell is no table), its best choice
 // among the actions that keep the line as text (a paragraph, a continuation, a heading, an item)
 // stands instead. Other choices are the decoder's.
@@ -222,7 +223,7 @@ void MiniOcr2Model::keep_prose_out_of_code(const PassState& state, std::span<flo
   if (chosen != StructureAction::Code && !(chosen == StructureAction::Row && cells.size() == 1)) return;
   std::string text;
   for (const std::string& cell : cells) text += (text.empty() ? "" : " ") + cell;
-  if (!reads_as_prose(text)) return;
+  if (!reads_as_prose(text) && !is_option_term(text)) return;
   for (StructureAction a : {StructureAction::Code, StructureAction::Row, StructureAction::Skip, StructureAction::Furniture})
     if (const int32_t t = token_of_action_[static_cast<size_t>(a)]; t >= 0) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
 }

@@ -101,4 +101,46 @@ bool reads_as_prose(std::string_view line) {
   return lettered * 10 >= static_cast<int>(words.size()) * 7 && function_words.size() >= 2;
 }
 
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+std::string_view without_comma(std::string_view w) { return !w.empty() && w.back() == ',' ? w.substr(0, w.size() - 1) : w; }
+
+// -x, --long, --long=VALUE, --long[=VALUE], a comma after.
+bool option_word(std::string_view w) {
+  w = without_comma(w);
+  std::string_view name = w.substr(0, w.find('='));
+  const size_t dashes = name.substr(0, 2) == "--" ? 2 : name.substr(0, 1) == "-" ? 1 : 0;
+  std::string_view body = name.substr(dashes);
+  body = body.substr(0, body.find('['));
+  return dashes > 0 && !body.empty() && letter(body[0]) &&
+         std::all_of(body.begin(), body.end(), [](char c) { return ident_char(c) || c == '-'; });
+}
+
+// FILE, <path>, [=literal], {keys}, a comma after.
+bool metavariable_word(std::string_view w) {
+  w = without_comma(w);
+  const std::string_view brackets = "[]<>{}()";
+  while (!w.empty() && brackets.find(w.front()) != std::string_view::npos) w.remove_prefix(1);
+  while (!w.empty() && brackets.find(w.back()) != std::string_view::npos) w.remove_suffix(1);
+  return !w.empty() && letter(w[0]) &&
+         std::all_of(w.begin(), w.end(), [](char c) { return ident_char(c) || std::string_view("-.=|").find(c) != std::string_view::npos; });
+}
+
+}  // namespace
+
+bool is_option_term(std::string_view line) {
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] == ' ') { ++i; continue; }
+    const size_t e = std::min(line.find(' ', i), line.size());
+    words.push_back(line.substr(i, e - i));
+    i = e;
+  }
+  if (words.empty() || words.size() > size_t(kOptionTermMaxWords) || !option_word(words[0])) return false;
+  return std::all_of(words.begin() + 1, words.end(),
+                     [](std::string_view w) { return option_word(w) || metavariable_word(w) || w == "|" || w == ","; });
+}
+
 }  // namespace folio

@@ -12,7 +12,13 @@
 // (`name(` other than a manual section such as read(2)) and no operator (==, ->, ::, &&, __, ...),
 // does not end with a brace or a semicolon, is not a string in quotes, and does not open with a keyword of code (if, for,
 // else, def, ...) while ending with ':', quoting a string or holding a word that is not one of
-// letters. A line that does not read as prose is left to the decoder. Pure; any thread.
+// letters. A line that does not read as prose is left to the decoder.
+//
+// is_option_term: a man page's option term (`-f FILE`, `-b | -bits`, `--empty=(stop|drop|keep)`),
+// which is no code either: at most kOptionTermMaxWords words, the first an option (one or two
+// dashes, a letter, then letters, digits, - or _, then `=` and anything or `[=...]`; a comma
+// after), the others options, metavariables (a letter, then letters, digits, - _ . = |, inside
+// [ ] < > { } ( ) if any; a comma after) or a lone | or ,. Pure; any thread.
 #pragma once
 
 #include <string_view>
@@ -20,7 +26,9 @@
 namespace folio {
 
 inline constexpr int kProseMinWords = 5;
+inline constexpr int kOptionTermMaxWords = 6;
 
 bool reads_as_prose(std::string_view line);
+bool is_option_term(std::string_view line);
 
 }  // namespace folio
