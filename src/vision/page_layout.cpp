@@ -182,6 +182,27 @@ std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, in
   return best;
 }
 
+// layout.py's _column_ink: the window's projection without the bands (of the window's rows) whose
+// ink lies within columns [lo, hi): a centred page number or short heading stands in a gutter's
+// columns without crossing a column's lines.
+std::vector<int> column_ink(const InkPage& p, const Window& w, int lo, int hi) {
+  std::vector<int> proj(p.width, 0);
+  for (int y = w.y0; y < w.y1;) {
+    if (!row_has_ink(p, y, w.x0, w.x1)) { ++y; continue; }
+    int e = y, first = w.x1, last = w.x0 - 1;
+    for (; e < w.y1 && row_has_ink(p, e, w.x0, w.x1); ++e) {
+      const uint8_t* row = p.binary.data() + size_t(e) * p.width;
+      for (int x = w.x0; x < w.x1; ++x)
+        if (row[x]) first = std::min(first, x), last = std::max(last, x);
+    }
+    if (first < lo || last >= hi)
+      for (int r = y; r < e; ++r)
+        for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(r) * p.width + x];
+    y = e;
+  }
+  return proj;
+}
+
 // layout.py's _flush_left: whether the window's bands right of the clean gutter start at its edge
 // (within a third of its width, at least 2 pixels: a scan's lines drift with what tilt is left):
 // kFlushLeft of them or more, and half of them unless the gutter is a page's gutter wide
@@ -239,7 +260,7 @@ std::optional<std::pair<int, int>> quiet_gutter(const InkPage& p, const Window& 
 
 // layout.py's _columns_on_both_sides: whether the gutter parts columns of text.
 bool columns_on_both_sides(const InkPage& p, const Window& w, int ink_rows, int left, std::pair<int, int> gutter,
-                           int right, bool table_rule) {
+                           int right, bool table_rule, double both_sides) {
   // Two columns fill rows on both sides of the gutter and are crossed by few lines; a one-column
   // page of short lines, or whose table leaves a quiet strip, is not two columns.
   const std::vector<uint8_t> crossing = spanning_rows(p, w, gutter);
@@ -251,7 +272,7 @@ bool columns_on_both_sides(const InkPage& p, const Window& w, int ink_rows, int 
     }
     both += row_has_ink(p, y, left, gutter.first) && row_has_ink(p, y, gutter.second, right);
   }
-  if (both < PageLayoutRule::kBothSides * ink_rows || 2 * crossed > both) return false;
+  if (both < both_sides * ink_rows || 2 * crossed > both) return false;
   // ... and set their lines each on its own: rows that pair up across the gutter, with a short
   // side, are a table without rules (a name and its description, a contents page's titles and page
   // numbers), read row by row.
@@ -274,19 +295,21 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w
   if (ink_rows == 0) return std::nullopt;
   ++right;
   const int lo = left + (right - left) / 4, hi = right - (right - left) / 4;
-  const auto is_columns = [&](std::pair<int, int> g) {
+  const auto is_columns = [&](std::pair<int, int> g, double both_sides) {
     const int l = g.first - left, r = right - g.second;
     const bool grid = within_columns && std::abs(l - r) <= PageLayoutRule::kEqualSides * std::max(l, r);
-    return columns_on_both_sides(p, w, ink_rows, left, g, right, !grid);
+    return columns_on_both_sides(p, w, ink_rows, left, g, right, !grid, both_sides);
   };
   // A clean gutter first (a card's close columns, whose ragged lines leave no wide quiet run) when a
-  // column starts at its right edge and lines stand on both sides; else the run free of ink outside spanning rows around the
+  // column starts at its right edge and lines stand on both sides (then a short second column, a
+  // document's last page, has ink beside the first on fewer rows: kBothSidesClean); else the run free of ink outside spanning rows around the
   // quiet run's middle; else the quiet run itself.
-  const auto clean = clean_gutter(proj, lo, hi, p.width);
-  if (clean && flush_left(p, w, *clean, right) && lines_on_both_sides(p, w, left, *clean, right) && is_columns(*clean))
+  const auto clean = clean_gutter(column_ink(p, w, lo, hi), lo, hi, p.width);
+  if (clean && flush_left(p, w, *clean, right) && lines_on_both_sides(p, w, left, *clean, right) &&
+      is_columns(*clean, PageLayoutRule::kBothSidesClean))
     return clean;
   const std::optional<std::pair<int, int>> gutter = quiet_gutter(p, w, proj, lo, hi, ink_rows);
-  if (!gutter || !is_columns(*gutter)) return std::nullopt;
+  if (!gutter || !is_columns(*gutter, PageLayoutRule::kBothSides)) return std::nullopt;
   return gutter;
 }
 

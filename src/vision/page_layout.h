@@ -8,11 +8,12 @@
 //      least kRuleH x the page width or vertical runs of at least kRuleV x its height stop being ink
 //      (a ruled table falls apart into rows and cells).
 //   2. Columns: a clean gutter first: the widest run of pixel columns in the middle half of the
-//      ink's extent with no ink in any row, at least kCleanGutterMin x the page width (a reference
-//      card's close columns), when kFlushLeft bands right of it start at its edge, and half of them
-//      when it is narrower than kGutterMin (a column's lines or headings are set flush left; a
-//      title's word space in a wide gutter is not), and it passes the tests
-//      below. Else the widest run of pixel columns in the middle half of the ink's extent whose ink
+//      ink's extent with no ink in any row (but bands lying within that middle half: a centred page
+//      number), at least kCleanGutterMin x the page width (a reference card's close columns), when
+//      kFlushLeft bands right of it start at its edge, and half of them when it is narrower than
+//      kGutterMin (a column's lines or headings are set flush left; a title's word space in a wide
+//      gutter is not), and it passes the tests below (with kBothSidesClean for kBothSides: a
+//      document's last page may have a short second column). Else the widest run of pixel columns in the middle half of the ink's extent whose ink
 //      count is at most kGutterInk x the rows with ink, at least kGutterMin x the page width, is a
 //      gutter; it then becomes the run of columns around its middle with no ink outside spanning
 //      rows. A band of the whole page is spanning when at least kSpanRows of its rows have ink in the
@@ -53,6 +54,7 @@ struct PageLayoutRule {
   static constexpr double kEqualSides = 0.1;
   static constexpr double kSpanRows = 0.3;
   static constexpr double kBothSides = 0.2;
+  static constexpr double kBothSidesClean = 0.1;
   static constexpr double kTableAligned = 0.8;
   static constexpr double kColumnFill = 0.9;
   static constexpr int kMaxSplitDepth = 2;

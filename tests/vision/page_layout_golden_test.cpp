@@ -163,6 +163,26 @@ TEST(PageLayout, ANarrowGutterCardReadsInThreeColumns) {
   EXPECT_LT(second->region_x0 - layout.lines.front().region_x1, PageLayoutRule::kGutterMin * 1650);
 }
 
+// A document's last page: a full first column, a second of a few lines, a centred page number in
+// the gutter's columns below them. Read in two columns through the clean gutter (the number does
+// not count against it, and a short second column has ink beside the first on fewer rows than a
+// full page's: the fixture script asserts that the page needs kBothSidesClean), the number last.
+TEST(PageLayout, ALastPageWithAShortSecondColumnReadsInTwoColumns) {
+  const PageLayout layout = expect_reference_lines("last_page.png", "last_golden.safetensors");
+  ASSERT_GT(layout.lines.size(), 40u);
+  int left = 0, right = 0;
+  for (size_t i = 0; i + 1 < layout.lines.size(); ++i) {
+    EXPECT_EQ(layout.lines[i].columns, 2) << i;
+    (layout.lines[i].column == 0 ? left : right)++;
+    if (i > 0) {
+      EXPECT_GE(layout.lines[i].column, layout.lines[i - 1].column) << "the first column is read first";
+    }
+  }
+  EXPECT_GT(left, 3 * right);
+  EXPECT_GE(right, 6);
+  EXPECT_EQ(layout.lines.back().columns, 1) << "the page number, last";
+}
+
 // Lines set all but solid, so that descenders and ascenders of neighbouring lines share rows: cut
 // apart where their shared rows are thinnest, as the reference cuts them (the fixture script
 // asserts that without the cut the page has at least five lines fewer); the heading stays whole.

@@ -47,6 +47,7 @@ FLUSH_LEFT = 3           # ... with this many lines right of it starting at its 
 EQUAL_SIDES = 0.1         # sides of a gutter within this share of the wider one are equal
 SPAN_ROWS = 0.3
 BOTH_SIDES = 0.2
+BOTH_SIDES_CLEAN = 0.1  # ... for a clean gutter with a flush column right of it
 TABLE_ALIGNED = 0.8
 MAX_SPLIT_DEPTH = 2   # a side of the page's gutter may split once more: up to four columns
 SPLIT_MIN_BANDS = 6
@@ -78,20 +79,32 @@ def find_gutter(binary, within_columns=False, page_width=None):
     left, right = int(cols[0]), int(cols[-1]) + 1
     proj = binary.sum(axis=0)
     lo, hi = left + (right - left) // 4, right - (right - left) // 4
-    def is_columns(gutter):
+    def is_columns(gutter, both_sides=BOTH_SIDES):
         grid = within_columns and abs((gutter[0] - left) - (right - gutter[1])) <= EQUAL_SIDES * max(gutter[0] - left, right - gutter[1])
-        return _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=not grid)
+        return _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=not grid, both_sides=both_sides)
 
     # A clean gutter first (a card's close columns, whose ragged lines leave no wide quiet run) when
-    # a column starts at its right edge and lines stand on both sides; else the run free of ink outside spanning rows around the
-    # quiet run's middle; else the quiet run itself.
-    clean = _clean_gutter(proj, lo, hi, page_width or binary.shape[1])
+    # a column starts at its right edge and lines stand on both sides (then a short second column,
+    # a document's last page, has ink beside the first on fewer rows: BOTH_SIDES_CLEAN); else the
+    # run free of ink outside spanning rows around the quiet run's middle; else the quiet run itself.
+    clean = _clean_gutter(_column_ink(binary, lo, hi), lo, hi, page_width or binary.shape[1])
     if clean is not None and _flush_left(binary, clean, right, page_width or binary.shape[1]) \
             and _lines_on_both_sides(binary, left, clean, right) \
-            and is_columns(clean):
+            and is_columns(clean, BOTH_SIDES_CLEAN):
         return clean
     rough, refined = _quiet_gutter(binary, proj, lo, hi, n_rows)
     return _checked(refined if refined is not None else rough, is_columns)
+
+
+def _column_ink(binary, lo, hi):
+    """The window's projection without the bands whose ink lies within columns [lo, hi): a centred
+    page number or short heading stands in a gutter's columns without crossing a column's lines."""
+    proj = binary.sum(axis=0)
+    for b0, b1 in bands(binary.any(axis=1)):
+        cols = np.nonzero(binary[b0:b1].any(axis=0))[0]
+        if cols[0] >= lo and cols[-1] < hi:
+            proj = proj - binary[b0:b1].sum(axis=0)
+    return proj
 
 
 def _flush_left(binary, gutter, right, page_width):
@@ -164,7 +177,7 @@ def _clean_gutter(proj, lo, hi, width):
     return lo + best[0], lo + best[1]
 
 
-def _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=True):
+def _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=True, both_sides=BOTH_SIDES):
     """Whether the gutter parts columns of text (see find_gutter)."""
     # Two columns fill rows on both sides of it; a page of short lines (a man page, a list) leaves
     # a quiet middle with ink on one side only.
@@ -173,7 +186,7 @@ def _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=True)
     both = int((both[:, left:gutter[0]].any(axis=1) & both[:, gutter[1]:right].any(axis=1)).sum())
     # ... and are crossed by few lines: a one-column page whose table or list leaves a quiet strip
     # has its paragraphs crossing it.
-    if both < BOTH_SIDES * n_rows or 2 * int(spanning.sum()) > both:
+    if both < both_sides * n_rows or 2 * int(spanning.sum()) > both:
         return False
     # ... and set their lines each on its own: rows that pair up across it, with a short side, are
     # a table without rules (a name and its description, a table of contents' titles and page
