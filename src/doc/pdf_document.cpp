@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "doc/pdf_image_guard.h"
 
 namespace folio {
 namespace {
@@ -46,6 +47,7 @@ PdfDocument PdfDocument::open(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw_invalid("cannot open PDF file '" + path + "': " + std::strerror(errno));
   }
+  check_pdf_file_images(path);  // before poppler can spend minutes on an image's declared rows
   g_last_poppler_message.clear();
   std::unique_ptr<poppler::document> doc(poppler::document::load_from_file(path));
   if (!doc) throw_invalid("cannot read PDF '" + path + "': corrupt or not a PDF" + poppler_detail());

@@ -4,7 +4,8 @@
 //  - open() refuses, with InvalidInput naming the file, a file that cannot be read, a file
 //    poppler cannot parse (corrupt or not a PDF), an encrypted PDF that needs a password (it is
 //    locked without one; encrypted files that open with the empty password are read normally),
-//    and a PDF with no pages;
+//    a PDF with no pages, and one holding an image of more pixels than kMaxPdfImagePixels
+//    (pdf_image_guard.h);
 //  - render_page(i, dpi) rasterises page i (0-based) at dpi with anti-aliasing on a white page and
 //    returns plain RGB (the official recipe renders with PyMuPDF at 300 DPI; poppler's rasteriser
 //    is not pixel-identical to it). The page's /Rotate is applied. A page whose rendered size would
