@@ -1,6 +1,5 @@
 #include "runtime/generator.h"
 
-#include <algorithm>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -36,12 +35,12 @@ GenerationResult generation_result(SequenceResult s) {
 }
 
 // The scheduler's options for decoding items side by side on the caller's thread.
-SchedulerOptions batch_options(const GenerationOptions& first, int64_t max_batch, size_t queue) {
+SchedulerOptions batch_options(const GenerationOptions& first, int64_t max_batch) {
   SchedulerOptions so;
   so.policy = first.policy;
   so.max_batch = max_batch;
   so.prefill_chunk = first.prefill_chunk;
-  so.max_queue = queue;
+  so.max_queue = static_cast<size_t>(max_batch);
   so.synchronous = true;
   so.reserve_worst_case = false;  // the pool's capacity is a limit: OutOfMemory when it is reached
   so.prefill_before_decode = true;
@@ -52,56 +51,18 @@ SchedulerOptions batch_options(const GenerationOptions& first, int64_t max_batch
 
 GenerationResult Generator::generate(std::span<const ReferencePart> reference, const GenerationOptions& opt,
                                      const std::function<bool(int32_t)>& on_token) {
-  BatchItem item{reference, opt, on_token, {}};
-  return std::move(generate_batch(std::span<BatchItem>(&item, 1), 1).front());
-}
-
-std::vector<GenerationResult> Generator::generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats) {
-  if (items.empty()) return {};
-  SchedulerOptions so = batch_options(items.front().options, max_batch, items.size());
-  const bool stores = std::any_of(items.begin(), items.end(), [](const BatchItem& b) { return b.options.reference_store != nullptr; });
-  if (!stores) so.shared_prefix_cache = prefix_cache_.get();
-  // Declared before the scheduler: a scheduler destroyed early (a request refused at submit) ends
-  // the submitted ones, whose callbacks write here.
-  std::vector<std::optional<GenerationResult>> out(items.size());
-  std::vector<RequestId> ids(items.size(), -1);
-  std::exception_ptr first_error;
-  Scheduler scheduler(dec_, pool_, threads_, so);
-  for (size_t i = 0; i < items.size(); ++i) {
-    SequenceRequest r = sequence_request(items[i].reference, items[i].options);
-    if (items[i].on_token)
-      r.on_token = [&, i](int32_t t) {
-        if (!items[i].on_token(t)) scheduler.cancel(ids[i]);  // takes effect at once
-      };
-    r.on_done = [&, i](const SequenceResult& s) {
-      if (s.stop_reason == StopReason::Error) {
-        if (!first_error) first_error = s.exception ? s.exception : std::make_exception_ptr(Error(Error::Kind::Internal, s.error));
-        for (RequestId id : ids) scheduler.cancel(id);  // the others end too
-        return;
-      }
-      out[i] = generation_result(s);
-      if (items[i].on_done) items[i].on_done(*out[i]);
-    };
-    const Submission sub = scheduler.submit(std::move(r));
-    if (!sub.accepted()) throw Error(Error::Kind::Internal, "generate: the scheduler refused the request: " + sub.message);
-    ids[i] = sub.id;
-  }
-  scheduler.run_until_idle();
-  if (stats) *stats = scheduler.stats();
-  if (first_error) std::rethrow_exception(first_error);
-  std::vector<GenerationResult> results;
-  for (auto& o : out) {
-    if (!o) throw Error(Error::Kind::Internal, "generate: a request did not finish");
-    results.push_back(std::move(*o));
-  }
-  return results;
+  std::optional<GenerationResult> out;
+  std::optional<BatchItem> item = BatchItem{reference, opt, on_token, [&out](const GenerationResult& r) { out = r; }};
+  generate_fed([&item] { return std::exchange(item, std::nullopt); }, 1);
+  if (!out) throw Error(Error::Kind::Internal, "generate: the request did not finish");
+  return std::move(*out);
 }
 
 void Generator::generate_fed(const std::function<std::optional<BatchItem>()>& next, int64_t max_batch, SchedulerStats* stats) {
   if (max_batch < 1) throw_invalid("generate: at least one sequence at a time is needed, got " + std::to_string(max_batch));
   std::optional<BatchItem> first = next();
   if (!first) return;
-  SchedulerOptions so = batch_options(first->options, max_batch, static_cast<size_t>(max_batch));
+  SchedulerOptions so = batch_options(first->options, max_batch);
   // Items with a reference store skip the prefix cache; whether later ones have one is not known
   // yet, so the first decides (the OCR pipeline gives every pass the same options).
   if (!first->options.reference_store) so.shared_prefix_cache = prefix_cache_.get();

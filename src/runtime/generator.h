@@ -59,29 +59,24 @@ class Generator {
   GenerationResult generate(const std::vector<int32_t>& prompt, const GenerationOptions& opt,
                             const std::function<bool(int32_t)>& on_token = {});
 
-  // Several references decoded side by side, at most `max_batch` at once (in order), under the
-  // first item's policy and prefill chunk. Every sequence prefills before any decodes, so on the
-  // GEMV path (fewer than matmul_gemm_min_rows sequences) each gets exactly the tokens generate()
-  // gives it alone, while the weights are read once per step for all of them. on_done runs as each
-  // one ends, on this thread; results come back in the items' order. The first error ends the
-  // call (rethrown once every sequence has ended).
+  // Several references decoded side by side, at most `max_batch` at once (in order), each item made
+  // only when it can start, so a long run holds what decodes now, not every item: `next` is asked
+  // for an item whenever fewer than `max_batch` decode (first before anything runs, then after an
+  // item ends, in the on_done's wake) and returns nullopt when it has none to give now; the call
+  // ends once nothing decodes and `next` gives nothing. Items decode under the first item's policy
+  // and prefill chunk. Every sequence prefills before any decodes, so on the GEMV path (fewer than
+  // matmul_gemm_min_rows sequences) each gets exactly the tokens generate() gives it alone, while
+  // the weights are read once per step for all of them. Each result goes only to its item's
+  // on_done (on this thread), nothing is kept. An item's reference must live until its on_done.
+  // The first exception (from `next`, an on_token, an on_done, or a sequence's error) ends every
+  // item, with no more callbacks, and is rethrown. `stats`, when given, receives the scheduler's
+  // counters at the end (forward passes, their time).
   struct BatchItem {
     std::span<const ReferencePart> reference;
     GenerationOptions options;
     std::function<bool(int32_t)> on_token;
     std::function<void(const GenerationResult&)> on_done;
   };
-  // `stats`, when given, receives the scheduler's counters at the end (forward passes, their time).
-  std::vector<GenerationResult> generate_batch(std::span<BatchItem> items, int64_t max_batch, SchedulerStats* stats = nullptr);
-
-  // As generate_batch, for items made only when they can start, so a long run holds what decodes
-  // now, not every item: `next` is asked for an item whenever fewer than `max_batch` decode (first
-  // before anything runs, then after an item ends, in the on_done's wake) and returns nullopt when
-  // it has none to give now; the call ends once nothing decodes and `next` gives nothing. Items
-  // decode as generate_batch's would (the same tokens), under the first item's policy and prefill
-  // chunk; each result goes only to its item's on_done, nothing is kept. An item's reference must
-  // live until its on_done. The first exception (from `next`, an on_token, an on_done, or a
-  // sequence's error) ends every item, with no more callbacks, and is rethrown.
   void generate_fed(const std::function<std::optional<BatchItem>()>& next, int64_t max_batch, SchedulerStats* stats = nullptr);
 
   // From now on the reference KV of finished requests is kept (up to `bytes`, LRU) and a later call

@@ -44,8 +44,8 @@ struct OcrOptions {
   size_t prefix_cache_bytes = 0;
   int64_t max_tokens = 0;            // generated tokens per pass at most; 0 = until EOS or the context is full
   size_t pages_per_pass = 0;         // 0 = automatic (kDefaultPagesPerPass, capped as above)
-  // Passes decoded side by side (Generator::generate_batch): every pass is prepared first, all
-  // prefill, then decode together, each step reading the weights once for all of them; the text is
+  // Passes decoded side by side (Generator::generate_fed): each pass is prepared when it can start,
+  // all prefill, then decode together, each step reading the weights once for all of them; the text is
   // the same as one pass at a time (fewer than 20 in flight: the GEMV path) and streams in pass
   // order. The KV holds that many passes at once. 1 = one pass after another.
   size_t passes_in_flight = 1;
