@@ -54,9 +54,14 @@ void check_pdf_images(std::string_view bytes, const std::string& source) {
     while (i < bytes.size() && pdf_space(bytes[i])) ++i;
     if (bytes.substr(i, 6) != "/Image" || (i + 6 < bytes.size() && std::isalnum(static_cast<unsigned char>(bytes[i + 6]))))
       continue;
-    // The dictionary: from its object's start to its stream, both within reach.
-    const size_t from = bytes.rfind("obj", at), begin = from == std::string_view::npos || at - from > kMaxDictionaryBytes ? at - std::min(at, kMaxDictionaryBytes) : from;
-    const size_t stream = bytes.find("stream", at), end = std::min(stream == std::string_view::npos ? bytes.size() : stream, at + kMaxDictionaryBytes);
+    // The dictionary: from its object's start to its stream, each looked for within reach only (a
+    // file of many /Subtype keys and no object costs no more than its length times the reach).
+    const size_t reach_back = std::min(at, kMaxDictionaryBytes);
+    const std::string_view before = bytes.substr(at - reach_back, reach_back);
+    const size_t obj = before.rfind("obj");
+    const std::string_view after = bytes.substr(at, kMaxDictionaryBytes);
+    const size_t begin = at - reach_back + (obj == std::string_view::npos ? 0 : obj);
+    const size_t end = at + std::min(after.find("stream"), after.size());
     const std::string_view dict = bytes.substr(begin, end - begin);
     const auto w = integer_value(dict, "/Width"), h = integer_value(dict, "/Height");
     if (!w || !h) continue;

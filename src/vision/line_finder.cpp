@@ -92,6 +92,8 @@ std::vector<Band> split_touching(const Region& r, const std::vector<Band>& bands
   if (heights.size() < 4) return bands;
   std::sort(heights.begin(), heights.end());
   const int typical = heights[heights.size() / 4];
+  // Most regions have no tall band: the rows' ink is counted only for one that has.
+  if (heights.back() < LineFinderRule::kTallBand * typical) return bands;
   std::vector<int> counts(r.height(), 0);
   for (int y = 0; y < r.height(); ++y)
     for (int x = 0; x < r.width(); ++x) counts[y] += r.ink_at(x, y);

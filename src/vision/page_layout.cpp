@@ -114,17 +114,19 @@ std::vector<uint8_t> spanning_rows(const InkPage& p, const Window& w, std::pair<
 }
 
 struct SideBand {
-  int y0, y1, last_x;  // rows [y0, y1) and the last column with ink
+  int y0, y1, first_x, last_x;  // rows [y0, y1) and the first and last columns with ink
 };
 
-// Bands of the window's rows not in `skip` with ink in columns [x0, x1).
+// Bands of the window's rows not in `skip` (empty: none skipped) with ink in columns [x0, x1).
 std::vector<SideBand> side_bands(const InkPage& p, const Window& w, const std::vector<uint8_t>& skip, int x0, int x1) {
+  const auto skipped = [&](int y) { return !skip.empty() && skip[y]; };
   std::vector<SideBand> out;
   for (int y = w.y0; y < w.y1;) {
-    if (skip[y] || !row_has_ink(p, y, x0, x1)) { ++y; continue; }
-    SideBand b{y, y, x0};
-    for (; b.y1 < w.y1 && !skip[b.y1] && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
+    if (skipped(y) || !row_has_ink(p, y, x0, x1)) { ++y; continue; }
+    SideBand b{y, y, x1, x0};
+    for (; b.y1 < w.y1 && !skipped(b.y1) && row_has_ink(p, b.y1, x0, x1); ++b.y1) {
       const uint8_t* row = p.binary.data() + size_t(b.y1) * p.width;
+      b.first_x = int(std::find(row + x0, row + b.first_x, uint8_t(1)) - row);
       for (int x = x1 - 1; x > b.last_x; --x)
         if (row[x]) { b.last_x = x; break; }
     }
@@ -182,24 +184,14 @@ std::optional<std::pair<int, int>> clean_gutter(const std::vector<int>& proj, in
   return best;
 }
 
-// layout.py's _column_ink: the window's projection without the bands (of the window's rows) whose
-// ink lies within columns [lo, hi): a centred page number or short heading stands in a gutter's
-// columns without crossing a column's lines.
-std::vector<int> column_ink(const InkPage& p, const Window& w, int lo, int hi) {
-  std::vector<int> proj(p.width, 0);
-  for (int y = w.y0; y < w.y1;) {
-    if (!row_has_ink(p, y, w.x0, w.x1)) { ++y; continue; }
-    int e = y, first = w.x1, last = w.x0 - 1;
-    for (; e < w.y1 && row_has_ink(p, e, w.x0, w.x1); ++e) {
-      const uint8_t* row = p.binary.data() + size_t(e) * p.width;
-      for (int x = w.x0; x < w.x1; ++x)
-        if (row[x]) first = std::min(first, x), last = std::max(last, x);
-    }
-    if (first < lo || last >= hi)
-      for (int r = y; r < e; ++r)
-        for (int x = w.x0; x < w.x1; ++x) proj[x] += p.binary[size_t(r) * p.width + x];
-    y = e;
-  }
+// layout.py's _column_ink: the window's projection `proj` without the bands (of the window's rows)
+// whose ink lies within columns [lo, hi): a centred page number or short heading stands in a
+// gutter's columns without crossing a column's lines.
+std::vector<int> column_ink(const InkPage& p, const Window& w, int lo, int hi, std::vector<int> proj) {
+  for (const SideBand& b : side_bands(p, w, {}, w.x0, w.x1))
+    if (b.first_x >= lo && b.last_x < hi)
+      for (int y = b.y0; y < b.y1; ++y)
+        for (int x = b.first_x; x <= b.last_x; ++x) proj[x] -= p.binary[size_t(y) * p.width + x];
   return proj;
 }
 
@@ -211,19 +203,10 @@ std::vector<int> column_ink(const InkPage& p, const Window& w, int lo, int hi) {
 // starting further right.
 bool flush_left(const InkPage& p, const Window& w, std::pair<int, int> gutter, int right) {
   const int near = std::max(2, (gutter.second - gutter.first) / 3);
-  int bands = 0, flush = 0;
-  for (int y = w.y0; y < w.y1;) {
-    if (!row_has_ink(p, y, gutter.second, right)) { ++y; continue; }
-    int first = right;
-    for (; y < w.y1 && row_has_ink(p, y, gutter.second, right); ++y) {
-      const uint8_t* row = p.binary.data() + size_t(y) * p.width;
-      first = std::min(first, int(std::find(row + gutter.second, row + right, uint8_t(1)) - row));
-    }
-    ++bands;
-    flush += first - gutter.second <= near;
-  }
+  const std::vector<SideBand> bands = side_bands(p, w, {}, gutter.second, right);
+  const auto flush = std::count_if(bands.begin(), bands.end(), [&](const SideBand& b) { return b.first_x - gutter.second <= near; });
   const bool wide = gutter.second - gutter.first >= PageLayoutRule::kGutterMin * p.width;
-  return flush >= PageLayoutRule::kFlushLeft && (wide || 2 * flush >= bands);
+  return flush >= PageLayoutRule::kFlushLeft && (wide || 2 * size_t(flush) >= bands.size());
 }
 
 // layout.py's _lines_on_both_sides: both sides of the clean gutter hold kSplitMinBands lines (not a
@@ -302,9 +285,9 @@ std::optional<std::pair<int, int>> find_gutter(const InkPage& p, const Window& w
   };
   // A clean gutter first (a card's close columns, whose ragged lines leave no wide quiet run) when a
   // column starts at its right edge and lines stand on both sides (then a short second column, a
-  // document's last page, has ink beside the first on fewer rows: kBothSidesClean); else the run free of ink outside spanning rows around the
-  // quiet run's middle; else the quiet run itself.
-  const auto clean = clean_gutter(column_ink(p, w, lo, hi), lo, hi, p.width);
+  // document's last page, has ink beside the first on fewer rows: kBothSidesClean); else the run
+  // free of ink outside spanning rows around the quiet run's middle; else the quiet run itself.
+  const auto clean = clean_gutter(column_ink(p, w, lo, hi, proj), lo, hi, p.width);
   if (clean && flush_left(p, w, *clean, right) && lines_on_both_sides(p, w, left, *clean, right) &&
       is_columns(*clean, PageLayoutRule::kBothSidesClean))
     return clean;
