@@ -6,13 +6,23 @@
 
 namespace folio {
 
+void pillow_luma(const uint8_t* rgb, size_t n, uint8_t* gray) {
+  for (size_t i = 0; i < n; ++i, rgb += 3) {
+    // Pillow's L = R * 299/1000 + G * 587/1000 + B * 114/1000 in 16-bit fixed point, rounded.
+    gray[i] = static_cast<uint8_t>((rgb[0] * 19595u + rgb[1] * 38470u + rgb[2] * 7471u + 0x8000u) >> 16);
+  }
+}
+
 std::vector<uint8_t> gray_bytes(const RgbImage& image) {
   std::vector<uint8_t> out(static_cast<size_t>(image.width) * image.height);
-  const uint8_t* p = image.pixels.data();
-  for (size_t i = 0; i < out.size(); ++i, p += 3) {
-    // Pillow's L = R * 299/1000 + G * 587/1000 + B * 114/1000 in 16-bit fixed point, rounded.
-    out[i] = static_cast<uint8_t>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
-  }
+  pillow_luma(image.pixels.data(), out.size(), out.data());
+  return out;
+}
+
+GrayImage gray_image(const RgbImage& image) {
+  GrayImage out;
+  out.width = image.width, out.height = image.height;
+  out.pixels = gray_bytes(image);
   return out;
 }
 

@@ -17,7 +17,11 @@ namespace folio {
 // [height * width] row-major values in [0, 1].
 std::vector<float> gray_page(const RgbImage& image, int width, int height);
 
+// Pillow's convert("L") of n RGB pixels into n bytes.
+void pillow_luma(const uint8_t* rgb, size_t n, uint8_t* gray);
+
 // The image at its own size as Pillow's convert("L") bytes ([height * width], 255 = white).
 std::vector<uint8_t> gray_bytes(const RgbImage& image);
+GrayImage gray_image(const RgbImage& image);
 
 }  // namespace folio

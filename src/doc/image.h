@@ -34,6 +34,19 @@ struct RgbImage {
   uint8_t at(int x, int y, int c) const { return pixels[(static_cast<size_t>(y) * width + x) * 3 + c]; }
 };
 
+// A page in gray, one byte a pixel (255 = white).
+struct GrayImage {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;  // width * height
+
+  GrayImage() = default;
+  GrayImage(int w, int h) : width(w), height(h), pixels(static_cast<size_t>(w) * h) {}
+
+  uint8_t* row(int y) { return pixels.data() + static_cast<size_t>(y) * width; }
+  const uint8_t* row(int y) const { return pixels.data() + static_cast<size_t>(y) * width; }
+};
+
 // Smallest and largest accepted side of a page image, in pixels (both inclusive).
 inline constexpr int kMinImageSide = 2;
 inline constexpr int kMaxImageSide = 16384;

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "doc/gray_page.h"
 #include "doc/pdf_image_guard.h"
 
 namespace folio {
@@ -86,7 +87,7 @@ std::pair<int, int> PdfDocument::page_pixel_size(int index, double dpi) const {
   return {w, h};
 }
 
-RgbImage PdfDocument::render_page(int index, double dpi) const {
+poppler::image PdfDocument::render_poppler(int index, double dpi, int format) const {
   const auto [pw, ph] = page_pixel_size(index, dpi);
   const std::string what = "page " + std::to_string(index + 1) + " of PDF '" + path_ + "' at " +
                            std::to_string(static_cast<int>(std::lround(dpi))) + " DPI";
@@ -95,14 +96,19 @@ RgbImage PdfDocument::render_page(int index, double dpi) const {
   poppler::page_renderer renderer;
   renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
   renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
-  renderer.set_image_format(poppler::image::format_argb32);
+  renderer.set_image_format(static_cast<poppler::image::format_enum>(format));
   renderer.set_paper_color(0xffffffff);
   g_last_poppler_message.clear();
-  const poppler::image img = renderer.render_page(page.get(), dpi, dpi);
+  poppler::image img = renderer.render_page(page.get(), dpi, dpi);
   if (!img.is_valid() || img.width() <= 0 || img.height() <= 0) {
     throw_invalid("cannot render " + what + poppler_detail());
   }
   check_image_size(img.width(), img.height(), what);
+  return img;
+}
+
+RgbImage PdfDocument::render_page(int index, double dpi) const {
+  const poppler::image img = render_poppler(index, dpi, poppler::image::format_argb32);
   RgbImage out(img.width(), img.height());
   const char* data = img.const_data();
   for (int y = 0; y < out.height; ++y) {
@@ -115,6 +121,16 @@ RgbImage PdfDocument::render_page(int index, double dpi) const {
       dst[3 * x + 1] = static_cast<uint8_t>(v >> 8);
       dst[3 * x + 2] = static_cast<uint8_t>(v);
     }
+  }
+  return out;
+}
+
+GrayImage PdfDocument::render_page_gray(int index, double dpi) const {
+  const poppler::image img = render_poppler(index, dpi, poppler::image::format_rgb24);
+  GrayImage out(img.width(), img.height());
+  for (int y = 0; y < out.height; ++y) {
+    const auto* src = reinterpret_cast<const uint8_t*>(img.const_data()) + static_cast<size_t>(y) * img.bytes_per_row();
+    pillow_luma(src, out.width, out.row(y));
   }
   return out;
 }

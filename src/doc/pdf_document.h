@@ -1,4 +1,4 @@
-// PDF input through poppler-cpp: page count and pages rendered to RGB.
+// PDF input through poppler-cpp: page count and pages rendered to RGB or gray.
 //
 // Promises:
 //  - open() refuses, with InvalidInput naming the file, a file that cannot be read, a file
@@ -7,7 +7,7 @@
 //    a PDF with no pages, and one holding an image of more pixels than kMaxPdfImagePixels
 //    (pdf_image_guard.h);
 //  - render_page(i, dpi) rasterises page i (0-based) at dpi with anti-aliasing on a white page and
-//    returns plain RGB (the official recipe renders with PyMuPDF at 300 DPI; poppler's rasteriser
+//    returns plain RGB, render_page_gray the same in gray (the official recipe renders with PyMuPDF at 300 DPI; poppler's rasteriser
 //    is not pixel-identical to it). The page's /Rotate is applied. A page whose rendered size would
 //    exceed kMaxImageSide on a side, or fall below kMinImageSide, is InvalidInput naming the file,
 //    page and size, before anything is rendered;
@@ -22,6 +22,7 @@
 
 namespace poppler {
 class document;
+class image;
 }
 
 namespace folio {
@@ -43,10 +44,15 @@ class PdfDocument {
   std::pair<int, int> page_pixel_size(int index, double dpi = kDefaultPdfDpi) const;
 
   RgbImage render_page(int index, double dpi = kDefaultPdfDpi) const;
+  // gray_bytes(render_page(index, dpi)), the same bytes, without the RGB page in between (poppler
+  // renders 3 bytes a pixel instead of 4, converted row by row), for readers that only want gray.
+  GrayImage render_page_gray(int index, double dpi = kDefaultPdfDpi) const;
 
  private:
   PdfDocument(std::string path, std::unique_ptr<poppler::document> doc, int pages);
   void check_page(int index, double dpi) const;
+  // The page rendered in a poppler::image::format_enum, checked as render_page promises.
+  poppler::image render_poppler(int index, double dpi, int format) const;
 
   std::string path_;
   std::unique_ptr<poppler::document> doc_;

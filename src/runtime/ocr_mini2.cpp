@@ -62,9 +62,9 @@ std::unique_ptr<MiniOcr2Model> MiniOcr2Model::load(const std::string& dir, const
   return m;
 }
 
-MiniOcr2Model::PageAnalysis MiniOcr2Model::analyse_page(const RgbImage& image, ThreadPool* pool) const {
+MiniOcr2Model::PageAnalysis MiniOcr2Model::analyse_page(GrayImage image, ThreadPool* pool) const {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<uint8_t> gray = gray_bytes(image);
+  std::vector<uint8_t> gray = std::move(image.pixels);
   const double skew = skew_angle(gray.data(), image.width, image.height, pool);
   if (skew != 0.0) gray = rotate_page(gray.data(), image.width, image.height, skew);
   PageAnalysis a{image.width, image.height, find_layout(gray.data(), image.width, image.height), 0.0};
@@ -96,7 +96,7 @@ Mini2Page MiniOcr2Model::read_lines(const PageAnalysis& analysis, ThreadPool& th
 }
 
 Mini2Page MiniOcr2Model::read_page(const RgbImage& image, ThreadPool& threads) const {
-  return read_lines(analyse_page(image, &threads), threads);
+  return read_lines(analyse_page(gray_image(image), &threads), threads);
 }
 
 // Pages [next, end) analysed one ahead of their use: take() returns the next page's analysis and
@@ -116,7 +116,7 @@ class MiniOcr2Model::PageAhead {
  private:
   void start() {
     if (next_ >= end_) return;
-    pending_ = std::async(std::launch::async, [this, i = next_++] { return model_.analyse_page(pages_.render(i), nullptr); });
+    pending_ = std::async(std::launch::async, [this, i = next_++] { return model_.analyse_page(pages_.render_gray(i), nullptr); });
   }
   const MiniOcr2Model& model_;
   const OcrPages& pages_;

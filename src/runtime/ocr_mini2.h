@@ -95,7 +95,7 @@ class MiniOcr2Model : public OcrModel {
   class PageAhead;
   MiniOcr2Model() = default;
   // `pool`: threads for the skew search, or null.
-  PageAnalysis analyse_page(const RgbImage& page, ThreadPool* pool) const;
+  PageAnalysis analyse_page(GrayImage page, ThreadPool* pool) const;
   Mini2Page read_lines(const PageAnalysis& page, ThreadPool& threads) const;
   ReferencePart page_part(const PageAnalysis& analysis, size_t first, size_t k, size_t count, ThreadPool& threads,
                           const PageEncodedFn& on_encoded, PassState& state) const;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "doc/gray_page.h"
 #include "doc/page_range.h"
 #include "doc/page_source.h"
 
@@ -80,14 +81,27 @@ std::string OcrPages::describe(size_t i) const {
   return p.pdf ? "page " + std::to_string(p.index + 1) + " of '" + p.file + "'" : "'" + p.file + "'";
 }
 
-RgbImage OcrPages::render(size_t i) const {
-  const OcrPageRef& p = page(i);
-  RgbImage img = p.pdf ? docs_[i]->render_page(p.index, dpi_) : load_image(p.file);
+namespace {
+
+template <class Image>
+Image checked_size(Image img, const OcrPageRef& p, const std::string& what) {
   if (img.width != p.width || img.height != p.height)
-    throw Error(Error::Kind::Io, describe(i) + " changed size since it was opened (" + std::to_string(p.width) + "x" +
+    throw Error(Error::Kind::Io, what + " changed size since it was opened (" + std::to_string(p.width) + "x" +
                                      std::to_string(p.height) + " -> " + std::to_string(img.width) + "x" +
                                      std::to_string(img.height) + ")");
   return img;
+}
+
+}  // namespace
+
+RgbImage OcrPages::render(size_t i) const {
+  const OcrPageRef& p = page(i);
+  return checked_size(p.pdf ? docs_[i]->render_page(p.index, dpi_) : load_image(p.file), p, describe(i));
+}
+
+GrayImage OcrPages::render_gray(size_t i) const {
+  const OcrPageRef& p = page(i);
+  return checked_size(p.pdf ? docs_[i]->render_page_gray(p.index, dpi_) : gray_image(load_image(p.file)), p, describe(i));
 }
 
 }  // namespace folio

@@ -48,6 +48,8 @@ class OcrPages {
   std::string describe(size_t i) const;
 
   RgbImage render(size_t i) const;
+  // Page i in gray: a PDF page rendered in gray by poppler, an image as gray_image() of its RGB.
+  GrayImage render_gray(size_t i) const;
 
  private:
   std::vector<OcrPageRef> pages_;

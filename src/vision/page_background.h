@@ -11,8 +11,8 @@
 // text on a box stands on white paper and white paper stays as it was.
 //
 // Promises: the same bytes as the Python reference. Work linear in the pixels whatever the window
-// (van Herk / Gil-Werman running extremes; down the columns a whole row at a time), memory a few
-// page-sized buffers. Pure; thread-safe.
+// down the columns (van Herk / Gil-Werman running extremes, a whole row at a time) and log2 of it
+// along the rows (doubling windows, vectorised), memory a few page-sized buffers. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -32,6 +33,41 @@ double percentile(const std::array<uint64_t, 256>& hist, uint64_t total, double 
   return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;  // numpy's lerp
 }
 
+// 1 on the pixels of rules: runs of ink at least kRuleH of the width long along a row, or kRuleV of
+// the height down a column, measured on the binary page before anything is removed.
+std::vector<uint8_t> rule_pixels(const std::vector<uint8_t>& binary, int width, int height) {
+  std::vector<uint8_t> rule(binary.size(), 0);
+  const int min_h = std::max(2, int(PageLayoutRule::kRuleH * width)), min_v = std::max(2, int(PageLayoutRule::kRuleV * height));
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = binary.data() + size_t(y) * width;
+    const uint8_t* end = row + width;
+    for (const uint8_t* x = row; (x = static_cast<const uint8_t*>(std::memchr(x, 1, size_t(end - x))));) {
+      const uint8_t* e = static_cast<const uint8_t*>(std::memchr(x, 0, size_t(end - x)));
+      if (!e) e = end;
+      if (e - x >= min_h) std::fill_n(rule.begin() + (x - binary.data()), e - x, uint8_t(1));
+      x = e;
+    }
+  }
+  // Vertical runs row by row (a column walk strides the whole page): run[x] counts the ink rows
+  // ending at the current one. Whether any run ends long enough on a row is checked first, and the
+  // counts updated after, each a loop over the row that vectorises.
+  std::vector<uint16_t> run(size_t(width), 0);  // a page side is at most kMaxImageSide < 65536
+  auto mark_ended = [&](const uint8_t* row, int y_end) {
+    for (int x = 0; x < width; ++x)
+      if ((!row || !row[x]) && run[x] >= min_v)
+        for (int k = y_end - run[x]; k < y_end; ++k) rule[size_t(k) * width + x] = 1;
+  };
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = binary.data() + size_t(y) * width;
+    int ended = 0;
+    for (int x = 0; x < width; ++x) ended |= !row[x] & (run[x] >= min_v);
+    if (ended) mark_ended(row, y);
+    for (int x = 0; x < width; ++x) run[x] = row[x] ? uint16_t(run[x] + 1) : uint16_t(0);
+  }
+  mark_ended(nullptr, height);
+  return rule;
+}
+
 // Binary ink, ink strength, and rules removed from both, on the page with its background removed.
 InkPage ink_page(const uint8_t* page, int width, int height) {
   const std::vector<uint8_t> normalised = remove_background(page, width, height);
@@ -51,42 +87,17 @@ InkPage ink_page(const uint8_t* page, int width, int height) {
   const float bg32 = float(bg), range32 = float(std::max(16.0, bg - fg));
   p.ink.resize(n);
   for (size_t i = 0; i < n; ++i) p.ink[i] = std::clamp((bg32 - float(gray[i])) / range32, 0.0f, 1.0f);
-  // Rules: runs measured on the binary page before anything is removed.
-  std::vector<uint8_t> rule(n, 0);
-  const int min_h = std::max(2, int(PageLayoutRule::kRuleH * width)), min_v = std::max(2, int(PageLayoutRule::kRuleV * height));
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width;) {
-      if (!p.binary[size_t(y) * width + x]) { ++x; continue; }
-      int e = x;
-      while (e < width && p.binary[size_t(y) * width + e]) ++e;
-      if (e - x >= min_h) std::fill(rule.begin() + size_t(y) * width + x, rule.begin() + size_t(y) * width + e, 1);
-      x = e;
-    }
-  // Vertical runs row by row (a column walk strides the whole page): run[x] counts the ink rows
-  // ending at the current one; a run that ends long enough is marked back up its column.
-  std::vector<int> run(size_t(width), 0);
-  auto end_run = [&](int x, int y_end) {
-    if (run[x] >= min_v)
-      for (int k = y_end - run[x]; k < y_end; ++k) rule[size_t(k) * width + x] = 1;
-    run[x] = 0;
-  };
-  for (int y = 0; y < height; ++y) {
-    const uint8_t* row = p.binary.data() + size_t(y) * width;
-    for (int x = 0; x < width; ++x)
-      if (row[x])
-        ++run[x];
-      else if (run[x])
-        end_run(x, y);
+  const std::vector<uint8_t> rule = rule_pixels(p.binary, width, height);
+  for (size_t i = 0; i < n; ++i) {  // written as selects, so that the loop vectorises
+    p.binary[i] = rule[i] ? uint8_t(0) : p.binary[i];
+    p.ink[i] = rule[i] ? 0.0f : p.ink[i];
   }
-  for (int x = 0; x < width; ++x) end_run(x, height);
-  for (size_t i = 0; i < n; ++i)
-    if (rule[i]) p.binary[i] = 0, p.ink[i] = 0.0f;
   return p;
 }
 
 bool row_has_ink(const InkPage& p, int y, int x0, int x1) {
   const uint8_t* row = p.binary.data() + size_t(y) * p.width;
-  return std::find(row + x0, row + x1, uint8_t(1)) != row + x1;
+  return x1 > x0 && std::memchr(row + x0, 1, size_t(x1 - x0)) != nullptr;
 }
 
 // The part of the page a gutter is looked for in: the whole page, or one side of its gutter over
@@ -351,9 +362,15 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
   out.width = width, out.height = height;
   const InkPage p = ink_page(gray, width, height);
   int left = width, right = -1;
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x)
-      if (p.binary[size_t(y) * width + x]) left = std::min(left, x), right = std::max(right, x);
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = p.binary.data() + size_t(y) * width;
+    const auto* first = static_cast<const uint8_t*>(std::memchr(row, 1, size_t(width)));
+    if (!first) continue;
+    left = std::min(left, int(first - row));
+    int last = width - 1;
+    while (!row[last]) --last;
+    right = std::max(right, last);
+  }
   if (right < 0) return out;
   ++right;
   for (const Block& b : blocks(p, Window{0, width, 0, height}, {left, right}, 0))

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <poppler-document.h>
 
+#include <algorithm>
 #include <memory>
 
+#include "doc/gray_page.h"
 #include "doc/page_range.h"
 #include "doc/page_source.h"
 #include "doc_test_util.h"
@@ -57,6 +59,24 @@ TEST(Pdf, RendersContentAsRgbOnWhitePaper) {
   EXPECT_EQ(p2.at(75, 10, 0), 255);
   EXPECT_EQ(p2.at(75, 10, 1), 0);
   EXPECT_EQ(p2.at(75, 90, 1), 255);
+}
+
+// The gray render is Pillow's luma of the RGB render, byte for byte, at the same size, rotation
+// included.
+TEST(Pdf, GrayRenderIsTheLumaOfTheRgbRender) {
+  const PdfDocument doc = PdfDocument::open(fixture("two_pages.pdf"));
+  for (int i = 0; i < 2; ++i)
+    for (double dpi : {72.0, 144.0}) {
+      const RgbImage rgb = doc.render_page(i, dpi);
+      const GrayImage gray = doc.render_page_gray(i, dpi);
+      ASSERT_EQ(gray.width, rgb.width);
+      ASSERT_EQ(gray.height, rgb.height);
+      EXPECT_EQ(gray.pixels, gray_bytes(rgb)) << "page " << i + 1 << " at " << dpi << " DPI";
+      EXPECT_GT(std::count_if(gray.pixels.begin(), gray.pixels.end(), [](uint8_t v) { return v < 128; }), 100);
+    }
+  EXPECT_EQ(doc.render_page_gray(0, 144).row(5)[5], 255);  // white paper
+  expect_invalid([&] { doc.render_page_gray(2); }, {"page 3", "two_pages.pdf", "2 pages"});
+  expect_invalid([&] { doc.render_page_gray(1, 1.0); }, {"page 2", "two_pages.pdf", "between 2 and 16384"});
 }
 
 TEST(Pdf, BadFilesAreInvalidInputNamingTheFile) {
