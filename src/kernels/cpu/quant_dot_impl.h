@@ -18,6 +18,19 @@
 //   int32 sums of u8 / int8 times int16),
 //   fzero(), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
 //
+// A traits struct may also supply I::Wide, the same work 512 bits at a time (kernels_avx512_vnni.cpp):
+//   bytes / i32 (64 bytes, 16 x int32), load(p) (64 bytes), load2(p, q) (32 bytes from each, p's
+//   low), bcast32(p) (32 bytes in both halves), nibbles_lo / nibbles_hi, or_, bit_set2(b, lo, hi)
+//   (bit_set with mask lo in the low half, hi in the high half), q6_2(lo, qh, shift_lo, shift_hi)
+//   (q6 with each half's own shift of qh: 4, 2, 0 or -2), scales_u8 / scales_i8 as I's,
+//   scale_pair(t, a, b) (scale a in the low half, b in the high half), scale_quads(t, first) (i16
+//   lanes of each 128-bit quarter q = scale first + q), dot_scaled_add, add, zero(), and fold(v)
+//   (I::i32: the low half plus the high half).
+// With it, the K formats' rows unpack two 32-byte chunks per step: half the vector instructions a
+// byte, where those formats were bound by instructions rather than by memory in decode.
+// The halves hold chunks whose lanes the 256-bit code adds into the same i32 lanes, so fold() gives
+// the same exact sums and the floats the same bits.
+//
 // Every integer sum is exact, and the floats are combined in one fixed order per format, so all
 // ISAs (the scalar traits are the reference) give the same bits, whatever the thread split or batch:
 //   q8_0, q4_0, q5_0: per block, lane k accumulates fma(isum_k, dw * dx, acc_k); then hsum.
@@ -149,8 +162,54 @@ struct KSums {
 };
 
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
+template <class I>
+concept HasWide = requires { typename I::Wide; };
+
+// dot_row_k4 with I::Wide: chunks i = 2h (low half) and 2h + 1 (high half) at once.
+template <class I, bool kFifth, int G>
+inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+  using W = typename I::Wide;
+  using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
+  KSums<I, G> sums;
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& blk = *reinterpret_cast<const Block*>(w + static_cast<size_t>(b) * sizeof(Block));
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(Block));
+    const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
+    const typename W::scales sv = W::scales_u8(sm.sc);
+    typename W::i32 lo_sum[G], hi_sum[G];
+    for (int g = 0; g < G; ++g) lo_sum[g] = hi_sum[g] = W::zero();
+    typename W::bytes qh{};
+    if constexpr (kFifth) qh = W::bcast32(blk.qh);
+    for (int h = 0; h < 2; ++h) {
+      const typename W::bytes q = W::load(blk.qs + 64 * h);
+      typename W::bytes lo = W::nibbles_lo(q), hi = W::nibbles_hi(q);
+      if constexpr (kFifth) {
+        lo = W::or_(lo, W::bit_set2(qh, static_cast<uint8_t>(1u << (4 * h)), static_cast<uint8_t>(1u << (4 * h + 2))));
+        hi = W::or_(hi, W::bit_set2(qh, static_cast<uint8_t>(2u << (4 * h)), static_cast<uint8_t>(2u << (4 * h + 2))));
+      }
+      const auto s_lo = W::scale_pair(sv, 4 * h, 4 * h + 2), s_hi = W::scale_pair(sv, 4 * h + 1, 4 * h + 3);
+      for (int g = 0; g < G; ++g) {
+        const int8_t* xh = x[g * xs + b].q + 128 * h;
+        lo_sum[g] = W::dot_scaled_add(lo_sum[g], lo, W::load2(xh, xh + 64), s_lo);
+        hi_sum[g] = W::dot_scaled_add(hi_sum[g], hi, W::load2(xh + 32, xh + 96), s_hi);
+      }
+    }
+    const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.lanes[g] = I::fma(W::fold(W::add(lo_sum[g], hi_sum[g])), d * a.d, sums.lanes[g]);
+      sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[g]);
+    }
+  }
+  sums.write(out);
+}
+
 template <class I, bool kFifth, int G>
 inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+  if constexpr (HasWide<I>) {
+    dot_row_k4_wide<I, kFifth, G>(w, nb, x, xs, out);
+    return;
+  }
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
@@ -186,9 +245,44 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
   sums.write(out);
 }
 
+// dot_row_q6k with I::Wide: quarters 0 and 1 (then 2 and 3) of each half at once.
+template <class I, int G>
+inline void dot_row_q6k_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+  using W = typename I::Wide;
+  KSums<I, G> sums;
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + static_cast<size_t>(b) * sizeof(BlockQ6K));
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(BlockQ6K));
+    typename W::i32 sum[G];
+    for (int g = 0; g < G; ++g) sum[g] = W::zero();
+    for (int h = 0; h < 2; ++h) {
+      const typename W::scales st = W::scales_i8(blk.scales + 8 * h);
+      const typename W::bytes l = W::load(blk.ql + 64 * h), qh = W::bcast32(blk.qh + 32 * h);
+      const typename W::bytes q01 = W::q6_2(W::nibbles_lo(l), qh, 4, 2), q23 = W::q6_2(W::nibbles_hi(l), qh, 0, -2);
+      const auto s01 = W::scale_quads(st, 0), s23 = W::scale_quads(st, 4);
+      for (int g = 0; g < G; ++g) {
+        const int8_t* xh = x[g * xs + b].q + 128 * h;
+        sum[g] = W::dot_scaled_add(sum[g], q01, W::load(xh), s01);
+        sum[g] = W::dot_scaled_add(sum[g], q23, W::load(xh + 64), s23);
+      }
+    }
+    const float d = I::f16(blk.d);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.lanes[g] = I::fma(W::fold(sum[g]), d * a.d, sums.lanes[g]);
+      sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[g]);
+    }
+  }
+  sums.write(out);
+}
+
 // q6_k: 6-bit codes offset by 32, 16 groups of 16 with signed 8-bit scales.
 template <class I, int G>
 inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
+  if constexpr (HasWide<I>) {
+    dot_row_q6k_wide<I, G>(w, nb, x, xs, out);
+    return;
+  }
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + static_cast<size_t>(b) * sizeof(BlockQ6K));
