@@ -43,7 +43,7 @@ namespace folio::cli {
 namespace {
 
 struct DecodeArgs {
-  std::string model, json, weights;
+  std::string model, json, weights, prefill_precision = "auto";
   KVOptions kv;
   PolicyOptions policy;
   int64_t ref_tokens = 1024, gen_tokens = 2048, sample_every = 256, prefill_chunk = 2048;
@@ -137,6 +137,7 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
                       {"sgemm_peak_measured", r.prefill_sgemm_peak_gflops > 0 ? "after prefill" : "after the run"},
                       {"sgemm_peak_gflops_after_run", sgemm_after_run},
                       {"prefill_efficiency", prefill_gflops / sgemm_gflops},
+                      {"prefill_precision", kernels::gemm_precision_name(dec.prefill_precision())},
                       {"samples", r.samples},
                       {"kv_bytes_peak", kv_peak},
                       {"kv_bytes_per_token", kv_bytes_per_token},
@@ -171,8 +172,9 @@ int report_decode(const DecodeArgs& a, const KVPolicy& policy, const KVTypes& kv
   }
   j.update(r.extra);
   JsonOutput(a.json).write(j);
-  std::printf("prefill: %lld tokens in %.1f s, %.1f GFLOP/s, %.0f%% of the in-run sgemm peak (%.1f GFLOP/s)\n",
-              static_cast<long long>(r.ref_tokens), r.prefill_ms / 1e3, prefill_gflops, 100.0 * prefill_gflops / sgemm_gflops,
+  std::printf("prefill (%s): %lld tokens in %.1f s, %.1f tokens/s, %.1f GFLOP/s, %.0f%% of the in-run sgemm peak (%.1f GFLOP/s)\n",
+              kernels::gemm_precision_name(dec.prefill_precision()), static_cast<long long>(r.ref_tokens), r.prefill_ms / 1e3,
+              static_cast<double>(r.ref_tokens) * 1e3 / r.prefill_ms, prefill_gflops, 100.0 * prefill_gflops / sgemm_gflops,
               sgemm_gflops);
   std::printf("decode %s/%s: %.2f tokens/s (%.2f ms/token), KV peak %zu bytes, RSS peak %zu\n"
               "roofline: copy %.1f GB/s -> %.2f ms/token (%.0f%%); read %.1f GB/s -> %.2f ms/token (%.0f%%)\n",
@@ -258,6 +260,7 @@ int run_decode(const DecodeArgs& a) {
 
   LoadedModel m = load_model(a.model, false, a.weights);
   if (a.context > 0) m.decoder->set_context(a.context);
+  m.decoder->set_prefill_precision(kernels::gemm_precision_from_name(a.prefill_precision, "--prefill-precision"));
   const ModelConfig& cfg = m.decoder->config();
   if (a.ref_tokens + a.gen_tokens > cfg.max_positions)
     throw_invalid("--ref-tokens + --gen-tokens = " + std::to_string(a.ref_tokens + a.gen_tokens) +
@@ -338,6 +341,7 @@ int run_decode_pages(const DecodeArgs& a) {
   Decoder& dec = model->decoder();
   const int64_t trained_context = dec.config().max_positions;
   if (a.context > 0) dec.set_context(a.context);
+  dec.set_prefill_precision(kernels::gemm_precision_from_name(a.prefill_precision, "--prefill-precision"));
 
   const SyntheticPageFiles page_files(a);
   const OcrPages pages = OcrPages::open(page_files.files, "", model->pdf_dpi());
@@ -529,6 +533,9 @@ Runner add_bench(CLI::App& app) {
   d->add_option("--threads", a->threads, "Threads (0 = one per core)")->capture_default_str();
   d->add_option("--sample-every", a->sample_every, "Record a sample every K generated tokens")->capture_default_str();
   d->add_option("--prefill-chunk", a->prefill_chunk, "Reference tokens per forward pass")->capture_default_str();
+  d->add_option("--prefill-precision", a->prefill_precision,
+                "Arithmetic of the prefill's products: auto (bf16 where the CPU has AVX512-BF16), f32 or bf16")
+      ->capture_default_str();
   d->add_option("--seed", a->seed, "Seed of the synthetic reference")->capture_default_str();
   d->add_option("--pages", a->pages,
                  "OCR models: the reference is this many synthetic pages encoded by the model (Base mode) instead of --ref-tokens")

@@ -7,7 +7,8 @@
 // over the same context. Reported: mean and max KL(baseline || run) in nats, top-1 agreement (the
 // run's argmax is the baseline's token), mean relative L2 error of the logits and the largest
 // absolute logit difference. With --weights SCHEME the run's decoder has its linears re-stored in
-// that block format (the baseline keeps the checkpoint's): the accuracy cost of a weight format.
+// that block format (the baseline keeps the checkpoint's): the accuracy cost of a weight format. With
+// --prefill-precision bf16 the run's prefill multiplies in bf16 (the baseline's in f32).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -32,7 +33,7 @@ namespace folio::cli {
 namespace {
 
 struct DivergenceArgs {
-  std::string model, json, baseline_policy = "rswa", weights;
+  std::string model, json, baseline_policy = "rswa", weights, prefill_precision = "f32";
   PolicyOptions policy;
   KVOptions kv;
   int64_t ref_tokens = 1024, gen_tokens = 64;
@@ -115,6 +116,8 @@ int run_divergence(const DivergenceArgs& a) {
   base_policy.keep = 1.0;  // the baseline's reference is never compressed
   std::vector<std::vector<float>> base_logits, run_logits;
   const GenerationResult base = generate(dec, base_policy, KVTypes::uniform(KVDType::F32), {}, base_logits);
+  // Set after the baseline ran: without --weights the run's decoder is the baseline's.
+  run_dec.set_prefill_precision(kernels::gemm_precision_from_name(a.prefill_precision, "--prefill-precision"));
   const GenerationResult run = generate(run_dec, run_policy, a.kv.types(), base.tokens, run_logits);
   const Divergence d(base_logits, run_logits, base, run);
   const double n = d.n();
@@ -130,6 +133,8 @@ int run_divergence(const DivergenceArgs& a) {
                       {"baseline_kv_dtype", "f32"},
                       {"weights", a.weights.empty() ? "checkpoint" : a.weights},
                       {"baseline_weights", "checkpoint"},
+                      {"prefill_precision", kernels::gemm_precision_name(run_dec.prefill_precision())},
+                      {"baseline_prefill_precision", "f32"},
                       {"ref_tokens", a.ref_tokens},
                       {"gen_tokens", a.gen_tokens},
                       {"threads", threads.size()},
@@ -163,6 +168,9 @@ SubRunner add_bench_divergence(CLI::App& bench) {
   c->add_option("--weights", a->weights,
                 std::string("The run's decoder linears re-stored at load (the baseline keeps the checkpoint's): ") +
                     weight_scheme_names());
+  c->add_option("--prefill-precision", a->prefill_precision,
+                "The run's prefill products: f32, bf16 or auto (bf16 where the CPU has AVX512-BF16); the baseline's are f32")
+      ->capture_default_str();
   c->add_option("--baseline-policy", a->baseline_policy, "Baseline KV policy (its KV is f32)")->capture_default_str();
   c->add_option("--ref-tokens", a->ref_tokens, "Reference tokens (random ids)")->capture_default_str();
   c->add_option("--gen-tokens", a->gen_tokens, "Decoded tokens compared")->capture_default_str();

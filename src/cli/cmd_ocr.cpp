@@ -24,7 +24,8 @@ namespace {
 
 struct OcrArgs {
   std::vector<std::string> inputs;
-  std::string model, mmproj, mode = "base", pages, out, json, weights, encoder_precision = "auto";
+  std::string model, mmproj, mode = "base", pages, out, json, weights, encoder_precision = "auto",
+      prefill_precision = "auto";
   KVOptions kv;
   PolicyOptions policy;
   int64_t max_tokens = 0, kv_budget = 0;
@@ -137,6 +138,9 @@ int run_ocr_command(const OcrArgs& a) {
   if (!model->set_encoder_precision(precision) && a.encoder_precision == "bf16" && !a.quiet)
     std::fprintf(stderr, "folio: warning: --encoder-precision bf16: %s's encoder has no bf16 path, it runs in f32\n",
                  model->name().c_str());
+  const kernels::GemmPrecision prefill = kernels::gemm_precision_from_name(a.prefill_precision, "--prefill-precision");
+  if (!model->set_prefill_precision(prefill) && a.prefill_precision == "bf16" && !a.quiet)
+    std::fprintf(stderr, "folio: warning: --prefill-precision bf16: %s's decoder prefills in f32\n", model->name().c_str());
   OcrPages pages = OcrPages::open(a.inputs, a.pages, a.dpi > 0 ? a.dpi : model->pdf_dpi());
   ThreadPool threads(a.threads);
   if (opt.kv_budget > 0 && !a.policy_given) {
@@ -181,6 +185,10 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--encoder-precision", a->encoder_precision,
                  "Arithmetic of the vision encoder's products (Unlimited-OCR): auto (bf16 where the CPU has AVX512-BF16, "
                  "about 1.6x faster), f32, or bf16 (inputs rounded to bf16, sums in f32)")
+      ->capture_default_str();
+  app.add_option("--prefill-precision", a->prefill_precision,
+                 "Arithmetic of the decoder's prefill products (Unlimited-OCR): auto (bf16 where the CPU has AVX512-BF16), "
+                 "f32, or bf16 (inputs and weights rounded to bf16, sums in f32)")
       ->capture_default_str();
   app.add_option("--pages", a->pages, "Pages to read, numbered across all inputs, e.g. 1-20 or 2,5-7 (default all)");
   app.add_option("--out", a->out, "Write the markdown here (default: stdout)");

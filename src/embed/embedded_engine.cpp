@@ -27,6 +27,7 @@ constexpr OptionKey kOptions[] = {
     {"mmproj", "model.mmproj"},
     {"weights", "model.weights"},
     {"encoder_precision", "model.encoder_precision"},
+    {"prefill_precision", "model.prefill_precision"},
     {"policy", "attention.type"},
     {"window", "attention.decode_window_size"},
     {"sparse_top_k", "attention.sparse_top_k"},

@@ -103,19 +103,20 @@ void place_experts(std::span<ExpertWork* const> active, const float* x, int64_t 
 }
 
 // All gate/up products in one pass over the weights, then all down products in another.
-void run_experts(std::span<ExpertWork* const> active, std::vector<kernels::MatmulJob>& jobs, ThreadPool& pool) {
+void run_experts(std::span<ExpertWork* const> active, std::vector<kernels::MatmulJob>& jobs, ThreadPool& pool,
+                 kernels::GemmPrecision precision) {
   jobs.clear();
   for (ExpertWork* w : active) {
     jobs.push_back({w->gate, w->xs, w->rows(), w->g});
     jobs.push_back({w->up, w->xs, w->rows(), w->u});
   }
-  kernels::matmul_many(jobs, pool);
+  kernels::matmul_many(jobs, pool, precision);
   jobs.clear();
   for (ExpertWork* w : active) {
     kernels::silu_mul(w->g, w->u, w->g, w->rows() * w->width());
     jobs.push_back({w->down, w->g, w->rows(), w->ys});
   }
-  kernels::matmul_many(jobs, pool);
+  kernels::matmul_many(jobs, pool, precision);
 }
 
 }  // namespace
@@ -238,9 +239,9 @@ void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool&
   grow(g, n * w);
   grow(u, n * w);
   const kernels::MatmulJob gate_up[] = {{m.gate, x, n, g.data()}, {m.up, x, n, u.data()}};
-  kernels::matmul_many(gate_up, pool);
+  kernels::matmul_many(gate_up, pool, prefill_precision_);
   kernels::silu_mul(g.data(), u.data(), g.data(), n * w);
-  kernels::matmul(*m.down, g.data(), n, y, pool);
+  kernels::matmul(*m.down, g.data(), n, y, pool, prefill_precision_);
 }
 
 void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
@@ -248,6 +249,8 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   // cost page faults and zeroing (5% of a long prefill).
   thread_local MoeScratch s;
   grow(s.probs, n * cfg_.n_routed);
+  // The router stays in f32 whatever the prefill precision: it is a sliver of the work, and a
+  // rounded score could send a token to other experts.
   kernels::matmul(*L.router, x, n, s.probs.data(), pool);
   route_tokens(cfg_, n, s);
   // Shared experts see every token; routed experts see the tokens that chose them.
@@ -267,7 +270,7 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
     s.active.push_back(&shared);
   }
   place_experts(s.active, x, cfg_.hidden, s);
-  run_experts(s.active, s.jobs, pool);
+  run_experts(s.active, s.jobs, pool, prefill_precision_);
   if (L.shared.gate) std::copy_n(shared.ys, n * cfg_.hidden, y);
   else std::fill(y, y + n * cfg_.hidden, 0.f);
   for (ExpertWork* w : s.active) {
@@ -467,7 +470,7 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
     const Layer& L = layers_[static_cast<size_t>(l)];
     kernels::rms_norm(x, L.attn_norm.data(), xn, T, H, cfg_.rms_eps);
     const kernels::MatmulJob qkv[] = {{L.wq, xn, T, q}, {L.wk, xn, T, k}, {L.wv, xn, T, v}};
-    kernels::matmul_many(qkv, pool);
+    kernels::matmul_many(qkv, pool, prefill_precision_);
     r = 0;
     for (size_t i = 0; i < batch.size() && cfg_.rope; ++i) {
       for (int64_t j = 0; j < batch[i].count(); ++j, ++r) {
@@ -483,7 +486,7 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
     }
     attention(l, batch, first_pos, q, k, v, att, pool);
     if (rotated) kernels::hadamard_rows(att, T * nh, hd);
-    kernels::matmul(*L.wo, att, T, y, pool);
+    kernels::matmul(*L.wo, att, T, y, pool, prefill_precision_);
     kernels::add_inplace(x, y, T * H);
 
     kernels::rms_norm(x, L.ffn_norm.data(), xn, T, H, cfg_.rms_eps);
@@ -497,7 +500,7 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
     r += batch[i].count();
     kernels::rms_norm(x + (r - 1) * H, final_norm_.data(), st.last.data() + i * H, 1, H, cfg_.rms_eps);
   }
-  kernels::matmul(*lm_head_, st.last.data(), static_cast<int64_t>(batch.size()), logits, pool);
+  kernels::matmul(*lm_head_, st.last.data(), static_cast<int64_t>(batch.size()), logits, pool, prefill_precision_);
 }
 
 }  // namespace folio

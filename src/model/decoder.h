@@ -19,6 +19,7 @@
 #include "kv/kv_layout.h"
 #include "kv/sequence_kv.h"
 #include "io/tensor_source.h"
+#include "kernels/cpu/matmul.h"
 #include "model/model_config.h"
 #include "model/weight_names.h"
 
@@ -46,6 +47,14 @@ class Decoder {
   void set_context(int64_t positions);
   KVLayout kv_layout(DType kv_dtype) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, kv_dtype}; }
   KVLayout kv_layout(const KVTypes& types) const { return {cfg_.n_layers, cfg_.n_kv_heads, cfg_.head_dim, types}; }
+
+  // The arithmetic of prefill's products (steps of kernels::matmul_gemm_min_rows() tokens or more):
+  // F32, the default, or Bf16 (X and the weights, dequantised if they are a block format, rounded
+  // to bf16 and summed in f32: about twice as fast where the CPU has AVX512-BF16, and within the
+  // bounds decoder_golden_test states of F32's logits). Decode steps take the GEMV either way. Set
+  // it before forward(), not during.
+  void set_prefill_precision(kernels::GemmPrecision p) { prefill_precision_ = p; }
+  kernels::GemmPrecision prefill_precision() const { return prefill_precision_; }
 
   // One step for a batch. Appends each input's tokens to its KV (at its next positions), runs all
   // layers, and writes the logits of each input's last token to logits[i * vocab ...].
@@ -144,6 +153,7 @@ class Decoder {
   std::set<std::string> used_;
   int64_t params_ = 0;
   size_t weight_bytes_ = 0;
+  kernels::GemmPrecision prefill_precision_ = kernels::GemmPrecision::F32;
   size_t active_weight_bytes_ = 0;
 };
 

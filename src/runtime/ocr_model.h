@@ -92,6 +92,12 @@ class OcrModel {
   virtual bool set_encoder_precision(kernels::GemmPrecision) { return false; }
   // The precision the encoder's products actually run in ("f32" or "bf16").
   virtual const char* encoder_precision() const { return "f32"; }
+  // The same for the decoder's prefill (Decoder::set_prefill_precision). Returns false, changing
+  // nothing, for folio's mini models: their prefills are a few hundred rows, and their accuracy
+  // figures are those of f32.
+  virtual bool set_prefill_precision(kernels::GemmPrecision) { return false; }
+  // The precision the decoder's prefill products actually run in ("f32" or "bf16").
+  virtual const char* prefill_precision() const { return "f32"; }
 
   // The decoded text of one pass -> its pages (parse_ocr_output by default).
   virtual std::vector<OcrPage> parse(std::string_view text) const { return parse_ocr_output(text); }

@@ -438,6 +438,7 @@ nlohmann::json ocr_page_entry(const OcrPages& pages, size_t index, const OcrPage
 nlohmann::json ocr_json_tail(const OcrModel& model, const OcrOptions& opt, const OcrSummary& summary) {
   nlohmann::json tail = {{"stats", stats_json(summary.stats, opt.policy)}};
   tail["stats"]["encoder_precision"] = model.encoder_precision();
+  tail["stats"]["prefill_precision"] = model.prefill_precision();
   if (!summary.warnings.empty()) tail["warnings"] = summary.warnings;
   return tail;
 }

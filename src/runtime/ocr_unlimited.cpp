@@ -57,6 +57,9 @@ void UnlimitedOcrModel::attach_encoder(const VisionConfig& vcfg, const TensorSou
 }
 
 const char* UnlimitedOcrModel::encoder_precision() const { return kernels::gemm_precision_name(encoder_->precision()); }
+const char* UnlimitedOcrModel::prefill_precision() const {
+  return kernels::gemm_precision_name(model_.decoder->prefill_precision());
+}
 
 int64_t UnlimitedOcrModel::image_tokens(int width, int height, VisionMode mode) const {
   const TileGrid g = mode == VisionMode::Gundam ? select_tile_grid(width, height) : TileGrid{};

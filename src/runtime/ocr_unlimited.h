@@ -59,6 +59,11 @@ class UnlimitedOcrModel : public OcrModel {
     return true;
   }
   const char* encoder_precision() const override;
+  bool set_prefill_precision(kernels::GemmPrecision p) override {
+    model_.decoder->set_prefill_precision(p);
+    return true;
+  }
+  const char* prefill_precision() const override;
   const LoadedModel& loaded() const { return model_; }
 
  private:

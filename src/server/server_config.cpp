@@ -86,6 +86,13 @@ const std::vector<Key>& keys() {
                    if (v.s == "auto" || v.s == "f32" || v.s == "bf16") return std::string();
                    return "must be auto, f32 or bf16, got '" + v.s + "'";
                  }});
+    k.push_back({"model.prefill_precision", Type::String,
+                 "the decoder's prefill products (Unlimited-OCR): auto (bf16 where the CPU has AVX512-BF16), f32 or bf16",
+                 [](ServerConfig& c, const Value& v) {
+                   c.model.prefill_precision = v.s;
+                   if (v.s == "auto" || v.s == "f32" || v.s == "bf16") return std::string();
+                   return "must be auto, f32 or bf16, got '" + v.s + "'";
+                 }});
     k.push_back({"model.mmap", Type::Bool,
                  "map the checkpoint's files instead of reading them into huge-page memory (opens at once, shares the page cache; decode 10-20% slower)",
                  [](ServerConfig& c, const Value& v) { c.model.mmap = v.b; return std::string(); }});

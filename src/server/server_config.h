@@ -23,6 +23,7 @@ struct ServerConfig {
     std::string weights;               // "" = as stored; else a --weights scheme (q8_0, q4_k_m, ...)
     std::string mmproj;                // with a .gguf model.path: llama.cpp's vision-tower file
     std::string encoder_precision = "auto";  // the vision encoder's products: auto | f32 | bf16
+    std::string prefill_precision = "auto";  // the decoder's prefill products (Unlimited-OCR): auto | f32 | bf16
     bool mmap = false;                 // map the checkpoint instead of reading it into huge pages
     int64_t max_reference_length = 0;  // prompt tokens at most; 0 = the model's context
     std::string served_names;          // "a,b": names requests may use, the first reported; "" = the directory's name

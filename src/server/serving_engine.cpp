@@ -85,6 +85,7 @@ void ServingEngine::load() {
   if (is_ocr_model_dir(path) || !cfg_.model.mmproj.empty()) {
     ocr_model_ = load_ocr_model(path, cfg_.model.weights, cfg_.model.mmproj);
     ocr_model_->set_encoder_precision(kernels::gemm_precision_from_name(cfg_.model.encoder_precision, "model.encoder_precision"));
+    ocr_model_->set_prefill_precision(kernels::gemm_precision_from_name(cfg_.model.prefill_precision, "model.prefill_precision"));
     if (!cfg_.remote.redis.empty()) remote_ = std::make_unique<RemoteReferenceTier>(remote_options(cfg_, path));
     decoder_ = &ocr_model_->decoder();
     tokenizer_ = &ocr_model_->tokenizer();

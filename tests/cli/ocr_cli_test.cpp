@@ -235,6 +235,33 @@ TEST_F(OcrCli, EncoderPrecision) {
                  {"--precision", "half"});
 }
 
+// --prefill-precision: the same choice for the decoder's prefill products, said in the JSON; the
+// mini models' decoders stay f32 (said on bf16); bad names refused, in ocr and in bench decode.
+TEST_F(OcrCli, PrefillPrecision) {
+  const auto ran_in = [&](const std::string& choice) {
+    OcrRun r = ocr(kDoc + "two_pages.pdf --pages 1 --json " + path("p.json") + " --prefill-precision " + choice);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(std::ifstream(path("p.json")))["stats"]["prefill_precision"].get<std::string>();
+  };
+  const bool bf16 = folio::kernels::bf16_gemm_supported();
+  EXPECT_EQ(ran_in("f32"), "f32");
+  EXPECT_EQ(ran_in("auto"), bf16 ? "bf16" : "f32");
+  if (bf16) EXPECT_EQ(ran_in("bf16"), "bf16");
+  else expect_refused(ocr(kDoc + "two_pages.pdf --prefill-precision bf16"), {"--prefill-precision", "AVX512-BF16"});
+  expect_refused(ocr(kDoc + "two_pages.pdf --prefill-precision fp8"), {"--prefill-precision", "auto, f32 or bf16", "fp8"});
+  if (bf16) {
+    OcrRun mini = folio("ocr --dpi 50 --max-tokens 2 --prefill-precision bf16 --json " + path("m.json") + " " + kDoc + "two_pages.pdf",
+                        dir_, "FOLIO_MODEL=" + std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2");
+    EXPECT_EQ(mini.code, 0) << mini.err;
+    EXPECT_NE(mini.err.find("decoder prefills in f32"), std::string::npos) << mini.err;
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path("m.json")))["stats"]["prefill_precision"], "f32");
+  }
+  expect_refused(folio("bench decode --model " + model() + " --ref-tokens 8 --gen-tokens 2 --prefill-precision fp8 --json " +
+                           path("d.json"),
+                       dir_),
+                 {"--prefill-precision", "fp8"});
+}
+
 // Every suite checks its --json file before it works (a missing directory used to surface only
 // when a run of minutes ended): the error names the file even when the model does not exist.
 TEST_F(OcrCli, BenchJsonIsCheckedBeforeTheRun) {

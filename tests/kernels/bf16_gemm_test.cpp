@@ -89,6 +89,28 @@ TEST(Bf16Gemm, MatchesRoundedProductsForEveryWeightDtypeAndEdge) {
   }
 }
 
+// Block-quantised weights are dequantised, then rounded to bf16 like float ones.
+TEST(Bf16Gemm, BlockFormatsAreDequantisedThenRounded) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  const int64_t shapes[][3] = {{13, 31, 256}, {29, 65, 512}};
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (const auto& s : shapes) {
+      const int64_t n = s[0], out = s[1], in = s[2];
+      const std::vector<float> x = random_floats(n * in, 17);
+      const StoredWeight w = make_weight(t, out, in, 18);
+      std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
+      const Bf16Activations xb(x.data(), n, in, pool);
+      std::vector<uint32_t> packed;
+      pack_bf16_weights(w.view, 0, out, packed);
+      bf16_gemm(xb, packed.data(), out, y.data(), out);
+      std::vector<double> ref, scale;
+      rounded_reference(x, w.decoded, n, out, in, ref, scale);
+      EXPECT_LT(worst_relative(y, ref, scale), kSumBound) << dtype_name(t) << " " << n << "x" << out << "x" << in;
+    }
+  }
+}
+
 TEST(Bf16Gemm, WeightRowsPackedFromAnOffsetAndStrides) {
   REQUIRE_BF16();
   ThreadPool pool(1);
@@ -141,28 +163,36 @@ TEST(Bf16Gemm, MatmulSameBitsForAnyPoolSizeAndBatch) {
   EXPECT_TRUE(matmul_uses_bf16(w.view, GemmPrecision::Bf16));
 }
 
-TEST(Bf16Gemm, BlockFormatsAndSmallBatchesKeepTheirOwnPath) {
-  // Runs everywhere: Bf16 asks for bf16 products only where they apply.
-  const int64_t out = 64, in = 64;
+TEST(Bf16Gemm, LargeBatchesOfEveryFormatTakeItAndSmallOnesTheGemv) {
+  // Runs everywhere: Bf16 asks for bf16 products only where the CPU has them.
+  const int64_t out = 64, in = 256;
   ThreadPool pool(2);
-  const StoredWeight q = make_weight(DType::Q8_0, out, in, 5);
-  EXPECT_FALSE(matmul_uses_bf16(q.view, GemmPrecision::Bf16));
-  const StoredWeight f = make_weight(DType::F16, out, in, 6);
-  EXPECT_EQ(matmul_uses_bf16(f.view, GemmPrecision::Bf16), bf16_gemm_supported());
-  EXPECT_FALSE(matmul_uses_bf16(f.view, GemmPrecision::F32));
-  for (int64_t n : {int64_t{1}, matmul_gemm_min_rows() + 3}) {
-    const std::vector<float> x = random_floats(n * in, 9);
-    std::vector<float> a(static_cast<size_t>(n * out)), b(a.size());
-    matmul(q.view, x.data(), n, a.data(), pool, GemmPrecision::Bf16);
-    matmul(q.view, x.data(), n, b.data(), pool, GemmPrecision::F32);
-    EXPECT_EQ(a, b) << "q8_0, n=" << n;
+  for (DType t : {DType::Q8_0, DType::Q4_K, DType::F16}) {
+    const StoredWeight w = make_weight(t, out, in, 5);
+    EXPECT_EQ(matmul_uses_bf16(w.view, GemmPrecision::Bf16), bf16_gemm_supported()) << dtype_name(t);
+    EXPECT_FALSE(matmul_uses_bf16(w.view, GemmPrecision::F32)) << dtype_name(t);
+    for (int64_t n : {int64_t{2}, matmul_gemm_min_rows() + 3}) {
+      const std::vector<float> x = random_floats(n * in, 9);
+      std::vector<float> a(static_cast<size_t>(n * out)), b(a.size());
+      matmul(w.view, x.data(), n, a.data(), pool, GemmPrecision::Bf16);
+      matmul(w.view, x.data(), n, b.data(), pool, GemmPrecision::F32);
+      // A decode-sized batch takes the GEMV whatever the precision; a large one the bf16 GEMM.
+      if (n < matmul_gemm_min_rows() || !bf16_gemm_supported()) EXPECT_EQ(a, b) << dtype_name(t) << " n=" << n;
+      else EXPECT_NE(a, b) << dtype_name(t) << " n=" << n;
+    }
   }
-  // A decode-sized batch of float weights takes the GEMV, whatever the precision.
-  const std::vector<float> x = random_floats(2 * in, 10);
-  std::vector<float> a(static_cast<size_t>(2 * out)), b(a.size());
-  matmul(f.view, x.data(), 2, a.data(), pool, GemmPrecision::Bf16);
-  matmul(f.view, x.data(), 2, b.data(), pool, GemmPrecision::F32);
-  EXPECT_EQ(a, b);
+  // matmul_many passes the precision to its large jobs, and keeps its small ones on the GEMV.
+  const StoredWeight q = make_weight(DType::Q4_K, out, in, 6);
+  const int64_t big = matmul_gemm_min_rows() + 3;
+  const std::vector<float> x = random_floats(big * in, 10);
+  std::vector<float> one(static_cast<size_t>(big * out)), many(one.size()), small_one(static_cast<size_t>(out)),
+      small_many(static_cast<size_t>(out));
+  matmul(q.view, x.data(), big, one.data(), pool, GemmPrecision::Bf16);
+  matmul(q.view, x.data(), 1, small_one.data(), pool, GemmPrecision::F32);
+  const MatmulJob jobs[] = {{&q.view, x.data(), big, many.data()}, {&q.view, x.data(), 1, small_many.data()}};
+  matmul_many(jobs, pool, GemmPrecision::Bf16);
+  EXPECT_EQ(one, many);
+  EXPECT_EQ(small_one, small_many);
 }
 
 TEST(Bf16Gemm, PrecisionNames) {

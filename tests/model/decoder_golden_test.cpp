@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,8 @@
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
 #include "io/safetensors.h"
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/matmul.h"
 
 namespace folio {
 namespace {
@@ -184,6 +188,69 @@ TEST(OfficialGolden, RingMatchesOfficialUnlimitedOcrCode) {
   ASSERT_EQ(g.window, 16);
   ASSERT_EQ(g.greedy.size(), 101u);
   check_against(dec, g, kTol, DType::F32, 40);
+}
+
+// A bf16 prefill (Decoder::set_prefill_precision: activations and weights rounded to bf16, sums in
+// f32) against the f32 goldens: the prompt in one chunk (every product of the prefill on the GEMM
+// path), its logits within kBf16PrefillTol, then teacher-forced decode (f32 GEMV over the KV the
+// bf16 prefill wrote) agreeing on the greedy id at >= kBf16PrefillAgreement of the steps. These
+// random-weight models have near ties that 2^-9 roundings flip, which a trained model's margins
+// mostly do not; the bounds are what was measured here with some room, and an f32 prefill is
+// ~1000x closer (the tests above), so they discriminate.
+constexpr float kBf16PrefillTol = 0.15f;
+constexpr double kBf16PrefillAgreement = 0.9;
+
+// Prefill logits' largest difference from the golden's, and the fraction of decode steps whose
+// greedy id matches the golden's.
+std::pair<float, double> bf16_prefill_run(Decoder& dec, const Golden& g) {
+  ThreadPool pool(2);
+  KVBlockPool kvpool(dec.kv_layout(DType::F32), 0);
+  SequenceKV kv(kvpool, 1, KVPolicy::parse(g.policy, g.window), 4);
+  std::vector<float> logits(static_cast<size_t>(dec.config().vocab));
+  dec.set_prefill_precision(kernels::GemmPrecision::Bf16);
+  Decoder::Input in;
+  in.kv = &kv;
+  in.tokens = g.prompt;
+  in.reference = true;
+  dec.forward({&in, 1}, logits.data(), pool);
+  const float diff = max_abs_diff(g.prefill_logits, logits.data());
+  int agree = argmax(logits) == g.greedy[0];
+  for (size_t k = 0; k + 1 < g.greedy.size(); ++k) {
+    Decoder::Input step;
+    step.kv = &kv;
+    step.tokens = std::span<const int32_t>(&g.greedy[k], 1);
+    dec.forward({&step, 1}, logits.data(), pool);
+    agree += argmax(logits) == g.greedy[k + 1];
+  }
+  return {diff, static_cast<double>(agree) / static_cast<double>(g.greedy.size())};
+}
+
+TEST(ReferenceGolden, Bf16PrefillStaysClose) {
+  if (!kernels::bf16_gemm_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  for (const char* name : {"llama-tiny", "uocr-tiny", "uocr-tiny-bf16", "uocr-tiny-renorm"}) {
+    auto m = load_fixture_model(kFixtures + "decoder/" + name);
+    const Golden g = load_reference_golden(kFixtures + "decoder/" + name, "rswa");
+    ASSERT_GE(static_cast<int64_t>(g.prompt.size()), kernels::matmul_gemm_min_rows()) << name;
+    const auto [diff, agreement] = bf16_prefill_run(*m.dec, g);
+    std::printf("%s: bf16 prefill logits within %.4f, greedy agreement %.3f\n", name, diff, agreement);
+    EXPECT_LT(diff, kBf16PrefillTol) << name;
+    EXPECT_GT(diff, 10 * kTol) << name << ": the prefill did not run in bf16";
+    EXPECT_GE(agreement, kBf16PrefillAgreement) << name;
+  }
+}
+
+TEST(OfficialGolden, Bf16PrefillStaysClose) {
+  if (!kernels::bf16_gemm_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  const std::string dir = kFixtures + "official";
+  nlohmann::json lang = read_json(dir + "/tiny_config.json")["language"];
+  lang["model_type"] = "deepseek_v2";
+  auto weights = SafetensorsFile::open(dir + "/tiny_weights.safetensors");
+  Decoder dec(ModelConfig::from_hf_json(lang), *weights, WeightNaming::HuggingFace);
+  const auto [diff, agreement] = bf16_prefill_run(dec, load_official_golden());
+  std::printf("official: bf16 prefill logits within %.4f, greedy agreement %.3f\n", diff, agreement);
+  EXPECT_LT(diff, kBf16PrefillTol);
+  EXPECT_GT(diff, 10 * kTol);
+  EXPECT_GE(agreement, kBf16PrefillAgreement);
 }
 
 // Reduced-precision KV storage stays close to the f32 golden.

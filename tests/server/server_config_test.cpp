@@ -177,6 +177,8 @@ TEST_F(ServerConfigTest, OutOfRangeIsNamed) {
   EXPECT_NE(m.find("server.log_level must be one of info, warn, error, off"), std::string::npos) << m;
   m = error_of({"", {}, {{"model.encoder_precision", "fp16"}}});
   EXPECT_NE(m.find("model.encoder_precision must be auto, f32 or bf16, got 'fp16'"), std::string::npos) << m;
+  m = error_of({"", {}, {{"model.prefill_precision", "int8"}}});
+  EXPECT_NE(m.find("model.prefill_precision must be auto, f32 or bf16, got 'int8'"), std::string::npos) << m;
 }
 
 TEST_F(ServerConfigTest, BadYamlFileIsAClearError) {

@@ -58,10 +58,10 @@ class Bf16Activations {
   std::vector<uint32_t> data_;
 };
 
-// Rows [r0, r0 + rows) of the 2-D weight w [out, in] (f32, f16 or bf16) rounded to bf16 and laid out
-// in panels of kBf16PanelCols rows, pairs of input columns adjacent, as the micro-kernel reads them.
-// `out` is resized to hold them (rows past the end and an odd last column are zero).
-// Throws InvalidInput for another dtype.
+// Rows [r0, r0 + rows) of the 2-D weight w [out, in] (any dtype: float, or a block format
+// dequantised) rounded to bf16 and laid out in panels of kBf16PanelCols rows, pairs of input
+// columns adjacent, as the micro-kernel reads them. `out` is resized to hold them (rows past the
+// end and an odd last column are zero).
 void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out);
 
 // The same for an f32 matrix of `rows` x `in` whose element (r, k) is src[r * row_stride + k *

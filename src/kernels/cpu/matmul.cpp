@@ -191,9 +191,8 @@ GemmPrecision gemm_precision_from_name(std::string_view name, std::string_view w
   return GemmPrecision::Bf16;
 }
 
-bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision) {
-  const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
-  return precision == GemmPrecision::Bf16 && float_weights && bf16_gemm_supported();
+bool matmul_uses_bf16(const TensorView&, GemmPrecision precision) {
+  return precision == GemmPrecision::Bf16 && bf16_gemm_supported();
 }
 
 int64_t matmul_gemm_min_rows() { return g_gemm_min_rows.load(std::memory_order_relaxed); }
@@ -248,7 +247,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   });
 }
 
-void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecision precision) {
   const detail::KernelTable& table = detail::table_for(active_isa());
   std::vector<const MatmulJob*> fused;
   std::vector<int64_t> start = {0};  // first concatenated row of each fused job
@@ -256,7 +255,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   for (const MatmulJob& j : jobs) {
     const TensorView& w = *j.w;
     if (takes_gemm_path(j.n) || w.shape.size() != 2 || w.shape[1] == 0 || j.n == 0) {
-      matmul(w, j.x, j.n, j.y, pool);  // validates and handles the large and degenerate cases
+      matmul(w, j.x, j.n, j.y, pool, precision);  // validates and handles the large and degenerate cases
       continue;
     }
     FOLIO_CHECK_INPUT(w.data != nullptr && w.shape[1] % dtype_block_elems(w.dtype) == 0,

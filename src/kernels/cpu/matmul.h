@@ -15,8 +15,9 @@
 namespace folio::kernels {
 
 // The arithmetic of matmul's large-n path. F32: f32 products (OpenBLAS sgemm). Bf16: X and W rounded
-// to bf16, products summed in f32 (bf16_gemm.h), about twice as fast; taken only when w is f32, f16
-// or bf16 and bf16_gemm_supported(), else F32 runs. The small-n (GEMV) path is the same for both.
+// to bf16 (a block format's weights dequantised first), products summed in f32 (bf16_gemm.h), about
+// twice as fast; taken only where bf16_gemm_supported(), else F32 runs. The small-n (GEMV) path is
+// the same for both.
 enum class GemmPrecision { F32, Bf16 };
 
 // "f32", "bf16".
@@ -83,7 +84,8 @@ struct MatmulJob {
 // the experts a token chose) share ONE parallel pass over their concatenated weight rows, so the
 // threads stream all the weights back to back instead of meeting at a barrier after each small
 // matrix. Jobs with many rows go through matmul() one by one. Results equal matmul() per job.
-void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool);
+// `precision` is that of the jobs with many rows.
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecision precision = GemmPrecision::F32);
 
 float dot(const float* a, const void* b, DType bt, int64_t n);
 
