@@ -30,6 +30,10 @@ bool bf16_gemm_supported() {
 // Everything below runs only where bf16_gemm_supported() (the header's precondition).
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+// GCC 12's _mm512_cvtph_ps passes an _mm512_undefined_ps() operand that trips -Wmaybe-uninitialized
+// (GCC bug 105593, as in kernels_avx512.cpp): the warning is about the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace folio::kernels {
 
@@ -54,6 +58,13 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
     const int64_t words = (left + 1) / 2;
     _mm512_mask_storeu_epi32(pairs + k / 2, static_cast<__mmask16>((1u << words) - 1), reinterpret_cast<__m512i>(b));
   }
+}
+
+// f16 to f32, 16 at a time (vcvtph2ps; the scalar conversion was a third of an f16 prefill's time).
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k))));
+  for (; k < n; ++k) dst[k] = f16_to_f32(src[k]);
 }
 
 // Writes one row's pairs into its slot of a panel whose rows are `stride` words apart per pair.
@@ -154,7 +165,8 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
       std::memcpy(pairs, src, static_cast<size_t>(in) * sizeof(uint16_t));
       return pairs;
     }
-    convert_to_f32(w.dtype, src, floats, in);
+    if (w.dtype == DType::F16) f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), floats, in);
+    else convert_to_f32(w.dtype, src, floats, in);
     round_to_pairs(floats, in, pairs);
     return pairs;
   });
@@ -187,4 +199,5 @@ void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows,
 
 }  // namespace folio::kernels
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
