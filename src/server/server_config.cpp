@@ -56,6 +56,13 @@ std::string in_range(int64_t v, int64_t lo, int64_t hi) {
   return "";
 }
 
+// A GEMM precision key (kernels::gemm_precision_from_name's names): stored, and "" or why not.
+std::string set_precision(std::string& field, const std::string& v) {
+  field = v;
+  if (v == "auto" || v == "f32" || v == "bf16") return "";
+  return "must be auto, f32 or bf16, got '" + v + "'";
+}
+
 std::string one_of(const std::string& v, std::initializer_list<const char*> choices) {
   std::string list;
   for (const char* c : choices) {
@@ -81,18 +88,10 @@ const std::vector<Key>& keys() {
                  [](ServerConfig& c, const Value& v) { c.model.mmproj = v.s; return std::string(); }});
     k.push_back({"model.encoder_precision", Type::String,
                  "the vision encoder's products (OCR models): auto (bf16 where the CPU has AVX512-BF16), f32 or bf16",
-                 [](ServerConfig& c, const Value& v) {
-                   c.model.encoder_precision = v.s;
-                   if (v.s == "auto" || v.s == "f32" || v.s == "bf16") return std::string();
-                   return "must be auto, f32 or bf16, got '" + v.s + "'";
-                 }});
+                 [](ServerConfig& c, const Value& v) { return set_precision(c.model.encoder_precision, v.s); }});
     k.push_back({"model.prefill_precision", Type::String,
                  "the decoder's prefill products (Unlimited-OCR): auto (bf16 where the CPU has AVX512-BF16), f32 or bf16",
-                 [](ServerConfig& c, const Value& v) {
-                   c.model.prefill_precision = v.s;
-                   if (v.s == "auto" || v.s == "f32" || v.s == "bf16") return std::string();
-                   return "must be auto, f32 or bf16, got '" + v.s + "'";
-                 }});
+                 [](ServerConfig& c, const Value& v) { return set_precision(c.model.prefill_precision, v.s); }});
     k.push_back({"model.mmap", Type::Bool,
                  "map the checkpoint's files instead of reading them into huge-page memory (opens at once, shares the page cache; decode 10-20% slower)",
                  [](ServerConfig& c, const Value& v) { c.model.mmap = v.b; return std::string(); }});

@@ -52,6 +52,17 @@ double worst_relative(const std::vector<float>& y, const std::vector<double>& re
   return worst;
 }
 
+// x [n, in] times the packed weight w [out, in], through Bf16Activations, pack_bf16_weights and bf16_gemm.
+std::vector<float> packed_product(const std::vector<float>& x, const StoredWeight& w, int64_t n, int64_t out, int64_t in,
+                                  ThreadPool& pool) {
+  std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
+  const Bf16Activations xb(x.data(), n, in, pool);
+  std::vector<uint32_t> packed;
+  pack_bf16_weights(w.view, 0, out, packed);
+  bf16_gemm(xb, packed.data(), out, y.data(), out);
+  return y;
+}
+
 // f32 sums of `in` terms: a few units of 2^-24 times sqrt(in) or so; 1e-5 of the terms' magnitude
 // leaves room, and a kernel that skipped the rounding of x or w would be off by ~2^-9 of it.
 constexpr double kSumBound = 1e-5;
@@ -66,11 +77,7 @@ TEST(Bf16Gemm, MatchesRoundedProductsForEveryWeightDtypeAndEdge) {
       const int64_t n = s[0], out = s[1], in = s[2];
       const std::vector<float> x = random_floats(n * in, 7);
       const StoredWeight w = make_weight(t, out, in, 8);
-      std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
-      const Bf16Activations xb(x.data(), n, in, pool);
-      std::vector<uint32_t> packed;
-      pack_bf16_weights(w.view, 0, out, packed);
-      bf16_gemm(xb, packed.data(), out, y.data(), out);
+      const std::vector<float> y = packed_product(x, w, n, out, in, pool);
       std::vector<double> ref, scale;
       rounded_reference(x, w.decoded, n, out, in, ref, scale);
       EXPECT_LT(worst_relative(y, ref, scale), kSumBound) << dtype_name(t) << " " << n << "x" << out << "x" << in;
@@ -99,11 +106,7 @@ TEST(Bf16Gemm, BlockFormatsAreDequantisedThenRounded) {
       const int64_t n = s[0], out = s[1], in = s[2];
       const std::vector<float> x = random_floats(n * in, 17);
       const StoredWeight w = make_weight(t, out, in, 18);
-      std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
-      const Bf16Activations xb(x.data(), n, in, pool);
-      std::vector<uint32_t> packed;
-      pack_bf16_weights(w.view, 0, out, packed);
-      bf16_gemm(xb, packed.data(), out, y.data(), out);
+      const std::vector<float> y = packed_product(x, w, n, out, in, pool);
       std::vector<double> ref, scale;
       rounded_reference(x, w.decoded, n, out, in, ref, scale);
       EXPECT_LT(worst_relative(y, ref, scale), kSumBound) << dtype_name(t) << " " << n << "x" << out << "x" << in;

@@ -161,6 +161,28 @@ struct KSums {
   }
 };
 
+// Block b of a row of K-format blocks, prefetched ahead.
+template <class Block>
+inline const Block& k_block(const uint8_t* w, int64_t b) {
+  const uint8_t* p = w + static_cast<size_t>(b) * sizeof(Block);
+  prefetch_ahead(p, sizeof(Block));
+  return *reinterpret_cast<const Block*>(p);
+}
+
+// A q4_k / q5_k block's exact sums (isum: 8 i32 lanes) against activation row g into `sums`.
+template <class I, int G>
+inline void add_k4_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, float dmin, uint64_t mins, const ActQ8K& a) {
+  sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
+  sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(mins, a.bsums32)), sums.scalar[g]);
+}
+
+// The same for a q6_k block (its codes' offset of 32 against the activations' 16-sums).
+template <class I, int G>
+inline void add_q6k_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, const int8_t* scales, const ActQ8K& a) {
+  sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
+  sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(scales, a.bsums)), sums.scalar[g]);
+}
+
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
 template <class I>
 concept HasWide = requires { typename I::Wide; };
@@ -172,8 +194,7 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-    const Block& blk = *reinterpret_cast<const Block*>(w + static_cast<size_t>(b) * sizeof(Block));
-    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(Block));
+    const Block& blk = k_block<Block>(w, b);
     const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
     const typename W::scales sv = W::scales_u8(sm.sc);
     typename W::i32 lo_sum[G], hi_sum[G];
@@ -195,11 +216,7 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
       }
     }
     const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
-    for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.lanes[g] = I::fma(W::fold(W::add(lo_sum[g], hi_sum[g])), d * a.d, sums.lanes[g]);
-      sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[g]);
-    }
+    for (int g = 0; g < G; ++g) add_k4_block(sums, g, W::fold(W::add(lo_sum[g], hi_sum[g])), d, dmin, sm.m, x[g * xs + b]);
   }
   sums.write(out);
 }
@@ -213,8 +230,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-    const Block& blk = *reinterpret_cast<const Block*>(w + static_cast<size_t>(b) * sizeof(Block));
-    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(Block));
+    const Block& blk = k_block<Block>(w, b);
     const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
     const typename I::scales sv = I::scales_u8(sm.sc);
     typename I::i32 lo_sum[G], hi_sum[G];  // even / odd sub-blocks: two chains
@@ -236,11 +252,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
       }
     }
     const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
-    for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.lanes[g] = I::fma(I::add(lo_sum[g], hi_sum[g]), d * a.d, sums.lanes[g]);
-      sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(sm.m, a.bsums32)), sums.scalar[g]);
-    }
+    for (int g = 0; g < G; ++g) add_k4_block(sums, g, I::add(lo_sum[g], hi_sum[g]), d, dmin, sm.m, x[g * xs + b]);
   }
   sums.write(out);
 }
@@ -251,8 +263,7 @@ inline void dot_row_q6k_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int6
   using W = typename I::Wide;
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + static_cast<size_t>(b) * sizeof(BlockQ6K));
-    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(BlockQ6K));
+    const BlockQ6K& blk = k_block<BlockQ6K>(w, b);
     typename W::i32 sum[G];
     for (int g = 0; g < G; ++g) sum[g] = W::zero();
     for (int h = 0; h < 2; ++h) {
@@ -267,11 +278,7 @@ inline void dot_row_q6k_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int6
       }
     }
     const float d = I::f16(blk.d);
-    for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.lanes[g] = I::fma(W::fold(sum[g]), d * a.d, sums.lanes[g]);
-      sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[g]);
-    }
+    for (int g = 0; g < G; ++g) add_q6k_block(sums, g, W::fold(sum[g]), d, blk.scales, x[g * xs + b]);
   }
   sums.write(out);
 }
@@ -285,8 +292,7 @@ inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t x
   }
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ6K& blk = *reinterpret_cast<const BlockQ6K*>(w + static_cast<size_t>(b) * sizeof(BlockQ6K));
-    prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk), sizeof(BlockQ6K));
+    const BlockQ6K& blk = k_block<BlockQ6K>(w, b);
     typename I::i32 half_sum[2][G];  // one chain per half of the block
     for (int h = 0; h < 2; ++h) {
       for (int g = 0; g < G; ++g) half_sum[h][g] = I::set1(0);
@@ -302,11 +308,7 @@ inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t x
       }
     }
     const float d = I::f16(blk.d);
-    for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.lanes[g] = I::fma(I::add(half_sum[0][g], half_sum[1][g]), d * a.d, sums.lanes[g]);
-      sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(blk.scales, a.bsums)), sums.scalar[g]);
-    }
+    for (int g = 0; g < G; ++g) add_q6k_block(sums, g, I::add(half_sum[0][g], half_sum[1][g]), d, blk.scales, x[g * xs + b]);
   }
   sums.write(out);
 }
