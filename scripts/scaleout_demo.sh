@@ -71,10 +71,14 @@ trap cleanup EXIT
 # The URL a `folio serve` prints once it serves, from its log (url_of LOG).
 source "$root/scripts/serve_url.sh"
 
-# A loopback port nothing listens on.
+# A loopback port nothing listens on, below the kernel's ephemeral range (32768-60999 by default),
+# where the local end of an outgoing connection could hold it without listening.
 free_port() {
+  local low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+  [ "$low" -gt 21000 ] || low=32768
   while true; do
-    local p=$((20000 + RANDOM % 20000))
+    local p=$((20000 + RANDOM % (low - 20000)))
     (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
   done
 }
@@ -105,19 +109,28 @@ for i in $(seq 1 "$replicas"); do
   ports[$i]=${url##*:}
 done
 
-# The balancer: the repository's configuration with these ports.
-front=$(free_port)
-{
-  sed -e "s|^\(    bind 127.0.0.1:\)[0-9]*\(  # FOLIO_FRONTEND\)|\1$front\2|" -e '/# FOLIO_SERVER$/d' "$root/deploy/haproxy/haproxy.cfg"
-  for i in $(seq 1 "$replicas"); do echo "    server folio$i 127.0.0.1:${ports[$i]} check  # FOLIO_SERVER"; done
-} > "$out/haproxy.cfg"
-haproxy -c -q -f "$out/haproxy.cfg"
-haproxy -db -f "$out/haproxy.cfg" > "$out/haproxy.log" 2>&1 &
-pids+=($!)
+# The balancer: the repository's configuration with these ports. A front port taken between the
+# check and HAProxy's bind (another test's connection) makes HAProxy exit: it starts again on another.
+start_balancer() {
+  front=$(free_port)
+  {
+    sed -e "s|^\(    bind 127.0.0.1:\)[0-9]*\(  # FOLIO_FRONTEND\)|\1$front\2|" -e '/# FOLIO_SERVER$/d' "$root/deploy/haproxy/haproxy.cfg"
+    for i in $(seq 1 "$replicas"); do echo "    server folio$i 127.0.0.1:${ports[$i]} check  # FOLIO_SERVER"; done
+  } > "$out/haproxy.cfg"
+  haproxy -c -q -f "$out/haproxy.cfg"
+  haproxy -db -f "$out/haproxy.cfg" > "$out/haproxy.log" 2>&1 &
+  balancer_pid=$!
+  pids+=("$balancer_pid")
+}
 ready=0
-for _ in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$front/readyz" > /dev/null && ready=1 && break
-  sleep 0.1
+for _attempt in 1 2 3; do
+  start_balancer
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$front/readyz" > /dev/null && ready=1 && break
+    kill -0 "$balancer_pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  [ "$ready" = 1 ] && break
 done
 if [ "$ready" = 0 ]; then
   echo "scaleout_demo: HAProxy's front end (port $front) answered no /readyz in 30 s; its log:" >&2
