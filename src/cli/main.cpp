@@ -30,9 +30,9 @@ void apply_isa_override() {
 // Reading a page allocates and frees buffers of the page's size (a rendered page, its gray, ink
 // and binary planes) over and over. Under glibc's defaults each of them above the mmap threshold
 // is a fresh mapping whose pages the kernel faults in and zeroes on first touch, and freed heap
-// tops are trimmed back to the kernel: a fifth of `folio ocr`'s CPU time went to those page
-// faults. Keeping such buffers in the heap lets the next page reuse the same memory; the peak
-// resident size stays that of the buffers alive at once.
+// tops are trimmed back to the kernel (docs/mini-ocr.md has what it cost). Keeping such buffers in
+// the heap lets the next page reuse the same memory; the peak resident size stays that of the
+// buffers alive at once.
 void keep_page_buffers_in_heap() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);

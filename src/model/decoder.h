@@ -51,8 +51,9 @@ class Decoder {
   // The arithmetic of prefill's products (steps of kernels::matmul_gemm_min_rows() tokens or more):
   // F32, the default, or Bf16 (X and the weights, dequantised if they are a block format, rounded
   // to bf16 and summed in f32: about twice as fast where the CPU has AVX512-BF16, and within the
-  // bounds decoder_golden_test states of F32's logits). Decode steps take the GEMV either way. Set
-  // it before forward(), not during.
+  // bounds decoder_golden_test states of F32's logits). Steps of fewer rows, and decode rows under
+  // a kernels::RowInvariantScope (the scheduler's batch-invariant steps), take the GEMV either way.
+  // Set it before forward(), not during.
   void set_prefill_precision(kernels::GemmPrecision p) { prefill_precision_ = p; }
   kernels::GemmPrecision prefill_precision() const { return prefill_precision_; }
 

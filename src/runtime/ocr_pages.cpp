@@ -83,10 +83,11 @@ std::string OcrPages::describe(size_t i) const {
 
 namespace {
 
-template <class Image>
-Image checked_size(Image img, const OcrPageRef& p, const std::string& what) {
+// `describe` names the page, called only for the error.
+template <class Image, class Describe>
+Image checked_size(Image img, const OcrPageRef& p, const Describe& describe) {
   if (img.width != p.width || img.height != p.height)
-    throw Error(Error::Kind::Io, what + " changed size since it was opened (" + std::to_string(p.width) + "x" +
+    throw Error(Error::Kind::Io, describe() + " changed size since it was opened (" + std::to_string(p.width) + "x" +
                                      std::to_string(p.height) + " -> " + std::to_string(img.width) + "x" +
                                      std::to_string(img.height) + ")");
   return img;
@@ -96,12 +97,13 @@ Image checked_size(Image img, const OcrPageRef& p, const std::string& what) {
 
 RgbImage OcrPages::render(size_t i) const {
   const OcrPageRef& p = page(i);
-  return checked_size(p.pdf ? docs_[i]->render_page(p.index, dpi_) : load_image(p.file), p, describe(i));
+  return checked_size(p.pdf ? docs_[i]->render_page(p.index, dpi_) : load_image(p.file), p, [&] { return describe(i); });
 }
 
 GrayImage OcrPages::render_gray(size_t i) const {
   const OcrPageRef& p = page(i);
-  return checked_size(p.pdf ? docs_[i]->render_page_gray(p.index, dpi_) : gray_image(load_image(p.file)), p, describe(i));
+  return checked_size(p.pdf ? docs_[i]->render_page_gray(p.index, dpi_) : gray_image(load_image(p.file)), p,
+                      [&] { return describe(i); });
 }
 
 }  // namespace folio

@@ -51,6 +51,28 @@ class OcrCli : public ::testing::Test {
     EXPECT_EQ(r.out, "");
   }
 
+  // A precision option (encoder_precision, prefill_precision): the one the JSON's stats say ran
+  // with `--option choice` on page 1 of two_pages.pdf; the run must succeed.
+  std::string precision_ran(const std::string& key, const std::string& choice) {
+    OcrRun r = ocr(kDoc + "two_pages.pdf --pages 1 --json " + path("p.json") + " " + option_of(key) + " " + choice);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(std::ifstream(path("p.json")))["stats"][key].get<std::string>();
+  }
+  // The same option at bf16 with the mini model 2, whose encoder and decoder stay f32: its stderr,
+  // and the JSON's stats saying f32.
+  std::string mini_at_bf16(const std::string& key) {
+    OcrRun mini = folio("ocr --dpi 50 --max-tokens 2 " + option_of(key) + " bf16 --json " + path("m.json") + " " + kDoc + "two_pages.pdf",
+                        dir_, "FOLIO_MODEL=" + std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2");
+    EXPECT_EQ(mini.code, 0) << mini.err;
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path("m.json")))["stats"][key], "f32");
+    return mini.err;
+  }
+  static std::string option_of(std::string key) {
+    for (char& c : key)
+      if (c == '_') c = '-';
+    return "--" + key;
+  }
+
   static fs::path dir_;
 };
 fs::path OcrCli::dir_;
@@ -212,24 +234,15 @@ TEST_F(OcrCli, OtherBadInput) {
 // --encoder-precision: auto runs the encoder's products in bf16 where the CPU has AVX512-BF16, and
 // the JSON says which precision ran; a name it does not know, or bf16 on a CPU without it, is refused.
 TEST_F(OcrCli, EncoderPrecision) {
-  const auto ran_in = [&](const std::string& choice) {
-    OcrRun r = ocr(kDoc + "two_pages.pdf --pages 1 --json " + path("p.json") + " --encoder-precision " + choice);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return nlohmann::json::parse(std::ifstream(path("p.json")))["stats"]["encoder_precision"].get<std::string>();
-  };
   const bool bf16 = folio::kernels::bf16_gemm_supported();
-  EXPECT_EQ(ran_in("f32"), "f32");
-  EXPECT_EQ(ran_in("auto"), bf16 ? "bf16" : "f32");
-  if (bf16) EXPECT_EQ(ran_in("bf16"), "bf16");
+  EXPECT_EQ(precision_ran("encoder_precision", "f32"), "f32");
+  EXPECT_EQ(precision_ran("encoder_precision", "auto"), bf16 ? "bf16" : "f32");
+  if (bf16) EXPECT_EQ(precision_ran("encoder_precision", "bf16"), "bf16");
   else expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision bf16"), {"--encoder-precision", "AVX512-BF16"});
   expect_refused(ocr(kDoc + "two_pages.pdf --encoder-precision fp16"), {"--encoder-precision", "auto, f32 or bf16", "fp16"});
+  // The shipped model's encoder has no bf16 path: said, and the run goes on in f32.
   if (bf16) {
-    // The shipped model's encoder has no bf16 path: said, and the run goes on in f32.
-    OcrRun mini = folio("ocr --dpi 50 --max-tokens 2 --encoder-precision bf16 --json " + path("m.json") + " " + kDoc + "two_pages.pdf",
-                        dir_, "FOLIO_MODEL=" + std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2");
-    EXPECT_EQ(mini.code, 0) << mini.err;
-    EXPECT_NE(mini.err.find("has no bf16 path, it runs in f32"), std::string::npos) << mini.err;
-    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path("m.json")))["stats"]["encoder_precision"], "f32");
+    EXPECT_NE(mini_at_bf16("encoder_precision").find("has no bf16 path, it runs in f32"), std::string::npos);
   }
   expect_refused(folio("bench encode --model " + model() + " --precision half --json " + path("e.json"), dir_),
                  {"--precision", "half"});
@@ -238,23 +251,14 @@ TEST_F(OcrCli, EncoderPrecision) {
 // --prefill-precision: the same choice for the decoder's prefill products, said in the JSON; the
 // mini models' decoders stay f32 (said on bf16); bad names refused, in ocr and in bench decode.
 TEST_F(OcrCli, PrefillPrecision) {
-  const auto ran_in = [&](const std::string& choice) {
-    OcrRun r = ocr(kDoc + "two_pages.pdf --pages 1 --json " + path("p.json") + " --prefill-precision " + choice);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return nlohmann::json::parse(std::ifstream(path("p.json")))["stats"]["prefill_precision"].get<std::string>();
-  };
   const bool bf16 = folio::kernels::bf16_gemm_supported();
-  EXPECT_EQ(ran_in("f32"), "f32");
-  EXPECT_EQ(ran_in("auto"), bf16 ? "bf16" : "f32");
-  if (bf16) EXPECT_EQ(ran_in("bf16"), "bf16");
+  EXPECT_EQ(precision_ran("prefill_precision", "f32"), "f32");
+  EXPECT_EQ(precision_ran("prefill_precision", "auto"), bf16 ? "bf16" : "f32");
+  if (bf16) EXPECT_EQ(precision_ran("prefill_precision", "bf16"), "bf16");
   else expect_refused(ocr(kDoc + "two_pages.pdf --prefill-precision bf16"), {"--prefill-precision", "AVX512-BF16"});
   expect_refused(ocr(kDoc + "two_pages.pdf --prefill-precision fp8"), {"--prefill-precision", "auto, f32 or bf16", "fp8"});
   if (bf16) {
-    OcrRun mini = folio("ocr --dpi 50 --max-tokens 2 --prefill-precision bf16 --json " + path("m.json") + " " + kDoc + "two_pages.pdf",
-                        dir_, "FOLIO_MODEL=" + std::string(FOLIO_SOURCE_DIR) + "/models/folio-mini-ocr-2");
-    EXPECT_EQ(mini.code, 0) << mini.err;
-    EXPECT_NE(mini.err.find("decoder prefills in f32"), std::string::npos) << mini.err;
-    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path("m.json")))["stats"]["prefill_precision"], "f32");
+    EXPECT_NE(mini_at_bf16("prefill_precision").find("decoder prefills in f32"), std::string::npos);
   }
   expect_refused(folio("bench decode --model " + model() + " --ref-tokens 8 --gen-tokens 2 --prefill-precision fp8 --json " +
                            path("d.json"),

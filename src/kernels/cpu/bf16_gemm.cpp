@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels {
 
@@ -30,10 +31,6 @@ bool bf16_gemm_supported() {
 // Everything below runs only where bf16_gemm_supported() (the header's precondition).
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
-// GCC 12's _mm512_cvtph_ps passes an _mm512_undefined_ps() operand that trips -Wmaybe-uninitialized
-// (GCC bug 105593, as in kernels_avx512.cpp): the warning is about the header.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace folio::kernels {
 
@@ -58,13 +55,6 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
     const int64_t words = (left + 1) / 2;
     _mm512_mask_storeu_epi32(pairs + k / 2, static_cast<__mmask16>((1u << words) - 1), reinterpret_cast<__m512i>(b));
   }
-}
-
-// f16 to f32, 16 at a time (vcvtph2ps; the scalar conversion was a third of an f16 prefill's time).
-void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16) _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k))));
-  for (; k < n; ++k) dst[k] = f16_to_f32(src[k]);
 }
 
 // Writes one row's pairs into its slot of a panel whose rows are `stride` words apart per pair.
@@ -156,6 +146,9 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
 void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out) {
   const int64_t in = w.shape[1];
   const auto* base = static_cast<const uint8_t*>(w.data);
+  // The kernels' own row conversion (vectorised for f16 and q8_0; the scalar one was a third of
+  // an f16 prefill's time).
+  const detail::RowsToF32Fn to_f32 = detail::table_for(active_isa()).to_f32[static_cast<int>(w.dtype)];
   pack_rows(rows, in, out, [&](int64_t r, float* floats, uint32_t* pairs) -> const uint32_t* {
     const uint8_t* src = base + (r0 + r) * w.row_bytes();
     // bf16 rows are already pairs (element 2p in the low half of word p, little-endian); an odd
@@ -165,8 +158,7 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
       std::memcpy(pairs, src, static_cast<size_t>(in) * sizeof(uint16_t));
       return pairs;
     }
-    if (w.dtype == DType::F16) f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), floats, in);
-    else convert_to_f32(w.dtype, src, floats, in);
+    to_f32(src, w.row_bytes(), in, 1, floats);
     round_to_pairs(floats, in, pairs);
     return pairs;
   });
@@ -199,5 +191,4 @@ void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows,
 
 }  // namespace folio::kernels
 
-#pragma GCC diagnostic pop
 #pragma GCC pop_options

@@ -45,7 +45,8 @@ GemmPrecision gemm_precision_from_name(std::string_view name, std::string_view w
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision = GemmPrecision::F32);
 
-// True when matmul with `precision` multiplies w in bf16 at a large n (the CPU and w's dtype allow it).
+// True when matmul with `precision` multiplies w in bf16 at a large n: Bf16 asked for and the CPU
+// has it (every dtype qualifies, block formats dequantised first).
 bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision);
 
 // Smallest n that takes the sgemm path. The setter is for tests and benchmarks (n <= 1 forces the
