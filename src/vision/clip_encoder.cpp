@@ -70,20 +70,20 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
   for (int64_t i = 0; i < D; ++i) x[static_cast<size_t>(i)] = cls_[static_cast<size_t>(i)] + pos_cls_[static_cast<size_t>(i)];
   const std::vector<float>& pos = patch_positions(side);
   for (int64_t i = 0; i < (T - 1) * D; ++i) x[static_cast<size_t>(D + i)] = tokens[i] + pos[static_cast<size_t>(i)];
-  kernels::layer_norm(x.data(), pre_w_.data(), pre_b_.data(), x.data(), T, D, cfg_.clip_eps);
+  kernels::layer_norm(x.data(), pre_w_.data(), pre_b_.data(), x.data(), T, D, cfg_.clip_eps, pool);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.clip_head_dim()));
   std::vector<float> y(static_cast<size_t>(T * D)), qkv(static_cast<size_t>(T * 3 * D)), att(static_cast<size_t>(T * D));
   std::vector<float> h(static_cast<size_t>(T * M));
   for (const Layer& L : layers_) {
-    kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps);
+    kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
     kernels::linear(*L.qkv, L.qkv_b.data(), y.data(), T, qkv.data(), pool, precision_);
     kernels::dense_attention(qkv.data(), 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr, att.data(), pool, precision_);
     kernels::linear(*L.out, L.out_b.data(), att.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
-    kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps);
+    kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
     kernels::linear(*L.fc1, L.fc1_b.data(), y.data(), T, h.data(), pool, precision_);
-    kernels::quick_gelu_inplace(h.data(), T * M);
+    kernels::quick_gelu_inplace(h.data(), T * M, pool);
     kernels::linear(*L.fc2, L.fc2_b.data(), h.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
   }

@@ -100,7 +100,7 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
   const int64_t D = cfg_.sam_width, T = G * G, H = cfg_.sam_heads, hd = cfg_.sam_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float *y = buf.y.data(), *qkv = buf.qkv.data(), *att = buf.att.data();
-  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps);
+  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps, pool);
 
   if (B.global) {
     kernels::linear(*B.qkv, B.qkv_b.data(), y, T, qkv, pool, precision_);
@@ -132,9 +132,9 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
   for (int64_t r0 = 0; r0 < T; r0 += kMlpRows) {
     const int64_t n = std::min(kMlpRows, T - r0);
     float* xr = x + r0 * D;
-    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps);
+    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps, pool);
     kernels::linear(*B.lin1, B.lin1_b.data(), y, n, h, pool, precision_);
-    kernels::gelu_erf_inplace(h, n * M);
+    kernels::gelu_erf_inplace(h, n * M, pool);
     kernels::linear(*B.lin2, B.lin2_b.data(), h, n, y, pool, precision_);
     kernels::add_inplace(xr, y, n * D);
   }
@@ -168,9 +168,9 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
   kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 0, a.data(), pool);
   x = {};
-  kernels::layer_norm(a.data(), neck1_w_.data(), neck1_b_.data(), a.data(), T, N, cfg_.sam_eps);
+  kernels::layer_norm(a.data(), neck1_w_.data(), neck1_b_.data(), a.data(), T, N, cfg_.sam_eps, pool);
   kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, b.data(), pool);
-  kernels::layer_norm(b.data(), neck3_w_.data(), neck3_b_.data(), b.data(), T, N, cfg_.sam_eps);
+  kernels::layer_norm(b.data(), neck3_w_.data(), neck3_b_.data(), b.data(), T, N, cfg_.sam_eps, pool);
 
   Output out;
   out.tokens = std::move(b);

@@ -70,6 +70,29 @@ TEST(VisionKernels, Activations) {
   EXPECT_GT(std::fabs(g[1] - q[1]), 1e-3f);
 }
 
+// The pool overloads split rows or elements over threads and give the serial functions' bits.
+TEST(VisionKernels, RowOpsSplitOverThreadsKeepTheBits) {
+  const int64_t rows = 37, n = 96;
+  const auto x = randn(rows * n, 4, 2.0f), w = randn(n, 5), b = randn(n, 6);
+  ThreadPool pool(2);
+  std::vector<float> serial(x.size()), split(x.size());
+  kernels::layer_norm(x.data(), w.data(), b.data(), serial.data(), rows, n, 1e-6f);
+  kernels::layer_norm(x.data(), w.data(), b.data(), split.data(), rows, n, 1e-6f, pool);
+  EXPECT_EQ(serial, split);
+  for (int which = 0; which < 2; ++which) {
+    std::vector<float> a(x.begin(), x.begin() + 1001), c = a;  // not a whole number of vectors
+    if (which == 0) {
+      kernels::gelu_erf_inplace(a.data(), 1001);
+      kernels::gelu_erf_inplace(c.data(), 1001, pool);
+    } else {
+      kernels::quick_gelu_inplace(a.data(), 1001);
+      kernels::quick_gelu_inplace(c.data(), 1001, pool);
+    }
+    EXPECT_EQ(a, c) << which;
+    EXPECT_NE(a, std::vector<float>(x.begin(), x.begin() + 1001)) << which;
+  }
+}
+
 struct ConvCase {
   int64_t H, W, C, O, k, stride, pad;
   DType dt;

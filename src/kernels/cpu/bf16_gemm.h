@@ -43,6 +43,9 @@ class Bf16Activations {
   Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool);
   // Packs on the calling thread.
   void assign(const float* x, int64_t n, int64_t in, int64_t ld);
+  // Packs the transpose of a row-major [in, n] matrix whose rows are `ld` apart (row i, element k
+  // is x[k * ld + i]: V^T of an attention head), on the calling thread.
+  void assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld);
 
   int64_t rows() const { return n_; }
   int64_t width() const { return in_; }
@@ -60,7 +63,9 @@ class Bf16Activations {
 
 // Rows [r0, r0 + rows) of the 2-D weight w [out, in] (any dtype: float, or a block format
 // dequantised) rounded to bf16 and laid out in panels of kBf16PanelCols rows, pairs of input
-// columns adjacent, as the micro-kernel reads them. `out` is resized to hold them (rows past the
+// columns adjacent, as the micro-kernel reads them: with pairs = ceil(in / 2), the word of row r and
+// columns (2p, 2p + 1) is out[(r / kBf16PanelCols) * kBf16PanelCols * pairs + p * kBf16PanelCols +
+// r % kBf16PanelCols], column 2p in its low half. `out` is resized to hold them (rows past the
 // end and an odd last column are zero).
 void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out);
 

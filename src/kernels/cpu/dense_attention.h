@@ -23,10 +23,12 @@ struct RelPos2D {
 
 // n_seq independent sequences of T tokens each. qkv is [n_seq * T, 3 * n_heads * head_dim] with each
 // row laid out [3][n_heads][head_dim] (q, k, v); out is [n_seq * T, n_heads * head_dim], heads
-// concatenated head-major. scale is usually 1 / sqrt(head_dim). QK^T and PV run as single-threaded
-// sgemm calls on blocks of query rows, spread over the pool (results do not depend on the pool size).
-// With `precision` Bf16 on a CPU with AVX512-BF16 the two products run in bf16 with f32 sums
-// (bf16_gemm.h: Q, K, V and the probabilities rounded to bf16), each head's K and V packed once.
+// concatenated head-major. scale is usually 1 / sqrt(head_dim). In f32, QK^T and PV run as
+// single-threaded sgemm calls on blocks of query rows, spread over the pool. With `precision` Bf16
+// on a CPU with AVX512-BF16 both products run in bf16 with f32 sums (bf16_gemm.h; Q, K, V and the
+// unnormalised probabilities rounded to bf16, each output divided by its query's f32 sum), scores
+// held transposed so the softmax is vertical (dense_attention_bf16.h). Either way results do not
+// depend on the pool size.
 // Throws InvalidInput if rel is given and side_h * side_w != T.
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
                      const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision = GemmPrecision::F32);

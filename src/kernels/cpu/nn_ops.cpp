@@ -1,5 +1,6 @@
 #include "kernels/cpu/nn_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/cpu_features.h"
@@ -25,6 +26,11 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
   }
 }
 
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps,
+                ThreadPool& pool) {
+  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { layer_norm(x + r0 * n, w, b, y + r0 * n, r1 - r0, n, eps); });
+}
+
 void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * n;
@@ -35,13 +41,36 @@ void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
 void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision) {
   matmul(w, x, n, y, pool, precision);
-  add_bias(y, b, n, w.shape[0]);
+  const int64_t out = w.shape[0];
+  pool.parallel_for(n, [&](int64_t r0, int64_t r1) { add_bias(y + r0 * out, b, r1 - r0, out); });
 }
 
 void gelu_erf_inplace(float* x, int64_t n) { detail::table_for(active_isa()).gelu_erf(x, n); }
 
 void quick_gelu_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
+namespace {
+
+// Runs fn(x + b, e - b) over chunks of [0, n) split over the pool, in whole cache lines.
+template <typename Fn>
+void split_elements(float* x, int64_t n, ThreadPool& pool, Fn fn) {
+  constexpr int64_t kLine = 16;
+  pool.parallel_for((n + kLine - 1) / kLine, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kLine, hi = std::min(n, e * kLine);
+    fn(x + lo, hi - lo);
+  });
+}
+
+}  // namespace
+
+void gelu_erf_inplace(float* x, int64_t n, ThreadPool& pool) {
+  split_elements(x, n, pool, [](float* p, int64_t m) { gelu_erf_inplace(p, m); });
+}
+
+void quick_gelu_inplace(float* x, int64_t n, ThreadPool& pool) {
+  split_elements(x, n, pool, [](float* p, int64_t m) { quick_gelu_inplace(p, m); });
 }
 
 }  // namespace folio::kernels
