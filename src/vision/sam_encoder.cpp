@@ -15,9 +15,9 @@ namespace folio {
 
 namespace {
 
-// The MLP runs over this many tokens at a time, bounding its [rows, mlp] buffer (a 1024 view has
-// 4096 tokens x 3072).
-constexpr int64_t kMlpRows = 1024;
+// The MLP runs over this many tokens at a time, bounding its [rows, mlp] buffer (48 MiB for a 1024
+// view's 4,096 tokens x 3,072): the whole map, as every call packs the weights again for its rows.
+constexpr int64_t kMlpRows = 4096;
 
 }  // namespace
 
@@ -150,7 +150,7 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   for (int64_t c = 0; c < 3; ++c)
     for (int64_t i = 0; i < size * size; ++i) hwc[static_cast<size_t>(i * 3 + c)] = pixels[c * size * size + i];
   std::vector<float> x(static_cast<size_t>(T * D));
-  kernels::conv2d_hwc(hwc.data(), size, size, 3, *patch_w_, patch_b_.data(), cfg_.sam_patch, 0, x.data(), pool);
+  kernels::conv2d_hwc(hwc.data(), size, size, 3, *patch_w_, patch_b_.data(), cfg_.sam_patch, 0, x.data(), pool, precision_);
   hwc = {};
   kernels::add_inplace(x.data(), pos_table(G).data(), T * D);
 
@@ -166,10 +166,10 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
 
   const int64_t N = cfg_.sam_neck;
   std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
-  kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 0, a.data(), pool);
+  kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 0, a.data(), pool, precision_);
   x = {};
   kernels::layer_norm(a.data(), neck1_w_.data(), neck1_b_.data(), a.data(), T, N, cfg_.sam_eps, pool);
-  kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, b.data(), pool);
+  kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, b.data(), pool, precision_);
   kernels::layer_norm(b.data(), neck3_w_.data(), neck3_b_.data(), b.data(), T, N, cfg_.sam_eps, pool);
 
   Output out;
@@ -179,7 +179,7 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   for (const TensorView* w : down_) {
     const int64_t g2 = kernels::conv_out_size(out.side, 3, 2, 1), C = w->shape[0];
     std::vector<float> next(static_cast<size_t>(g2 * g2 * C));
-    kernels::conv2d_hwc(out.tokens.data(), out.side, out.side, out.channels, *w, nullptr, 2, 1, next.data(), pool);
+    kernels::conv2d_hwc(out.tokens.data(), out.side, out.side, out.channels, *w, nullptr, 2, 1, next.data(), pool, precision_);
     out.tokens = std::move(next);
     out.side = g2;
     out.channels = C;

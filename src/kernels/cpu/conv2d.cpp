@@ -13,12 +13,12 @@ namespace folio::kernels {
 int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad) { return (in + 2 * pad - k) / stride + 1; }
 
 void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorView& w, const float* bias,
-                int64_t stride, int64_t pad, float* y, ThreadPool& pool) {
-  conv2d_hwc(x, H, W, C, w, bias, stride, stride, pad, y, pool);
+                int64_t stride, int64_t pad, float* y, ThreadPool& pool, GemmPrecision precision) {
+  conv2d_hwc(x, H, W, C, w, bias, stride, stride, pad, y, pool, precision);
 }
 
 void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorView& w, const float* bias,
-                int64_t stride_h, int64_t stride_w, int64_t pad, float* y, ThreadPool& pool) {
+                int64_t stride_h, int64_t stride_w, int64_t pad, float* y, ThreadPool& pool, GemmPrecision precision) {
   FOLIO_CHECK_INPUT(w.shape.size() == 4 && w.shape[1] == C && w.shape[2] == w.shape[3] && w.shape[2] > 0,
                     "conv weight '" + w.name + "' has shape " + shape_to_string(w.shape) + ", expected [out, " +
                         std::to_string(C) + ", k, k]");
@@ -51,7 +51,7 @@ void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorVie
           }
       }
     });
-    matmul(w2, cols.data(), np, y + p0 * O, pool);
+    matmul(w2, cols.data(), np, y + p0 * O, pool, precision);
   }
   if (bias) add_bias(y, bias, n_out, O);
 }

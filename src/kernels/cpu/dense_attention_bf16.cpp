@@ -16,7 +16,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/cpu/bf16_pairs_avx512.h"
-#include "kernels/cpu/vec_avx512.h"
 
 namespace folio::kernels::detail {
 
@@ -52,50 +51,96 @@ struct Scratch {
 
 // bias[k * kQueryBlock + q] = proj[q * (2 side - 1) + pos(q) - k + side - 1] for key coordinate k
 // < side, query q < nq at coordinate pos(q); zero for the block's unused lanes.
+constexpr float kLog2e = 1.44269504088896341f;
+
+// bias[k * kQueryBlock + q] = log2(e) * proj[q * (2 side - 1) + pos(q) - k + side - 1] for key
+// coordinate k < side, query q < nq at coordinate pos(q); zero for the block's unused lanes.
 template <typename Pos>
 void bias_by_key(const float* proj, int64_t nq, int64_t side, Pos pos, std::vector<float>& bias) {
   bias.assign(static_cast<size_t>(side * kQueryBlock), 0.0f);
   const int64_t L = 2 * side - 1;
   for (int64_t q = 0; q < nq; ++q)
-    for (int64_t k = 0; k < side; ++k) bias[static_cast<size_t>(k * kQueryBlock + q)] = proj[q * L + pos(q) - k + side - 1];
+    for (int64_t k = 0; k < side; ++k)
+      bias[static_cast<size_t>(k * kQueryBlock + q)] = kLog2e * proj[q * L + pos(q) - k + side - 1];
 }
 
-// scores = scores * scale (+ bias_h[ky] + bias_w[kx] for key (ky, kx)), in place; returns the
-// per-query maximum in m (kQueryBlock floats).
-void scale_and_max(float* S, int64_t T, int64_t nv, float scale, const Scratch* rel, int64_t side_w, float* m) {
-  const __m512 s = _mm512_set1_ps(scale);
-  for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(m + v * kLanes, _mm512_set1_ps(-3.0e38f));
-  for (int64_t k = 0; k < T; ++k) {
+// 2^t for t <= 0: t = k + r with r in [-1/2, 1/2], 2^r by its Taylor polynomial of degree 6
+// (relative error ~1e-7, far below the bf16 rounding the probabilities get), times 2^k by
+// vscalefps, which goes to zero for very negative k without a clamp.
+__m512 exp2_nonpositive(__m512 t) {
+  const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(t, k);
+  __m512 p = _mm512_set1_ps(1.5403530393e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3333558146e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.6181291076e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5504108665e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022650696e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.9314718056e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, k);
+}
+
+// scores = log2(e) * (scores * scale (+ the relative-position terms of key (ky, kx))), in place
+// (softmax in base 2: one multiply fewer per exponential); the per-query maximum goes to m
+// (kQueryBlock floats). NV vectors a row, so the running maxima stay in registers.
+template <int NV>
+void scale_and_max(float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, float* m) {
+  const __m512 s = _mm512_set1_ps(scale * kLog2e);
+  __m512 mx[NV];
+  for (int v = 0; v < NV; ++v) mx[v] = _mm512_set1_ps(-3.0e38f);
+  for (int64_t k = 0, ky = 0, kx = 0; k < T; ++k) {
     float* row = S + k * kQueryBlock;
-    const float* bh = rel ? rel->bias_h.data() + (k / side_w) * kQueryBlock : nullptr;
-    const float* bw = rel ? rel->bias_w.data() + (k % side_w) * kQueryBlock : nullptr;
-    for (int64_t v = 0; v < nv; ++v) {
+    const float* bh = rel ? rel->bias_h.data() + ky * kQueryBlock : nullptr;
+    const float* bw = rel ? rel->bias_w.data() + kx * kQueryBlock : nullptr;
+    for (int v = 0; v < NV; ++v) {
       const __m512 x = _mm512_loadu_ps(row + v * kLanes);
       const __m512 y = rel ? _mm512_fmadd_ps(x, s, _mm512_add_ps(_mm512_loadu_ps(bh + v * kLanes), _mm512_loadu_ps(bw + v * kLanes)))
                            : _mm512_mul_ps(x, s);
       _mm512_storeu_ps(row + v * kLanes, y);
-      _mm512_storeu_ps(m + v * kLanes, _mm512_max_ps(_mm512_loadu_ps(m + v * kLanes), y));
+      mx[v] = _mm512_max_ps(mx[v], y);
     }
+    if (++kx == side_w) kx = 0, ++ky;
   }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(m + v * kLanes, mx[v]);
 }
 
-// exp(scores - m) of keys 2p and 2p + 1 (a zero past T) as pair words in the weight panels of
+// 2^(scores - m) of keys 2p and 2p + 1 (a zero past T) as pair words in the weight panels of
 // `probs` (query q is weight row q), summed per query into sum.
-void exp_to_pairs(const float* S, int64_t T, int64_t nv, const float* m, uint32_t* probs, float* sum) {
+template <int NV>
+void exp_to_pairs(const float* S, int64_t T, const float* m, uint32_t* probs, float* sum) {
   const int64_t pairs = (T + 1) / 2;
-  for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(sum + v * kLanes, _mm512_setzero_ps());
+  __m512 mv[NV], acc[NV];
+  for (int v = 0; v < NV; ++v) mv[v] = _mm512_loadu_ps(m + v * kLanes), acc[v] = _mm512_setzero_ps();
   for (int64_t p = 0; p < pairs; ++p) {
     const float* a = S + 2 * p * kQueryBlock;
     const bool second = 2 * p + 1 < T;
-    for (int64_t v = 0; v < nv; ++v) {
-      const __m512 mv = _mm512_loadu_ps(m + v * kLanes);
-      const __m512 ea = VAvx512::exp(_mm512_sub_ps(_mm512_loadu_ps(a + v * kLanes), mv));
-      const __m512 eb = second ? VAvx512::exp(_mm512_sub_ps(_mm512_loadu_ps(a + kQueryBlock + v * kLanes), mv))
+    for (int v = 0; v < NV; ++v) {
+      const __m512 ea = exp2_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(a + v * kLanes), mv[v]));
+      const __m512 eb = second ? exp2_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(a + kQueryBlock + v * kLanes), mv[v]))
                                : _mm512_setzero_ps();
-      _mm512_storeu_ps(sum + v * kLanes, _mm512_add_ps(_mm512_loadu_ps(sum + v * kLanes), _mm512_add_ps(ea, eb)));
-      uint32_t* dst = probs + (v / 2) * NR * pairs + p * NR + (v % 2) * kLanes;
-      _mm512_storeu_si512(dst, bf16_pair_words(ea, eb));
+      acc[v] = _mm512_add_ps(acc[v], _mm512_add_ps(ea, eb));
+      _mm512_storeu_si512(probs + (v / 2) * NR * pairs + p * NR + (v % 2) * kLanes, bf16_pair_words(ea, eb));
     }
+  }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(sum + v * kLanes, acc[v]);
+}
+
+// The softmax numerators of a block of nv vectors of queries (scale_and_max, then exp_to_pairs).
+template <int NV>
+void softmax_to_pairs(float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, uint32_t* probs, float* sum) {
+  alignas(64) float m[kQueryBlock];
+  scale_and_max<NV>(S, T, scale, rel, side_w, m);
+  exp_to_pairs<NV>(S, T, m, probs, sum);
+}
+
+void softmax_to_pairs(int64_t nv, float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, uint32_t* probs,
+                      float* sum) {
+  static_assert(kQueryBlock == 4 * kLanes);
+  switch (nv) {
+    case 1: return softmax_to_pairs<1>(S, T, scale, rel, side_w, probs, sum);
+    case 2: return softmax_to_pairs<2>(S, T, scale, rel, side_w, probs, sum);
+    case 3: return softmax_to_pairs<3>(S, T, scale, rel, side_w, probs, sum);
+    default: return softmax_to_pairs<4>(S, T, scale, rel, side_w, probs, sum);
   }
 }
 
@@ -115,10 +160,9 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
     bias_by_key(w.rel_h.data(), nq, sh, [&](int64_t q) { return (q0 + q) / sw; }, w.bias_h);
     bias_by_key(w.rel_w.data(), nq, sw, [&](int64_t q) { return (q0 + q) % sw; }, w.bias_w);
   }
-  alignas(64) float m[kQueryBlock], sum[kQueryBlock];
-  scale_and_max(w.scores.data(), T, nv, scale, rel ? &w : nullptr, rel ? rel->side_w : 1, m);
+  alignas(64) float sum[kQueryBlock];
   w.probs.resize(static_cast<size_t>((nv + 1) / 2 * NR * pairs));
-  exp_to_pairs(w.scores.data(), T, nv, m, w.probs.data(), sum);
+  softmax_to_pairs(nv, w.scores.data(), T, scale, rel ? &w : nullptr, rel ? rel->side_w : 1, w.probs.data(), sum);
   w.out_t.resize(static_cast<size_t>(d * kQueryBlock));
   bf16_gemm(head.values_t, w.probs.data(), nq, w.out_t.data(), kQueryBlock);
   for (int64_t q = 0; q < nq; ++q) {
