@@ -59,11 +59,6 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
   }
 }
 
-// Writes one row's pairs into its slot of a panel whose rows are `stride` words apart per pair.
-void scatter_pairs(const uint32_t* pairs, int64_t count, uint32_t* slot, int64_t stride) {
-  for (int64_t p = 0; p < count; ++p) slot[p * stride] = pairs[p];
-}
-
 // One MR x NR block of Y: acc[m][h] holds row m, columns 16h..16h+15, summed over all pairs.
 // `rows` <= MR rows and the columns in `cols_lo`/`cols_hi` are stored.
 void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
@@ -99,15 +94,17 @@ void Bf16Activations::shape(int64_t n, int64_t in) {
   data_.resize(static_cast<size_t>(panels_ * MR * pairs_));  // every word is written by pack_panel
 }
 
-// Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ are zero.
+// Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ are zero. The rows are rounded
+// first, then written pair by pair, so the panel is filled front to back.
 void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
-  thread_local std::vector<uint32_t> pairs;
-  pairs.resize(static_cast<size_t>(pairs_));
+  thread_local std::vector<uint32_t> rows;
+  rows.resize(static_cast<size_t>(MR * pairs_));
+  const int64_t live = std::min(MR, n_ - i * MR);
+  for (int64_t m = 0; m < live; ++m) round_to_pairs(x + (i * MR + m) * ld, in_, rows.data() + m * pairs_);
   uint32_t* panel = data_.data() + i * pairs_ * MR;
-  for (int64_t m = 0; m < MR; ++m) {
-    if (i * MR + m < n_) round_to_pairs(x + (i * MR + m) * ld, in_, pairs.data());
-    else std::fill(pairs.begin(), pairs.end(), 0u);
-    scatter_pairs(pairs.data(), pairs_, panel + m, MR);
+  for (int64_t p = 0; p < pairs_; ++p, panel += MR) {
+    for (int64_t m = 0; m < live; ++m) panel[m] = rows[static_cast<size_t>(m * pairs_ + p)];
+    for (int64_t m = live; m < MR; ++m) panel[m] = 0u;
   }
 }
 
@@ -149,8 +146,8 @@ void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, i
 namespace {
 
 // Packs `rows` rows into panels of NR; row(r, floats, pairs) returns row r as ceil(in / 2) pair
-// words (it may fill and return `pairs`, using `floats` as scratch). A last panel's rows past `rows`
-// are zero; the rest of `out` is overwritten, so it is not cleared first.
+// words (it may fill and return `pairs`, using `floats` as scratch). A panel's rows are converted
+// first, then written pair by pair, so the panel is filled front to back; rows past `rows` are zero.
 template <typename RowFn>
 void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) {
   const int64_t pairs = (in + 1) / 2, panels = (rows + NR - 1) / NR;
@@ -158,12 +155,17 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
   thread_local std::vector<float> floats;
   thread_local std::vector<uint32_t> words;
   floats.resize(static_cast<size_t>(in));
-  words.assign(static_cast<size_t>(pairs), 0u);
-  for (int64_t r = 0; r < rows; ++r)
-    scatter_pairs(row(r, floats.data(), words.data()), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
-  std::fill(words.begin(), words.end(), 0u);
-  for (int64_t r = rows; r < panels * NR; ++r)
-    scatter_pairs(words.data(), pairs, out.data() + (r / NR) * NR * pairs + r % NR, NR);
+  words.assign(static_cast<size_t>(NR * pairs), 0u);
+  const uint32_t* src[NR];
+  for (int64_t j = 0; j < panels; ++j) {
+    const int64_t live = std::min(NR, rows - j * NR);
+    for (int64_t r = 0; r < live; ++r) src[r] = row(j * NR + r, floats.data(), words.data() + r * pairs);
+    uint32_t* panel = out.data() + j * NR * pairs;
+    for (int64_t p = 0; p < pairs; ++p, panel += NR) {
+      for (int64_t r = 0; r < live; ++r) panel[r] = src[r][p];
+      for (int64_t r = live; r < NR; ++r) panel[r] = 0u;
+    }
+  }
 }
 
 }  // namespace
