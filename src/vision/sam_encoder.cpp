@@ -116,15 +116,19 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     float* win = att;
     std::fill(win, win + rows * D, 0.0f);
     auto slot = [&](int64_t gy, int64_t gx) { return ((gy / ws) * nw + gx / ws) * Tw + (gy % ws) * ws + gx % ws; };
-    for (int64_t gy = 0; gy < G; ++gy)
-      for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
+    pool.parallel_for(G, [&](int64_t y0, int64_t y1) {
+      for (int64_t gy = y0; gy < y1; ++gy)
+        for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
+    });
     kernels::linear(*B.qkv, B.qkv_b.data(), win, rows, qkv, pool, precision_);
     kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
     kernels::dense_attention(qkv, nw * nw, Tw, H, hd, scale, &rel, att, pool, precision_);
     // The projection of the windows goes to qkv, whose contents are spent.
     kernels::linear(*B.proj, B.proj_b.data(), att, rows, qkv, pool, precision_);
-    for (int64_t gy = 0; gy < G; ++gy)
-      for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
+    pool.parallel_for(G, [&](int64_t y0, int64_t y1) {
+      for (int64_t gy = y0; gy < y1; ++gy)
+        for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
+    });
   }
 
   const int64_t M = cfg_.sam_mlp;
