@@ -123,23 +123,21 @@ void Bf16Activations::assign(const float* x, int64_t n, int64_t in, int64_t ld) 
 void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld) {
   shape(n, in);
   // Pair p joins rows 2p and 2p + 1 of x (their element i is activation row i's); its n words go to
-  // the panels MR at a time.
+  // the panels MR at a time. `words` is zero past n (only lanes below n are ever stored), so a
+  // panel's rows past n come out zero.
   thread_local std::vector<uint32_t> words;
-  words.resize(static_cast<size_t>((n + 15) / 16 * 16));
+  words.assign(static_cast<size_t>(panels_ * MR + 16), 0u);
+  const __mmask16 panel_rows = lane_mask(MR);
   for (int64_t p = 0; p < pairs_; ++p) {
     const float* a = x + 2 * p * ld;
     const float* b = 2 * p + 1 < in ? a + ld : nullptr;
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
       const __m512 lo = _mm512_maskz_loadu_ps(m, a + i), hi = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
-      _mm512_storeu_si512(words.data() + i, detail::bf16_pair_words(lo, hi));
+      _mm512_mask_storeu_epi32(words.data() + i, m, detail::bf16_pair_words(lo, hi));
     }
-    for (int64_t i = 0; i < panels_; ++i) {
-      uint32_t* dst = data_.data() + i * pairs_ * MR + p * MR;
-      const int64_t live = std::clamp<int64_t>(n - i * MR, 0, MR);
-      std::copy_n(words.data() + i * MR, live, dst);
-      std::fill(dst + live, dst + MR, 0u);
-    }
+    for (int64_t i = 0; i < panels_; ++i)
+      _mm512_mask_storeu_epi32(data_.data() + i * pairs_ * MR + p * MR, panel_rows, _mm512_loadu_si512(words.data() + i * MR));
   }
 }
 

@@ -40,10 +40,8 @@ void add_relative_positions(const RelPos2D& rel, int64_t t, const float* ph, con
   }
 }
 
-}  // namespace
-
-namespace detail {
-
+// Relative-position terms of nq queries (rows of Q `ld` apart): dst [nq, 2 * side - 1] =
+// Q . table^T, one sgemm; entry (i, j) is <q_i, table row j>.
 void project_on_table(const float* Q, int64_t ld, int64_t nq, int64_t d, const float* table, int64_t side, float* dst) {
   const int64_t L = 2 * side - 1;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(nq), static_cast<blasint>(L),
@@ -51,7 +49,7 @@ void project_on_table(const float* Q, int64_t ld, int64_t nq, int64_t d, const f
               static_cast<blasint>(L));
 }
 
-}  // namespace detail
+}  // namespace
 
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
                      const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision) {
@@ -88,8 +86,8 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
                   static_cast<blasint>(d), scale, Q, static_cast<blasint>(ld), base + D + h * d,
                   static_cast<blasint>(ld), 0.0f, S, static_cast<blasint>(T));
       if (rel) {
-        detail::project_on_table(Q, ld, nq, d, rel->table_h, rel->side_h, relh.data());
-        detail::project_on_table(Q, ld, nq, d, rel->table_w, rel->side_w, relw.data());
+        project_on_table(Q, ld, nq, d, rel->table_h, rel->side_h, relh.data());
+        project_on_table(Q, ld, nq, d, rel->table_w, rel->side_w, relw.data());
       }
       for (int64_t i = 0; i < nq; ++i) {
         float* row = S + i * T;

@@ -27,10 +27,12 @@ constexpr int64_t kLanes = 16;
 constexpr int64_t NR = kBf16PanelCols;
 static_assert(NR == 2 * kLanes, "a weight panel holds two vectors of queries");
 
-// A sequence's queries in blocks as even as possible (a window of 196 in four of 49, not 64 + 4).
+// A sequence's queries in blocks of kQueryBlock, the last one shorter (a window of 196 as 64 x 3
+// + 4: the products' cost goes by weight panels of 32 queries, seven here against eight for four
+// blocks of 49).
 struct QueryBlocks {
   int64_t count, size;
-  explicit QueryBlocks(int64_t T) : count((T + kQueryBlock - 1) / kQueryBlock), size((T + count - 1) / count) {}
+  explicit QueryBlocks(int64_t T) : count((T + kQueryBlock - 1) / kQueryBlock), size(kQueryBlock) {}
 };
 
 // One head of one sequence, packed once for all its query blocks: K as activation rows (keys
@@ -39,12 +41,19 @@ struct HeadOperands {
   Bf16Activations keys, values_t;
 };
 
+// SAM's relative-position tables (shared by every head) as activation rows, so a block's
+// projections on them come out table row down, query across, as the biases are read.
+struct RelTables {
+  const RelPos2D* rel = nullptr;
+  Bf16Activations h, w;
+};
+
 // What a task keeps between its steps, per thread.
 struct Scratch {
   std::vector<float> scores;        // [T, kQueryBlock]: column q is query q
   std::vector<uint32_t> queries;    // the block's queries as bf16 weight panels
   std::vector<uint32_t> probs;      // exp(scores - max) as bf16 weight panels, keys paired
-  std::vector<float> rel_h, rel_w;  // [nq, 2 side - 1] projections on the tables
+  std::vector<float> rel_h, rel_w;  // [2 side - 1, kQueryBlock]: the block's queries on each table
   std::vector<float> bias_h, bias_w;  // [side, kQueryBlock]: the terms of key row ky / column kx
   std::vector<float> out_t;         // [head_dim, kQueryBlock]
 };
@@ -53,15 +62,14 @@ struct Scratch {
 // < side, query q < nq at coordinate pos(q); zero for the block's unused lanes.
 constexpr float kLog2e = 1.44269504088896341f;
 
-// bias[k * kQueryBlock + q] = log2(e) * proj[q * (2 side - 1) + pos(q) - k + side - 1] for key
+// bias[k * kQueryBlock + q] = log2(e) * proj[(pos(q) - k + side - 1) * kQueryBlock + q] for key
 // coordinate k < side, query q < nq at coordinate pos(q); zero for the block's unused lanes.
 template <typename Pos>
 void bias_by_key(const float* proj, int64_t nq, int64_t side, Pos pos, std::vector<float>& bias) {
   bias.assign(static_cast<size_t>(side * kQueryBlock), 0.0f);
-  const int64_t L = 2 * side - 1;
   for (int64_t q = 0; q < nq; ++q)
     for (int64_t k = 0; k < side; ++k)
-      bias[static_cast<size_t>(k * kQueryBlock + q)] = kLog2e * proj[q * L + pos(q) - k + side - 1];
+      bias[static_cast<size_t>(k * kQueryBlock + q)] = kLog2e * proj[(pos(q) - k + side - 1) * kQueryBlock + q];
 }
 
 // 2^t for t <= 0: t = k + r with r in [-1/2, 1/2], 2^r by its Taylor polynomial of degree 6
@@ -145,7 +153,8 @@ void softmax_to_pairs(int64_t nv, float* S, int64_t T, float scale, const Scratc
 }
 
 void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, int64_t h, int64_t q0, int64_t nq,
-                  float scale, const RelPos2D* rel, const HeadOperands& head, float* out, Scratch& w) {
+                  float scale, const RelTables& tables, const HeadOperands& head, float* out, Scratch& w) {
+  const RelPos2D* rel = tables.rel;
   const int64_t ld = 3 * D, nv = (nq + kLanes - 1) / kLanes, pairs = (T + 1) / 2;
   const float* Q = qkv + (s * T + q0) * ld + h * d;
   w.scores.resize(static_cast<size_t>(T * kQueryBlock));
@@ -153,10 +162,10 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
   bf16_gemm(head.keys, w.queries.data(), nq, w.scores.data(), kQueryBlock);
   if (rel) {
     const int64_t sh = rel->side_h, sw = rel->side_w;
-    w.rel_h.resize(static_cast<size_t>(nq * (2 * sh - 1)));
-    w.rel_w.resize(static_cast<size_t>(nq * (2 * sw - 1)));
-    project_on_table(Q, ld, nq, d, rel->table_h, sh, w.rel_h.data());
-    project_on_table(Q, ld, nq, d, rel->table_w, sw, w.rel_w.data());
+    w.rel_h.resize(static_cast<size_t>((2 * sh - 1) * kQueryBlock));
+    w.rel_w.resize(static_cast<size_t>((2 * sw - 1) * kQueryBlock));
+    bf16_gemm(tables.h, w.queries.data(), nq, w.rel_h.data(), kQueryBlock);
+    bf16_gemm(tables.w, w.queries.data(), nq, w.rel_w.data(), kQueryBlock);
     bias_by_key(w.rel_h.data(), nq, sh, [&](int64_t q) { return (q0 + q) / sw; }, w.bias_h);
     bias_by_key(w.rel_w.data(), nq, sw, [&](int64_t q) { return (q0 + q) % sw; }, w.bias_w);
   }
@@ -185,12 +194,18 @@ void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_
       heads[static_cast<size_t>(i)].values_t.assign_transposed(base + 2 * D, head_dim, T, ld);
     }
   });
+  RelTables tables;
+  if (rel) {
+    tables.rel = rel;
+    tables.h = Bf16Activations(rel->table_h, 2 * rel->side_h - 1, head_dim, pool);
+    tables.w = Bf16Activations(rel->table_w, 2 * rel->side_w - 1, head_dim, pool);
+  }
   const QueryBlocks blocks(T);
   pool.parallel_for(n_seq * n_heads * blocks.count, [&](int64_t begin, int64_t end) {
     thread_local Scratch scratch;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t i = task / blocks.count, q0 = (task % blocks.count) * blocks.size;
-      attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(blocks.size, T - q0), scale, rel,
+      attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(blocks.size, T - q0), scale, tables,
                    heads[static_cast<size_t>(i)], out, scratch);
     }
   });

@@ -1,5 +1,4 @@
-// Internal to the CPU kernels: dense_attention's bf16 path (dense_attention.h) and the
-// relative-position projection both paths share.
+// Internal to the CPU kernels: dense_attention's bf16 path (dense_attention.h).
 #pragma once
 
 #include <cstdint>
@@ -9,16 +8,13 @@
 
 namespace folio::kernels::detail {
 
-// Relative-position terms of nq queries (rows of Q `ld` apart): dst [nq, 2 * side - 1] =
-// Q . table^T in f32 (one single-threaded sgemm); entry (i, j) is <q_i, table row j>.
-void project_on_table(const float* Q, int64_t ld, int64_t nq, int64_t d, const float* table, int64_t side, float* dst);
-
 // dense_attention with both products in bf16 (bf16_gemm.h). Scores are computed transposed, keys
 // down and a block of queries across, so the softmax runs down the columns with one query per
 // vector lane (no horizontal reductions) and the probabilities of two keys pair into the bf16
 // words the PV product reads in one pass. The probabilities are rounded unnormalised and each
-// output divided by its query's sum. Precondition: bf16_gemm_supported(); the shapes checked by
-// dense_attention.
+// output divided by its query's sum. SAM's relative-position terms are bf16 products too (the
+// queries against the tables, both rounded). Precondition: bf16_gemm_supported(); the shapes
+// checked by dense_attention.
 void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
                           const RelPos2D* rel, float* out, ThreadPool& pool);
 
