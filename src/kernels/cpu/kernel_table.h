@@ -70,6 +70,7 @@ struct KernelTable {
   AxpyCodeRowsFn axpy_code_rows[2];  // Q8, Q4
   ExpSumFn exp_sum;
   GeluFn gelu_erf;
+  GeluFn quick_gelu;  // x = x * sigmoid(1.702 x)
   GemmInt8SumsFn gemm_int8_sums;
   MaxBitsFn max_bits;
   QuantizeU7Fn quantize_u7;

@@ -453,6 +453,21 @@ void gelu_erf(float* x, int64_t n) {
   for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
+// x = x * sigmoid(1.702 x) = x / (1 + exp(-1.702 x)): CLIP's quick_gelu. The SIMD exp clamps its
+// argument to exp's float range, so a very negative x gives -0 as std::exp's infinity does.
+template <class V>
+void quick_gelu(float* x, int64_t n) {
+  int64_t i = 0;
+  if constexpr (V::W > 1) {
+    const typename V::reg one = V::set1(1.0f), k = V::set1(-1.702f);
+    for (; i + V::W <= n; i += V::W) {
+      const typename V::reg v = V::load(x + i);
+      V::store(x + i, V::div(v, V::add(one, V::exp(V::mul(k, v)))));
+    }
+  }
+  for (; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
 template <class V, class I, class G>
 constexpr KernelTable make_table() {
   return KernelTable{
@@ -472,6 +487,7 @@ constexpr KernelTable make_table() {
       {&axpy_code_rows<V, LoadCodeI8<V>, false>, &axpy_code_rows<V, LoadCodeU4<V>, true>},
       &exp_sum<V>,
       &gelu_erf<V>,
+      &quick_gelu<V>,
       &gemm_int8_sums<G>,
       &max_bits<G>,
       &quantize_u7<G>,
