@@ -168,6 +168,35 @@ TEST(Bf16Gemm, TransposedActivationsPackLikeTheirTranspose) {
   }
 }
 
+// A bias starts the bf16 GEMM's sums (the rounded products plus bias[c]); on the f32 paths it is
+// added after the products, the bits of a separate addition.
+TEST(Bf16Gemm, BiasIsTheFirstTermOfTheSums) {
+  const int64_t n = 45, out = 70, in = 96;
+  const std::vector<float> x = random_floats(n * in, 61), bias = random_floats(out, 62);
+  const StoredWeight w = make_weight(DType::BF16, out, in, 63);
+  ThreadPool pool(2);
+  std::vector<float> plain(static_cast<size_t>(n * out)), biased(plain.size());
+  matmul(w.view, x.data(), n, plain.data(), pool, GemmPrecision::F32);
+  matmul(w.view, x.data(), n, biased.data(), pool, GemmPrecision::F32, bias.data());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < out; ++c) plain[static_cast<size_t>(i * out + c)] += bias[static_cast<size_t>(c)];
+  EXPECT_EQ(plain, biased);
+  REQUIRE_BF16();
+  matmul(w.view, x.data(), n, biased.data(), pool, GemmPrecision::Bf16, bias.data());
+  std::vector<double> ref, scale;
+  rounded_reference(x, w.decoded, n, out, in, ref, scale);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < out; ++c) {
+      ref[static_cast<size_t>(i * out + c)] += bias[static_cast<size_t>(c)];
+      scale[static_cast<size_t>(i * out + c)] += std::fabs(bias[static_cast<size_t>(c)]);
+    }
+  EXPECT_LT(worst_relative(biased, ref, scale), kSumBound);
+  // Without the bias the outputs are off by the bias itself: the bound sees it.
+  std::vector<float> unbiased(biased.size());
+  matmul(w.view, x.data(), n, unbiased.data(), pool, GemmPrecision::Bf16);
+  EXPECT_GT(worst_relative(unbiased, ref, scale), 100 * kSumBound);
+}
+
 TEST(Bf16Gemm, MatmulSameBitsForAnyPoolSizeAndBatch) {
   REQUIRE_BF16();
   const int64_t n = 45, out = 300, in = 96;

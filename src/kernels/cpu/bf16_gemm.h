@@ -75,7 +75,9 @@ void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_s
                        std::vector<uint32_t>& out);
 
 // y[i * ldy + c] = sum_k x[i, k] * w[r0 + c, k] for i < x.rows(), c < rows, where packed_w holds
-// those rows (pack_bf16_weights with the same width as x). Single-threaded.
-void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy);
+// those rows (pack_bf16_weights with the same width as x); given `bias` (rows floats), each sum
+// starts from bias[c]. Single-threaded.
+void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
+               const float* bias = nullptr);
 
 }  // namespace folio::kernels

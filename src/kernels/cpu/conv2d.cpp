@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/nn_ops.h"
 
 namespace folio::kernels {
 
@@ -51,9 +50,8 @@ void conv2d_hwc(const float* x, int64_t H, int64_t W, int64_t C, const TensorVie
           }
       }
     });
-    matmul(w2, cols.data(), np, y + p0 * O, pool, precision);
+    matmul(w2, cols.data(), np, y + p0 * O, pool, precision, bias);
   }
-  if (bias) add_bias(y, bias, n_out, O);
 }
 
 }  // namespace folio::kernels

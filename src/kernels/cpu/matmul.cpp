@@ -100,7 +100,7 @@ int64_t bf16_tile_rows(int64_t out, int64_t in) {
 
 // The bf16 path: X rounded and packed once, shared by the threads; each thread packs whole tiles of W
 // into its own buffer and multiplies them (every output is one sum over `in`, whatever the split).
-void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, const float* bias) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const Bf16Activations xb(x, n, in, pool);
   const int64_t tile = bf16_tile_rows(out, in);
@@ -110,7 +110,7 @@ void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, 
     for (int64_t t = tb; t < te; ++t) {
       const int64_t r = t * tile, rows = std::min(tile, out - r);
       pack_bf16_weights(w, r, rows, packed);
-      bf16_gemm(xb, packed.data(), rows, y + r, out);
+      bf16_gemm(xb, packed.data(), rows, y + r, out, bias ? bias + r : nullptr);
     }
   });
 }
@@ -210,26 +210,17 @@ bool RowInvariantScope::active_on_this_thread() { return t_row_invariant; }
 
 void set_matmul_gemm_min_rows(int64_t n) { g_gemm_min_rows.store(n, std::memory_order_relaxed); }
 
-void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, GemmPrecision precision) {
-  const std::string who = "matmul: weight '" + w.name + "'";
-  FOLIO_CHECK_INPUT(w.shape.size() == 2, who + " must be 2-D [out, in], got shape " + shape_to_string(w.shape));
-  FOLIO_CHECK_INPUT(n >= 0, who + ": negative number of input rows " + std::to_string(n));
-  const int64_t out = w.shape[0], in = w.shape[1];
-  FOLIO_CHECK_INPUT(out >= 0 && in >= 0, who + " has a negative dimension " + shape_to_string(w.shape));
-  FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
-                    who + " is " + dtype_name(w.dtype) + " with " + std::to_string(in) +
-                        " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
-  if (n == 0 || out == 0) return;
-  FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
+namespace {
+
+// matmul without a bias, on every path but the bf16 GEMM.
+void matmul_unbiased(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, int64_t in, int64_t out) {
   if (in == 0) {
     std::fill(y, y + n * out, 0.0f);
     return;
   }
-
   const detail::KernelTable& table = detail::table_for(active_isa());
   if (takes_gemm_path(n)) {
-    if (matmul_uses_bf16(w, precision)) matmul_gemm_bf16(w, x, n, y, pool);
-    else matmul_gemm(table, w, x, n, y, pool);
+    matmul_gemm(table, w, x, n, y, pool);
     return;
   }
   // Reused across calls (decode calls this hundreds of times per token). The workers get a pointer:
@@ -244,6 +235,32 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   const int64_t chunks = std::min<int64_t>(units, kChunksPerThread * pool.size());
   pool.parallel_chunks(chunks, [&](int64_t c) {
     gemv_range(table, w, x, xq, n, y, std::min(out, units * c / chunks * kRowGrain), std::min(out, units * (c + 1) / chunks * kRowGrain));
+  });
+}
+
+}  // namespace
+
+void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, GemmPrecision precision,
+            const float* bias) {
+  const std::string who = "matmul: weight '" + w.name + "'";
+  FOLIO_CHECK_INPUT(w.shape.size() == 2, who + " must be 2-D [out, in], got shape " + shape_to_string(w.shape));
+  FOLIO_CHECK_INPUT(n >= 0, who + ": negative number of input rows " + std::to_string(n));
+  const int64_t out = w.shape[0], in = w.shape[1];
+  FOLIO_CHECK_INPUT(out >= 0 && in >= 0, who + " has a negative dimension " + shape_to_string(w.shape));
+  FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
+                    who + " is " + dtype_name(w.dtype) + " with " + std::to_string(in) +
+                        " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
+  if (n == 0 || out == 0) return;
+  FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
+  if (takes_gemm_path(n) && in > 0 && matmul_uses_bf16(w, precision)) {
+    matmul_gemm_bf16(w, x, n, y, pool, bias);  // the bias is the sums' first term
+    return;
+  }
+  matmul_unbiased(w, x, n, y, pool, in, out);
+  if (!bias) return;
+  pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < out; ++c) y[r * out + c] += bias[c];
   });
 }
 

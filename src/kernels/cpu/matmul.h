@@ -39,11 +39,12 @@ GemmPrecision gemm_precision_from_name(std::string_view name, std::string_view w
 // single-threaded OpenBLAS sgemm calls, one tile per pool thread at a time: the first such call
 // sets OpenBLAS's (process-wide) thread count to 1.
 // With `precision` Bf16 (where it applies, see GemmPrecision) the large-n path multiplies in bf16
-// instead; its results are also bit-identical for any pool size.
+// instead; its results are also bit-identical for any pool size. Given `bias` (out floats), y[i, c]
+// gets bias[c] too: added after the products, except in the bf16 GEMM, whose sums start from it.
 // Throws Error(InvalidInput) naming the weight if w is not 2-D, has no data, or in is not a
 // multiple of its block; or if n < 0.
 void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
-            GemmPrecision precision = GemmPrecision::F32);
+            GemmPrecision precision = GemmPrecision::F32, const float* bias = nullptr);
 
 // True when matmul with `precision` multiplies w in bf16 at a large n: Bf16 asked for and the CPU
 // has it (every dtype qualifies, block formats dequantised first).

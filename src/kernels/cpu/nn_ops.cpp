@@ -55,9 +55,7 @@ void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
 
 void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision) {
-  matmul(w, x, n, y, pool, precision);
-  const int64_t out = w.shape[0];
-  pool.parallel_for(n, [&](int64_t r0, int64_t r1) { add_bias(y + r0 * out, b, r1 - r0, out); });
+  matmul(w, x, n, y, pool, precision, b);
 }
 
 void gelu_erf_inplace(float* x, int64_t n) { detail::table_for(active_isa()).gelu_erf(x, n); }

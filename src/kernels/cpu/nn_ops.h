@@ -24,7 +24,7 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 void add_bias(float* y, const float* b, int64_t rows, int64_t n);
 
 // A linear layer: y [n, out] = x [n, in] . w^T + b, w [out, in] multiplied by matmul with
-// `precision`, b holding out values. Throws as matmul does.
+// `precision` and b (out values) as its bias. Throws as matmul does.
 void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision = GemmPrecision::F32);
 
