@@ -89,26 +89,31 @@ void matmul_gemm(const detail::KernelTable& table, const TensorView& w, const fl
   });
 }
 
-// Rows per tile of the bf16 path: whole panels of the micro-kernel, ~512 KiB of packed bf16 (the tile
-// is re-read from L2 for every panel of activation rows), and >= 8 tiles to balance the threads.
-// Depends only on W's shape, so results are the same for any pool size.
-int64_t bf16_tile_rows(int64_t out, int64_t in) {
-  const int64_t cache_rows = (int64_t{1} << 18) / std::max<int64_t>(in, 1);
-  const int64_t rows = std::min(cache_rows, (out + 7) / 8);
-  return std::clamp<int64_t>((rows + kBf16PanelCols - 1) / kBf16PanelCols * kBf16PanelCols, 64, 512);
-}
+// Tiles of the bf16 path: whole panels of the micro-kernel (kBf16PanelCols weight rows), each tile
+// <= ~512 KiB of packed bf16 (it is re-read from L2 for every panel of activation rows), their
+// count a multiple of the pool's threads and their sizes within one panel of each other, so the
+// threads get equal work (nine tiles on two threads left one idle for a ninth of the time). The
+// split never changes a bit: every output is one sum over `in` within one tile.
+struct Bf16Tiles {
+  int64_t panels, count;
+  Bf16Tiles(int64_t out, int64_t in, int64_t threads) : panels((out + kBf16PanelCols - 1) / kBf16PanelCols) {
+    const int64_t cache_panels = std::max<int64_t>(2, ((int64_t{1} << 18) / std::max<int64_t>(in, 1)) / kBf16PanelCols);
+    const int64_t needed = std::max((panels + cache_panels - 1) / cache_panels, threads);
+    count = std::min(panels, (needed + threads - 1) / threads * threads);
+  }
+  int64_t first_row(int64_t t) const { return t * panels / count * kBf16PanelCols; }
+};
 
 // The bf16 path: X rounded and packed once, shared by the threads; each thread packs whole tiles of W
-// into its own buffer and multiplies them (every output is one sum over `in`, whatever the split).
+// into its own buffer and multiplies them.
 void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, const float* bias) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const Bf16Activations xb(x, n, in, pool);
-  const int64_t tile = bf16_tile_rows(out, in);
-  const int64_t tiles = (out + tile - 1) / tile;
-  pool.parallel_for(tiles, [&](int64_t tb, int64_t te) {
+  const Bf16Tiles tiles(out, in, pool.size());
+  pool.parallel_for(tiles.count, [&](int64_t tb, int64_t te) {
     thread_local std::vector<uint32_t> packed;
     for (int64_t t = tb; t < te; ++t) {
-      const int64_t r = t * tile, rows = std::min(tile, out - r);
+      const int64_t r = tiles.first_row(t), rows = std::min(tiles.first_row(t + 1), out) - r;
       pack_bf16_weights(w, r, rows, packed);
       bf16_gemm(xb, packed.data(), rows, y + r, out, bias ? bias + r : nullptr);
     }
