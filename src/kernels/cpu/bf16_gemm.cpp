@@ -59,16 +59,23 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
   }
 }
 
-// One MR x NR block of Y: acc[m][h] holds row m, columns 16h..16h+15, summed over all pairs from
-// zero or, given `bias`, from bias[0..NR) (a linear layer's bias, added as the sums' first term).
-// `rows` <= MR rows and the columns in `cols_lo`/`cols_hi` are stored.
+// One MR x NR block of Y: acc[m][h] holds row m, columns 16h..16h+15, summed over `pairs` pairs
+// of a and b. The sums start from zero, from bias[0..NR) given `bias` (a linear layer's bias as
+// their first term), or with kAccumulate from Y's current values (f32 stored and reloaded exactly,
+// so a sum split over several calls has the bits of one call). `rows` <= MR rows and the columns in
+// `cols_lo`/`cols_hi` are read and stored.
+template <bool kAccumulate>
 void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
                   __mmask16 cols_lo, __mmask16 cols_hi, const float* bias) {
   const __m512 start0 = bias ? _mm512_maskz_loadu_ps(cols_lo, bias) : _mm512_setzero_ps();
   const __m512 start1 = bias ? _mm512_maskz_loadu_ps(cols_hi, bias + 16) : _mm512_setzero_ps();
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 14
-  for (int m = 0; m < MR; ++m) acc0[m] = start0, acc1[m] = start1;
+  for (int m = 0; m < MR; ++m) {
+    const bool reload = kAccumulate && m < rows;
+    acc0[m] = reload ? _mm512_maskz_loadu_ps(cols_lo, y + m * ldy) : start0;
+    acc1[m] = reload ? _mm512_maskz_loadu_ps(cols_hi, y + m * ldy + 16) : start1;
+  }
   for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
     const auto b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
     const auto b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16));
@@ -208,12 +215,22 @@ void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_s
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
                const float* bias) {
   const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
-  for (int64_t i = 0; i < x.panels(); ++i) {
-    const int64_t r = std::min(MR, x.rows() - i * MR);
-    for (int64_t j = 0; j < panels; ++j) {
-      const int64_t c = rows - j * NR;
-      micro_kernel(x.panel(i), packed_w + j * NR * pairs, pairs, y + i * MR * ldy + j * NR, ldy, r, lane_mask(c),
-                   lane_mask(c - 16), bias ? bias + j * NR : nullptr);
+  // The input in even chunks of at most kBf16ChunkPairs pairs: an activation panel's chunk stays in
+  // L1 while every weight panel's chunk passes over it; later chunks add to what the first stored.
+  const int64_t chunks = std::max<int64_t>(1, (pairs + kBf16ChunkPairs - 1) / kBf16ChunkPairs);
+  const int64_t chunk = (pairs + chunks - 1) / chunks;
+  for (int64_t k0 = 0; k0 < pairs; k0 += chunk) {
+    const int64_t kc = std::min(chunk, pairs - k0);
+    for (int64_t i = 0; i < x.panels(); ++i) {
+      const int64_t r = std::min(MR, x.rows() - i * MR);
+      for (int64_t j = 0; j < panels; ++j) {
+        const int64_t c = rows - j * NR;
+        const uint32_t* a = x.panel(i) + k0 * MR;
+        const uint32_t* b = packed_w + j * NR * pairs + k0 * NR;
+        float* out = y + i * MR * ldy + j * NR;
+        if (k0 == 0) micro_kernel<false>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), bias ? bias + j * NR : nullptr);
+        else micro_kernel<true>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), nullptr);
+      }
     }
   }
 }

@@ -31,6 +31,8 @@ bool bf16_gemm_supported();
 // Activation rows per micro-kernel panel, and weight rows (output columns) per weight panel.
 inline constexpr int64_t kBf16PanelRows = 14;
 inline constexpr int64_t kBf16PanelCols = 32;
+// Input pairs bf16_gemm takes per pass over the panels (an activation panel's chunk: 21 KiB).
+inline constexpr int64_t kBf16ChunkPairs = 384;
 
 // X [n, in] (f32, rows `ld` apart) rounded to bf16 and laid out in panels of kBf16PanelRows rows:
 // for each pair of input columns (2p, 2p+1), the panel's rows' pairs are adjacent (one 32-bit word
@@ -76,7 +78,8 @@ void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_s
 
 // y[i * ldy + c] = sum_k x[i, k] * w[r0 + c, k] for i < x.rows(), c < rows, where packed_w holds
 // those rows (pack_bf16_weights with the same width as x); given `bias` (rows floats), each sum
-// starts from bias[c]. Single-threaded.
+// starts from bias[c]. Inputs wider than kBf16ChunkPairs pairs are taken a chunk at a time, the
+// partial sums kept in y (the same bits as one pass). Single-threaded.
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
                const float* bias = nullptr);
 
