@@ -65,7 +65,7 @@ const std::vector<float>& ClipEncoder::patch_positions(int64_t side) const {
 
 std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, ThreadPool& pool) const {
   FOLIO_CHECK_INPUT(side > 0, "CLIP: grid side must be positive, got " + std::to_string(side));
-  const int64_t D = cfg_.clip_width, T = 1 + side * side, M = cfg_.clip_mlp;
+  const int64_t D = cfg_.clip_width, T = 1 + side * side;
   std::vector<float> x(static_cast<size_t>(T * D));
   for (int64_t i = 0; i < D; ++i) x[static_cast<size_t>(i)] = cls_[static_cast<size_t>(i)] + pos_cls_[static_cast<size_t>(i)];
   const std::vector<float>& pos = patch_positions(side);
@@ -74,7 +74,7 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.clip_head_dim()));
   std::vector<float> y(static_cast<size_t>(T * D)), qkv(static_cast<size_t>(T * 3 * D)), att(static_cast<size_t>(T * D));
-  std::vector<float> h(static_cast<size_t>(T * M));
+  kernels::MlpScratch hidden;
   for (const Layer& L : layers_) {
     kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
     kernels::linear(*L.qkv, L.qkv_b.data(), y.data(), T, qkv.data(), pool, precision_);
@@ -82,9 +82,8 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
     kernels::linear(*L.out, L.out_b.data(), att.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
     kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
-    kernels::linear(*L.fc1, L.fc1_b.data(), y.data(), T, h.data(), pool, precision_);
-    kernels::quick_gelu_inplace(h.data(), T * M, pool);
-    kernels::linear(*L.fc2, L.fc2_b.data(), h.data(), T, y.data(), pool, precision_);
+    kernels::mlp(*L.fc1, L.fc1_b.data(), kernels::Activation::QuickGelu, *L.fc2, L.fc2_b.data(), y.data(), T, y.data(),
+                 hidden, pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D);
   }
   return x;

@@ -15,8 +15,8 @@ namespace folio {
 
 namespace {
 
-// The MLP runs over this many tokens at a time, bounding its [rows, mlp] buffer (48 MiB for a 1024
-// view's 4,096 tokens x 3,072): the whole map, as every call packs the weights again for its rows.
+// The MLP runs over this many tokens at a time, bounding its hidden layer (48 MiB of f32 or 24 of
+// bf16 for a 1024 view's 4,096 tokens x 3,072): the whole map, as every call packs the weights again.
 constexpr int64_t kMlpRows = 4096;
 
 }  // namespace
@@ -131,15 +131,12 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     });
   }
 
-  const int64_t M = cfg_.sam_mlp;
-  float* h = buf.h.data();
   for (int64_t r0 = 0; r0 < T; r0 += kMlpRows) {
     const int64_t n = std::min(kMlpRows, T - r0);
     float* xr = x + r0 * D;
     kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps, pool);
-    kernels::linear(*B.lin1, B.lin1_b.data(), y, n, h, pool, precision_);
-    kernels::gelu_erf_inplace(h, n * M, pool);
-    kernels::linear(*B.lin2, B.lin2_b.data(), h, n, y, pool, precision_);
+    kernels::mlp(*B.lin1, B.lin1_b.data(), kernels::Activation::GeluErf, *B.lin2, B.lin2_b.data(), y, n, y, buf.hidden,
+                 pool, precision_);
     kernels::add_inplace(xr, y, n * D);
   }
 }
@@ -164,7 +161,6 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
     buf.y.resize(static_cast<size_t>(T * D));
     buf.qkv.resize(static_cast<size_t>(rows * 3 * D));
     buf.att.resize(static_cast<size_t>(rows * D));
-    buf.h.resize(static_cast<size_t>(std::min(T, kMlpRows) * cfg_.sam_mlp));
     for (int64_t i = 0; i < cfg_.sam_layers; ++i) run_block(i, x.data(), G, buf, pool);
   }
 

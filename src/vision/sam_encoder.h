@@ -22,6 +22,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nn_ops.h"
 #include "vision/vision_config.h"
 #include "vision/vision_weights.h"
 
@@ -63,7 +64,8 @@ class SamEncoder {
   // Activations of one block, allocated once per forward and reused by its blocks (fresh
   // multi-MiB buffers per block cost page faults and zeroing, ~4% of a 1024 view).
   struct BlockBuffers {
-    std::vector<float> y, qkv, att, h;
+    std::vector<float> y, qkv, att;
+    kernels::MlpScratch hidden;
   };
   void run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf, ThreadPool& pool) const;
   // Absolute position table for a G x G grid ([G * G, width]); resized and cached when G differs

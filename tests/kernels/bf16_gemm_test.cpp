@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "kernels/cpu/dense_attention.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nn_ops.h"
 #include "kernel_test_util.h"
 
 namespace folio::kernels {
@@ -195,6 +196,33 @@ TEST(Bf16Gemm, BiasIsTheFirstTermOfTheSums) {
   std::vector<float> unbiased(biased.size());
   matmul(w.view, x.data(), n, unbiased.data(), pool, GemmPrecision::Bf16);
   EXPECT_GT(worst_relative(unbiased, ref, scale), 100 * kSumBound);
+}
+
+// The fused MLP (lin1's sums through bias and activation straight into lin2's packed input) gives
+// the bits of linear, the activation, linear in bf16: hidden widths across the 32-column panels,
+// odd, and rows across the 14-row panels.
+TEST(Bf16Gemm, FusedMlpHasTheBitsOfItsSteps) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  struct Case { int64_t n, in, hidden, out; Activation act; };
+  for (const Case c : {Case{45, 64, 96, 40, Activation::GeluErf}, Case{33, 96, 69, 50, Activation::QuickGelu},
+                       Case{matmul_gemm_min_rows(), 32, 130, 17, Activation::GeluErf}}) {
+    const std::vector<float> x = random_floats(c.n * c.in, 71), b1 = random_floats(c.hidden, 72), b2 = random_floats(c.out, 73);
+    const StoredWeight w1 = make_weight(DType::BF16, c.hidden, c.in, 74), w2 = make_weight(DType::BF16, c.out, c.hidden, 75);
+    std::vector<float> h(static_cast<size_t>(c.n * c.hidden)), steps(static_cast<size_t>(c.n * c.out)), fused(steps.size());
+    linear(w1.view, b1.data(), x.data(), c.n, h.data(), pool, GemmPrecision::Bf16);
+    if (c.act == Activation::GeluErf) gelu_erf_inplace(h.data(), c.n * c.hidden);
+    else quick_gelu_inplace(h.data(), c.n * c.hidden);
+    linear(w2.view, b2.data(), h.data(), c.n, steps.data(), pool, GemmPrecision::Bf16);
+    MlpScratch scratch;
+    mlp(w1.view, b1.data(), c.act, w2.view, b2.data(), x.data(), c.n, fused.data(), scratch, pool, GemmPrecision::Bf16);
+    EXPECT_EQ(steps, fused) << "n=" << c.n << " hidden=" << c.hidden;
+    EXPECT_EQ(scratch.f32.size(), 0u) << "the f32 hidden layer was used";
+    // The other activation gives other bits: the epilogue applies the one asked for.
+    const Activation other = c.act == Activation::GeluErf ? Activation::QuickGelu : Activation::GeluErf;
+    mlp(w1.view, b1.data(), other, w2.view, b2.data(), x.data(), c.n, fused.data(), scratch, pool, GemmPrecision::Bf16);
+    EXPECT_NE(steps, fused);
+  }
 }
 
 TEST(Bf16Gemm, MatmulSameBitsForAnyPoolSizeAndBatch) {

@@ -31,8 +31,14 @@ bool bf16_gemm_supported() {
 // Everything below runs only where bf16_gemm_supported() (the header's precondition).
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+// GCC bug 105593: its AVX-512 intrinsics' pass-through operands trip these (as in kernels_avx512.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/cpu/bf16_pairs_avx512.h"
+#include "kernels/cpu/vec_avx512.h"
+#include "kernels/cpu/vec_activations.h"
 
 namespace folio::kernels {
 
@@ -59,23 +65,16 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
   }
 }
 
-// One MR x NR block of Y: acc[m][h] holds row m, columns 16h..16h+15, summed over `pairs` pairs
-// of a and b. The sums start from zero, from bias[0..NR) given `bias` (a linear layer's bias as
-// their first term), or with kAccumulate from Y's current values (f32 stored and reloaded exactly,
-// so a sum split over several calls has the bits of one call). `rows` <= MR rows and the columns in
-// `cols_lo`/`cols_hi` are read and stored.
-template <bool kAccumulate>
-void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
-                  __mmask16 cols_lo, __mmask16 cols_hi, const float* bias) {
-  const __m512 start0 = bias ? _mm512_maskz_loadu_ps(cols_lo, bias) : _mm512_setzero_ps();
-  const __m512 start1 = bias ? _mm512_maskz_loadu_ps(cols_hi, bias + 16) : _mm512_setzero_ps();
+__mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16{0xffff} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1); }
+
+// The sums of one MR x NR block: acc0[m] / acc1[m] hold row m, columns 0..15 / 16..31, set by
+// start(m, acc0[m], acc1[m]), plus `pairs` pairs of a and b; finish(acc0, acc1) takes them.
+template <class Start, class Finish>
+[[gnu::always_inline]] inline void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, Start start,
+                                                Finish finish) {
   __m512 acc0[MR], acc1[MR];
 #pragma GCC unroll 14
-  for (int m = 0; m < MR; ++m) {
-    const bool reload = kAccumulate && m < rows;
-    acc0[m] = reload ? _mm512_maskz_loadu_ps(cols_lo, y + m * ldy) : start0;
-    acc1[m] = reload ? _mm512_maskz_loadu_ps(cols_hi, y + m * ldy + 16) : start1;
-  }
+  for (int m = 0; m < MR; ++m) start(m, acc0[m], acc1[m]);
   for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
     const auto b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
     const auto b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16));
@@ -86,15 +85,73 @@ void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y,
       acc1[m] = _mm512_dpbf16_ps(acc1[m], av, b1);
     }
   }
-  for (int64_t m = 0; m < rows; ++m) {
-    _mm512_mask_storeu_ps(y + m * ldy, cols_lo, acc0[m]);
-    _mm512_mask_storeu_ps(y + m * ldy + 16, cols_hi, acc1[m]);
-  }
+  finish(acc0, acc1);
 }
 
-__mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16{0xffff} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1); }
+// The sums start from zero, or from bias[0..NR) given `bias` (a linear layer's bias as their first
+// term): the two starting vectors.
+struct BiasStart {
+  __m512 lo, hi;
+  BiasStart(const float* bias, __mmask16 cols_lo, __mmask16 cols_hi)
+      : lo(bias ? _mm512_maskz_loadu_ps(cols_lo, bias) : _mm512_setzero_ps()),
+        hi(bias ? _mm512_maskz_loadu_ps(cols_hi, bias + 16) : _mm512_setzero_ps()) {}
+};
+
+// One block of Y in f32: its `rows` <= MR rows and the columns in cols_lo / cols_hi are stored.
+// With kAccumulate the sums start from Y's current values (f32 stored and reloaded exactly, so a
+// sum split over several calls has the bits of one call), else from BiasStart.
+template <bool kAccumulate>
+void block_to_f32(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
+                  __mmask16 cols_lo, __mmask16 cols_hi, const float* bias) {
+  const BiasStart s(bias, cols_lo, cols_hi);
+  micro_kernel(
+      a, b, pairs,
+      [&](int m, __m512& lo, __m512& hi) {
+        const bool reload = kAccumulate && m < rows;
+        lo = reload ? _mm512_maskz_loadu_ps(cols_lo, y + m * ldy) : s.lo;
+        hi = reload ? _mm512_maskz_loadu_ps(cols_hi, y + m * ldy + 16) : s.hi;
+      },
+      [&](const __m512* acc0, const __m512* acc1) {
+        for (int64_t m = 0; m < rows; ++m) {
+          _mm512_mask_storeu_ps(y + m * ldy, cols_lo, acc0[m]);
+          _mm512_mask_storeu_ps(y + m * ldy + 16, cols_hi, acc1[m]);
+        }
+      });
+}
+
+__m512 activate(Activation act, __m512 v) {
+  return act == Activation::GeluErf ? detail::gelu_erf_of<detail::VAvx512>(v) : detail::quick_gelu_of<detail::VAvx512>(v);
+}
+
+// One block as bf16 activations: act(sums) of the columns in cols_lo / cols_hi (the others zero),
+// each row's 32 columns rounded into 16 pair words (as Bf16Activations packs them) and written to
+// word p * MR + m of `dst` (the output panel at the block's first pair), `rows` rows live and the
+// rest of the panel's MR rows zero.
+void block_to_activations(const uint32_t* a, const uint32_t* b, int64_t pairs, uint32_t* dst, int64_t rows,
+                          __mmask16 cols_lo, __mmask16 cols_hi, const float* bias, Activation act) {
+  const BiasStart s(bias, cols_lo, cols_hi);
+  const __mmask16 words = lane_mask((__builtin_popcount(cols_lo) + __builtin_popcount(cols_hi) + 1) / 2);
+  const __m512i stride = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(static_cast<int>(MR)));
+  micro_kernel(
+      a, b, pairs, [&](int, __m512& lo, __m512& hi) { lo = s.lo, hi = s.hi; },
+      [&](const __m512* acc0, const __m512* acc1) {
+        for (int64_t m = 0; m < MR; ++m) {
+          __m512i w = _mm512_setzero_si512();
+          if (m < rows) {
+            const __m512 lo = _mm512_maskz_mov_ps(cols_lo, activate(act, acc0[m]));
+            const __m512 hi = _mm512_maskz_mov_ps(cols_hi, activate(act, acc1[m]));
+            w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+          }
+          _mm512_mask_i32scatter_epi32(dst + m, words, stride, w, 4);
+        }
+      });
+}
+
 
 }  // namespace
+
+void Bf16Activations::reset(int64_t n, int64_t in) { shape(n, in); }
 
 void Bf16Activations::shape(int64_t n, int64_t in) {
   n_ = n;
@@ -228,13 +285,28 @@ void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows,
         const uint32_t* a = x.panel(i) + k0 * MR;
         const uint32_t* b = packed_w + j * NR * pairs + k0 * NR;
         float* out = y + i * MR * ldy + j * NR;
-        if (k0 == 0) micro_kernel<false>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), bias ? bias + j * NR : nullptr);
-        else micro_kernel<true>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), nullptr);
+        if (k0 == 0) block_to_f32<false>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), bias ? bias + j * NR : nullptr);
+        else block_to_f32<true>(a, b, kc, out, ldy, r, lane_mask(c), lane_mask(c - 16), nullptr);
       }
+    }
+  }
+}
+
+void bf16_gemm_to_activations(const Bf16Activations& x, const uint32_t* packed_w, int64_t r0, int64_t rows,
+                              const float* bias, Activation act, Bf16Activations& y) {
+  const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
+  for (int64_t i = 0; i < x.panels(); ++i) {
+    const int64_t r = std::min(MR, x.rows() - i * MR);
+    for (int64_t j = 0; j < panels; ++j) {
+      const int64_t c = rows - j * NR;
+      uint32_t* dst = y.panel(i) + (r0 + j * NR) / 2 * MR;
+      block_to_activations(x.panel(i), packed_w + j * NR * pairs, pairs, dst, r, lane_mask(c), lane_mask(c - 16),
+                           bias ? bias + j * NR : nullptr, act);
     }
   }
 }
 
 }  // namespace folio::kernels
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options

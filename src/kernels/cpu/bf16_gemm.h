@@ -22,6 +22,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/activation.h"
 
 namespace folio::kernels {
 
@@ -48,12 +49,16 @@ class Bf16Activations {
   // Packs the transpose of a row-major [in, n] matrix whose rows are `ld` apart (row i, element k
   // is x[k * ld + i]: V^T of an attention head), on the calling thread.
   void assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld);
+  // Sizes the storage for n rows of width `in`, to be written by bf16_gemm_to_activations; the
+  // contents are unspecified until then.
+  void reset(int64_t n, int64_t in);
 
   int64_t rows() const { return n_; }
   int64_t width() const { return in_; }
   int64_t pairs() const { return pairs_; }
   int64_t panels() const { return panels_; }
   const uint32_t* panel(int64_t i) const { return data_.data() + i * pairs_ * kBf16PanelRows; }
+  uint32_t* panel(int64_t i) { return data_.data() + i * pairs_ * kBf16PanelRows; }
 
  private:
   void shape(int64_t n, int64_t in);
@@ -82,5 +87,14 @@ void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_s
 // partial sums kept in y (the same bits as one pass). Single-threaded.
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
                const float* bias = nullptr);
+
+// The same sums, bias included, for weight rows [r0, r0 + rows) (packed_w holds them), put through
+// `act` and written as columns [r0, r0 + rows) of y, rounded and packed as Bf16Activations packs:
+// the next linear's input, without the f32 map between (and the bits of bf16_gemm, the activation
+// of the AVX-512 kernel table, and packing). Preconditions: y.reset(x.rows(), out) with out >= r0 +
+// rows; r0 a multiple of kBf16PanelCols; rows even unless r0 + rows == out. Calls for disjoint
+// column ranges may run on different threads at once. The whole input in one pass (no chunks).
+void bf16_gemm_to_activations(const Bf16Activations& x, const uint32_t* packed_w, int64_t r0, int64_t rows,
+                              const float* bias, Activation act, Bf16Activations& y);
 
 }  // namespace folio::kernels

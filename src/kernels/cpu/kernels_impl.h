@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/int8_gemm_impl.h"
 #include "kernels/cpu/quant_dot_impl.h"
+#include "kernels/cpu/vec_activations.h"
 
 namespace folio::kernels::detail {
 namespace {
@@ -421,50 +422,20 @@ double exp_sum(float* x, int64_t n, float m) {
   return s;
 }
 
-// erf(z): std::erf on the scalar table (the reference); on SIMD tables Abramowitz & Stegun 7.1.26,
-// erf|z| = 1 - t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1 / (1 + p |z|), absolute error below
-// 1.5e-7 (about one f32 ulp of 1), with the sign of z.
-template <class V>
-typename V::reg erf_of(typename V::reg z) {
-  if constexpr (V::W == 1) {
-    return std::erf(z);
-  } else {
-    const typename V::reg a = V::abs(z), one = V::set1(1.0f);
-    const typename V::reg t = V::div(one, V::fma(V::set1(0.3275911f), a, one));
-    typename V::reg poly = V::set1(1.061405429f);
-    poly = V::fma(poly, t, V::set1(-1.453152027f));
-    poly = V::fma(poly, t, V::set1(1.421413741f));
-    poly = V::fma(poly, t, V::set1(-0.284496736f));
-    poly = V::fma(poly, t, V::set1(0.254829592f));
-    const typename V::reg tail = V::mul(V::mul(poly, t), V::exp(V::mul(V::mul(a, a), V::set1(-1.0f))));
-    return V::copysign(V::add(one, V::mul(tail, V::set1(-1.0f))), z);
-  }
-}
-
 // x = 0.5 x (1 + erf(x / sqrt 2)): the exact GELU of the SAM MLPs.
 template <class V>
 void gelu_erf(float* x, int64_t n) {
-  const typename V::reg half = V::set1(0.5f), one = V::set1(1.0f), inv_sqrt2 = V::set1(0.70710678118654752f);
   int64_t i = 0;
-  for (; i + V::W <= n; i += V::W) {
-    const typename V::reg v = V::load(x + i);
-    V::store(x + i, V::mul(V::mul(half, v), V::add(one, erf_of<V>(V::mul(v, inv_sqrt2)))));
-  }
+  for (; i + V::W <= n; i += V::W) V::store(x + i, gelu_erf_of<V>(V::load(x + i)));
   for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
-// x = x * sigmoid(1.702 x) = x / (1 + exp(-1.702 x)): CLIP's quick_gelu. The SIMD exp clamps its
-// argument to exp's float range, so a very negative x gives -0 as std::exp's infinity does.
+// x = x * sigmoid(1.702 x): CLIP's quick_gelu.
 template <class V>
 void quick_gelu(float* x, int64_t n) {
   int64_t i = 0;
-  if constexpr (V::W > 1) {
-    const typename V::reg one = V::set1(1.0f), k = V::set1(-1.702f);
-    for (; i + V::W <= n; i += V::W) {
-      const typename V::reg v = V::load(x + i);
-      V::store(x + i, V::div(v, V::add(one, V::exp(V::mul(k, v)))));
-    }
-  }
+  if constexpr (V::W > 1)
+    for (; i + V::W <= n; i += V::W) V::store(x + i, quick_gelu_of<V>(V::load(x + i)));
   for (; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }
 

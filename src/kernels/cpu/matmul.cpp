@@ -106,20 +106,25 @@ struct Bf16Tiles {
   int64_t first_row(int64_t t) const { return t * panels / count * kBf16PanelCols; }
 };
 
-// The bf16 path: X rounded and packed once, shared by the threads; each thread packs whole tiles of W
-// into its own buffer and multiplies them.
-void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, const float* bias) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  const Bf16Activations xb(x, n, in, pool);
-  const Bf16Tiles tiles(out, in, pool.size());
+// Runs fn(r, rows, packed) for every tile of W's rows over the pool, `packed` holding the tile
+// (each thread packs whole tiles into its own buffer).
+template <typename Fn>
+void for_bf16_tiles(const TensorView& w, ThreadPool& pool, Fn fn) {
+  const int64_t out = w.shape[0];
+  const Bf16Tiles tiles(out, w.shape[1], pool.size());
   pool.parallel_for(tiles.count, [&](int64_t tb, int64_t te) {
     thread_local std::vector<uint32_t> packed;
     for (int64_t t = tb; t < te; ++t) {
       const int64_t r = tiles.first_row(t), rows = std::min(tiles.first_row(t + 1), out) - r;
       pack_bf16_weights(w, r, rows, packed);
-      bf16_gemm(xb, packed.data(), rows, y + r, out, bias ? bias + r : nullptr);
+      fn(r, rows, packed.data());
     }
   });
+}
+
+// The bf16 path: X rounded and packed once, shared by the threads.
+void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool, const float* bias) {
+  matmul_bf16(w, Bf16Activations(x, n, w.shape[1], pool), y, pool, bias);
 }
 
 // Block-quantised weights are multiplied with activations quantised to 8 bits (ActQ8 per 32 or
@@ -217,6 +222,25 @@ bool RowInvariantScope::active_on_this_thread() { return t_row_invariant; }
 
 void set_matmul_gemm_min_rows(int64_t n) { g_gemm_min_rows.store(n, std::memory_order_relaxed); }
 
+void matmul_bf16(const TensorView& w, const Bf16Activations& x, float* y, ThreadPool& pool, const float* bias) {
+  const int64_t out = w.shape[0];
+  for_bf16_tiles(w, pool, [&](int64_t r, int64_t rows, const uint32_t* packed) {
+    bf16_gemm(x, packed, rows, y + r, out, bias ? bias + r : nullptr);
+  });
+}
+
+void matmul_bf16_activated(const TensorView& w, const Bf16Activations& x, const float* bias, Activation act,
+                           Bf16Activations& y, ThreadPool& pool) {
+  y.reset(x.rows(), w.shape[0]);
+  for_bf16_tiles(w, pool, [&](int64_t r, int64_t rows, const uint32_t* packed) {
+    bf16_gemm_to_activations(x, packed, r, rows, bias ? bias + r : nullptr, act, y);
+  });
+}
+
+bool matmul_takes_bf16_gemm(const TensorView& w, int64_t n, GemmPrecision precision) {
+  return takes_gemm_path(n) && w.shape.size() == 2 && w.shape[1] > 0 && matmul_uses_bf16(w, precision);
+}
+
 namespace {
 
 // matmul without a bias, on every path but the bf16 GEMM.
@@ -259,7 +283,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
                         " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
   if (n == 0 || out == 0) return;
   FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
-  if (takes_gemm_path(n) && in > 0 && matmul_uses_bf16(w, precision)) {
+  if (matmul_takes_bf16_gemm(w, n, precision)) {
     matmul_gemm_bf16(w, x, n, y, pool, bias);  // the bias is the sums' first term
     return;
   }

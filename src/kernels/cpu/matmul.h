@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/bf16_gemm.h"
 
 namespace folio::kernels {
 
@@ -49,6 +50,19 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
 // True when matmul with `precision` multiplies w in bf16 at a large n: Bf16 asked for and the CPU
 // has it (every dtype qualifies, block formats dequantised first).
 bool matmul_uses_bf16(const TensorView& w, GemmPrecision precision);
+
+// True when matmul(w, x, n, ...) with `precision` runs the bf16 GEMM (a large n, not under a
+// RowInvariantScope, bf16 asked for and available).
+bool matmul_takes_bf16_gemm(const TensorView& w, int64_t n, GemmPrecision precision);
+
+// The bf16 GEMM on activations already rounded and packed: y [x.rows(), out] = x . w^T (+ bias as
+// in matmul), x.width() == w's in. Precondition: bf16_gemm_supported().
+void matmul_bf16(const TensorView& w, const Bf16Activations& x, float* y, ThreadPool& pool, const float* bias = nullptr);
+
+// act(x . w^T + bias) as the packed bf16 input of a next product (bf16_gemm_to_activations): y is
+// reset to [x.rows(), out]. Precondition: bf16_gemm_supported().
+void matmul_bf16_activated(const TensorView& w, const Bf16Activations& x, const float* bias, Activation act,
+                           Bf16Activations& y, ThreadPool& pool);
 
 // Smallest n that takes the sgemm path. The setter is for tests and benchmarks (n <= 1 forces the
 // sgemm path, a huge n the GEMV path); like set_isa, not to be called while matmuls are running.

@@ -58,6 +58,21 @@ void linear(const TensorView& w, const float* b, const float* x, int64_t n, floa
   matmul(w, x, n, y, pool, precision, b);
 }
 
+void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2, const float* x,
+         int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision) {
+  if (matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1]) {
+    matmul_bf16_activated(w1, Bf16Activations(x, n, w1.shape[1], pool), b1, act, hidden.bf16, pool);
+    matmul_bf16(w2, hidden.bf16, y, pool, b2);
+    return;
+  }
+  const int64_t width = w1.shape.size() == 2 ? w1.shape[0] : 0;
+  hidden.f32.resize(static_cast<size_t>(n * width));
+  linear(w1, b1, x, n, hidden.f32.data(), pool, precision);
+  if (act == Activation::GeluErf) gelu_erf_inplace(hidden.f32.data(), n * width, pool);
+  else quick_gelu_inplace(hidden.f32.data(), n * width, pool);
+  linear(w2, b2, hidden.f32.data(), n, y, pool, precision);
+}
+
 void gelu_erf_inplace(float* x, int64_t n) { detail::table_for(active_isa()).gelu_erf(x, n); }
 
 void quick_gelu_inplace(float* x, int64_t n) { detail::table_for(active_isa()).quick_gelu(x, n); }

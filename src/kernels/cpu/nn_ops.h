@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/matmul.h"
 
 namespace folio::kernels {
@@ -27,6 +30,22 @@ void add_bias(float* y, const float* b, int64_t rows, int64_t n);
 // `precision` and b (out values) as its bias. Throws as matmul does.
 void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision = GemmPrecision::F32);
+
+// The hidden layer of mlp(), kept by the caller between calls: f32 on the f32 paths, packed bf16
+// on the bf16 GEMM.
+struct MlpScratch {
+  std::vector<float> f32;
+  Bf16Activations bf16;
+};
+
+// A ViT block's MLP: y [n, out] = w2 . act(w1 . x + b1) + b2 (w1 [hidden, in], w2 [out, hidden]),
+// both products by matmul with `precision`. When matmul would run them on the bf16 GEMM, lin1's
+// sums get their bias and activation in registers and go straight into lin2's packed bf16 input
+// (bf16_gemm_to_activations): the [n, hidden] f32 map is never written, and the bits are those of
+// linear, the activation and linear under the AVX-512 kernel table. x and y may alias. Throws as
+// matmul does.
+void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2, const float* x,
+         int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision);
 
 // x = 0.5 x (1 + erf(x / sqrt 2)), the exact GELU (SAM's MLP); erf to within 1.5e-7 absolute
 // on AVX2 / AVX-512 (a vector approximation), std::erf under FOLIO_ISA=scalar.
