@@ -90,16 +90,17 @@ void matmul_gemm(const detail::KernelTable& table, const TensorView& w, const fl
 }
 
 // Tiles of the bf16 path: whole panels of the micro-kernel (kBf16PanelCols weight rows), each tile's
-// chunk of the input (bf16_gemm takes kBf16ChunkPairs pairs at a time) <= ~512 KiB of packed bf16
-// (it is re-read from L2 for every panel of activation rows), their
-// count a multiple of the pool's threads and their sizes within one panel of each other, so the
-// threads get equal work (nine tiles on two threads left one idle for a ninth of the time). The
-// split never changes a bit: every output is one sum over `in` within one tile.
+// chunk of the input (bf16_gemm takes kBf16ChunkPairs pairs at a time) <= ~640 KiB of packed bf16
+// (it is re-read from L2 for every panel of activation rows, and every tile reads all of X once:
+// fewer, larger tiles read X fewer times), their count a multiple of the pool's threads and their
+// sizes within one panel of each other, so the threads get equal work (nine tiles on two threads
+// left one idle for a ninth of the time). The split never changes a bit: every output is one sum
+// over `in` within one tile.
 struct Bf16Tiles {
   int64_t panels, count;
   Bf16Tiles(int64_t out, int64_t in, int64_t threads) : panels((out + kBf16PanelCols - 1) / kBf16PanelCols) {
     const int64_t width = std::clamp<int64_t>(in, 1, 2 * kBf16ChunkPairs);
-    const int64_t cache_panels = std::max<int64_t>(2, ((int64_t{1} << 18) / width) / kBf16PanelCols);
+    const int64_t cache_panels = std::max<int64_t>(2, ((int64_t{5} << 16) / width) / kBf16PanelCols);
     const int64_t needed = std::max((panels + cache_panels - 1) / cache_panels, threads);
     count = std::min(panels, (needed + threads - 1) / threads * threads);
   }
