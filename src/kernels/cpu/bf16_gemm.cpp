@@ -149,6 +149,31 @@ void block_to_activations(const uint32_t* a, const uint32_t* b, int64_t pairs, u
 }
 
 
+// Transposes a 16 x 16 block of 32-bit words: r[i] lane j takes r[j] lane i (words within rows of
+// two, then pairs within rows of four, then 128-bit quarters across rows of eight and sixteen).
+[[gnu::always_inline]] inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int k = 0; k < 4; ++k) {
+      t[i + k] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0x88);
+      t[i + k + 4] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0xdd);
+    }
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0x88);
+    r[k + 8] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0xdd);
+  }
+}
+
 }  // namespace
 
 void Bf16Activations::reset(int64_t n, int64_t in) { shape(n, in); }
@@ -162,16 +187,22 @@ void Bf16Activations::shape(int64_t n, int64_t in) {
 }
 
 // Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ are zero. The rows are rounded
-// first, then written pair by pair, so the panel is filled front to back.
+// first, then transposed into place 16 pairs at a time.
 void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
   thread_local std::vector<uint32_t> rows;
   rows.resize(static_cast<size_t>(MR * pairs_));
   const int64_t live = std::min(MR, n_ - i * MR);
   for (int64_t m = 0; m < live; ++m) round_to_pairs(x + (i * MR + m) * ld, in_, rows.data() + m * pairs_);
   uint32_t* panel = data_.data() + i * pairs_ * MR;
-  for (int64_t p = 0; p < pairs_; ++p, panel += MR) {
-    for (int64_t m = 0; m < live; ++m) panel[m] = rows[static_cast<size_t>(m * pairs_ + p)];
-    for (int64_t m = live; m < MR; ++m) panel[m] = 0u;
+  const __mmask16 panel_rows = lane_mask(MR);
+  for (int64_t p0 = 0; p0 < pairs_; p0 += 16) {
+    const int64_t count = std::min<int64_t>(16, pairs_ - p0);
+    const __mmask16 m = lane_mask(count);
+    __m512i v[16];
+    for (int64_t r = 0; r < 16; ++r)
+      v[r] = r < live ? _mm512_maskz_loadu_epi32(m, rows.data() + r * pairs_ + p0) : _mm512_setzero_si512();
+    transpose16(v);
+    for (int64_t k = 0; k < count; ++k) _mm512_mask_storeu_epi32(panel + (p0 + k) * MR, panel_rows, v[k]);
   }
 }
 
@@ -210,9 +241,24 @@ void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, i
 
 namespace {
 
+// Writes `live` rows (src[r]: ceil(in / 2) pair words each) into one panel of NR, 16 rows by 16
+// pairs at a time through transpose16; rows from `live` to NR come out zero.
+void write_panel(const uint32_t* const* src, int64_t live, int64_t pairs, uint32_t* panel) {
+  for (int64_t h = 0; h < NR; h += 16)
+    for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+      const int64_t count = std::min<int64_t>(16, pairs - p0);
+      const __mmask16 m = lane_mask(count);
+      __m512i v[16];
+      for (int64_t i = 0; i < 16; ++i)
+        v[i] = h + i < live ? _mm512_maskz_loadu_epi32(m, src[h + i] + p0) : _mm512_setzero_si512();
+      transpose16(v);
+      for (int64_t k = 0; k < count; ++k) _mm512_storeu_si512(panel + (p0 + k) * NR + h, v[k]);
+    }
+}
+
 // Packs `rows` rows into panels of NR; row(r, floats, pairs) returns row r as ceil(in / 2) pair
 // words (it may fill and return `pairs`, using `floats` as scratch). A panel's rows are converted
-// first, then written pair by pair, so the panel is filled front to back; rows past `rows` are zero.
+// first, then transposed into place; rows past `rows` are zero.
 template <typename RowFn>
 void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) {
   const int64_t pairs = (in + 1) / 2, panels = (rows + NR - 1) / NR;
@@ -225,11 +271,7 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
   for (int64_t j = 0; j < panels; ++j) {
     const int64_t live = std::min(NR, rows - j * NR);
     for (int64_t r = 0; r < live; ++r) src[r] = row(j * NR + r, floats.data(), words.data() + r * pairs);
-    uint32_t* panel = out.data() + j * NR * pairs;
-    for (int64_t p = 0; p < pairs; ++p, panel += NR) {
-      for (int64_t r = 0; r < live; ++r) panel[r] = src[r][p];
-      for (int64_t r = live; r < NR; ++r) panel[r] = 0u;
-    }
+    write_panel(src, live, pairs, out.data() + j * NR * pairs);
   }
 }
 
@@ -243,10 +285,11 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
   const detail::RowsToF32Fn to_f32 = detail::table_for(active_isa()).to_f32[static_cast<int>(w.dtype)];
   pack_rows(rows, in, out, [&](int64_t r, float* floats, uint32_t* pairs) -> const uint32_t* {
     const uint8_t* src = base + (r0 + r) * w.row_bytes();
-    // bf16 rows are already pairs (element 2p in the low half of word p, little-endian); an odd
-    // last element keeps the zero high half `pairs` was cleared to. Other formats, block-quantised
+    // bf16 rows are already pairs (element 2p in the low half of word p, little-endian), read in
+    // place; an odd last element is copied out to keep the zero high half `pairs` was cleared to. Other formats, block-quantised
     // ones included, go through f32 (a row's conversion is O(1) per weight against the GEMM's O(n)).
     if (w.dtype == DType::BF16) {
+      if (in % 2 == 0) return reinterpret_cast<const uint32_t*>(src);  // read only by vector loads
       std::memcpy(pairs, src, static_cast<size_t>(in) * sizeof(uint16_t));
       return pairs;
     }
