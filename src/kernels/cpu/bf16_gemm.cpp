@@ -36,6 +36,7 @@ bool bf16_gemm_supported() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
 #include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/vec_activations.h"
@@ -44,6 +45,8 @@ namespace folio::kernels {
 
 namespace {
 
+using detail::lane_mask;
+using detail::micro_kernel;
 constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
 
 // src[0, in) rounded to bf16 (round to nearest even, as vcvtne2ps2bf16 does) as ceil(in / 2) words,
@@ -63,29 +66,6 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
     const int64_t words = (left + 1) / 2;
     _mm512_mask_storeu_epi32(pairs + k / 2, static_cast<__mmask16>((1u << words) - 1), reinterpret_cast<__m512i>(b));
   }
-}
-
-__mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16{0xffff} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1); }
-
-// The sums of one MR x NR block: acc0[m] / acc1[m] hold row m, columns 0..15 / 16..31, set by
-// start(m, acc0[m], acc1[m]), plus `pairs` pairs of a and b; finish(acc0, acc1) takes them.
-template <class Start, class Finish>
-[[gnu::always_inline]] inline void micro_kernel(const uint32_t* a, const uint32_t* b, int64_t pairs, Start start,
-                                                Finish finish) {
-  __m512 acc0[MR], acc1[MR];
-#pragma GCC unroll 14
-  for (int m = 0; m < MR; ++m) start(m, acc0[m], acc1[m]);
-  for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
-    const auto b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
-    const auto b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16));
-#pragma GCC unroll 14
-    for (int m = 0; m < MR; ++m) {
-      const auto av = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[m])));
-      acc0[m] = _mm512_dpbf16_ps(acc0[m], av, b0);
-      acc1[m] = _mm512_dpbf16_ps(acc1[m], av, b1);
-    }
-  }
-  finish(acc0, acc1);
 }
 
 // The sums start from zero, or from bias[0..NR) given `bias` (a linear layer's bias as their first

@@ -15,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
 
 namespace folio::kernels::detail {
@@ -24,7 +25,7 @@ namespace {
 // Queries per task, at most: a [T, 64] f32 score block (1 MiB at T = 4096), four vectors a row.
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kLanes = 16;
-constexpr int64_t NR = kBf16PanelCols;
+constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
 static_assert(NR == 2 * kLanes, "a weight panel holds two vectors of queries");
 
 // A sequence's queries in blocks of kQueryBlock, the last one shorter (a window of 196 as 64 x 3
@@ -88,28 +89,42 @@ __m512 exp2_nonpositive(__m512 t) {
   return _mm512_scalef_ps(p, k);
 }
 
-// scores = log2(e) * (scores * scale (+ the relative-position terms of key (ky, kx))), in place
-// (softmax in base 2: one multiply fewer per exponential); the per-query maximum goes to m
-// (kQueryBlock floats). NV vectors a row, so the running maxima stay in registers.
-template <int NV>
-void scale_and_max(float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, float* m) {
+// The block's scores, transposed: S[k * kQueryBlock + q] = log2(e) * (scale * <k, q> + the
+// relative-position terms of key k = (ky, kx) for query q) (softmax in base 2: one multiply fewer
+// per exponential), each K panel against each panel of 32 queries on the bf16 micro-kernel, scaled,
+// biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
+void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
+                    int64_t side_w, float* S, float* m) {
   const __m512 s = _mm512_set1_ps(scale * kLog2e);
-  __m512 mx[NV];
-  for (int v = 0; v < NV; ++v) mx[v] = _mm512_set1_ps(-3.0e38f);
-  for (int64_t k = 0, ky = 0, kx = 0; k < T; ++k) {
-    float* row = S + k * kQueryBlock;
-    const float* bh = rel ? rel->bias_h.data() + ky * kQueryBlock : nullptr;
-    const float* bw = rel ? rel->bias_w.data() + kx * kQueryBlock : nullptr;
-    for (int v = 0; v < NV; ++v) {
-      const __m512 x = _mm512_loadu_ps(row + v * kLanes);
-      const __m512 y = rel ? _mm512_fmadd_ps(x, s, _mm512_add_ps(_mm512_loadu_ps(bh + v * kLanes), _mm512_loadu_ps(bw + v * kLanes)))
-                           : _mm512_mul_ps(x, s);
-      _mm512_storeu_ps(row + v * kLanes, y);
-      mx[v] = _mm512_max_ps(mx[v], y);
+  const int64_t pairs = keys.pairs(), qpanels = (nq + NR - 1) / NR, T = keys.rows();
+  for (int64_t v = 0; v < 2 * qpanels; ++v) _mm512_storeu_ps(m + v * kLanes, _mm512_set1_ps(-3.0e38f));
+  for (int64_t i = 0; i < keys.panels(); ++i) {
+    const int64_t k0 = i * MR, live = std::min(MR, T - k0);
+    for (int64_t j = 0; j < qpanels; ++j) {
+      micro_kernel(
+          keys.panel(i), queries + j * NR * pairs, pairs,
+          [](int, __m512& lo, __m512& hi) { lo = hi = _mm512_setzero_ps(); },
+          [&](const __m512* acc0, const __m512* acc1) {
+            __m512 max0 = _mm512_loadu_ps(m + j * NR), max1 = _mm512_loadu_ps(m + j * NR + kLanes);
+            for (int64_t r = 0; r < live; ++r) {
+              const int64_t k = k0 + r;
+              __m512 y0 = _mm512_mul_ps(acc0[r], s), y1 = _mm512_mul_ps(acc1[r], s);
+              if (rel) {
+                const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j * NR;
+                const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j * NR;
+                y0 = _mm512_fmadd_ps(acc0[r], s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
+                y1 = _mm512_fmadd_ps(acc1[r], s, _mm512_add_ps(_mm512_loadu_ps(bh + kLanes), _mm512_loadu_ps(bw + kLanes)));
+              }
+              _mm512_storeu_ps(S + k * kQueryBlock + j * NR, y0);
+              _mm512_storeu_ps(S + k * kQueryBlock + j * NR + kLanes, y1);
+              max0 = _mm512_max_ps(max0, y0);
+              max1 = _mm512_max_ps(max1, y1);
+            }
+            _mm512_storeu_ps(m + j * NR, max0);
+            _mm512_storeu_ps(m + j * NR + kLanes, max1);
+          });
     }
-    if (++kx == side_w) kx = 0, ++ky;
   }
-  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(m + v * kLanes, mx[v]);
 }
 
 // 2^(scores - m) of keys 2p and 2p + 1 (a zero past T) as pair words in the weight panels of
@@ -133,22 +148,14 @@ void exp_to_pairs(const float* S, int64_t T, const float* m, uint32_t* probs, fl
   for (int v = 0; v < NV; ++v) _mm512_storeu_ps(sum + v * kLanes, acc[v]);
 }
 
-// The softmax numerators of a block of nv vectors of queries (scale_and_max, then exp_to_pairs).
-template <int NV>
-void softmax_to_pairs(float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, uint32_t* probs, float* sum) {
-  alignas(64) float m[kQueryBlock];
-  scale_and_max<NV>(S, T, scale, rel, side_w, m);
-  exp_to_pairs<NV>(S, T, m, probs, sum);
-}
-
-void softmax_to_pairs(int64_t nv, float* S, int64_t T, float scale, const Scratch* rel, int64_t side_w, uint32_t* probs,
-                      float* sum) {
+// exp_to_pairs for nv vectors of queries.
+void exp_to_pairs(int64_t nv, const float* S, int64_t T, const float* m, uint32_t* probs, float* sum) {
   static_assert(kQueryBlock == 4 * kLanes);
   switch (nv) {
-    case 1: return softmax_to_pairs<1>(S, T, scale, rel, side_w, probs, sum);
-    case 2: return softmax_to_pairs<2>(S, T, scale, rel, side_w, probs, sum);
-    case 3: return softmax_to_pairs<3>(S, T, scale, rel, side_w, probs, sum);
-    default: return softmax_to_pairs<4>(S, T, scale, rel, side_w, probs, sum);
+    case 1: return exp_to_pairs<1>(S, T, m, probs, sum);
+    case 2: return exp_to_pairs<2>(S, T, m, probs, sum);
+    case 3: return exp_to_pairs<3>(S, T, m, probs, sum);
+    default: return exp_to_pairs<4>(S, T, m, probs, sum);
   }
 }
 
@@ -159,7 +166,6 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
   const float* Q = qkv + (s * T + q0) * ld + h * d;
   w.scores.resize(static_cast<size_t>(T * kQueryBlock));
   pack_bf16_weights(Q, nq, d, ld, 1, w.queries);
-  bf16_gemm(head.keys, w.queries.data(), nq, w.scores.data(), kQueryBlock);
   if (rel) {
     const int64_t sh = rel->side_h, sw = rel->side_w;
     w.rel_h.resize(static_cast<size_t>((2 * sh - 1) * kQueryBlock));
@@ -169,9 +175,10 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
     bias_by_key(w.rel_h.data(), nq, sh, [&](int64_t q) { return (q0 + q) / sw; }, w.bias_h);
     bias_by_key(w.rel_w.data(), nq, sw, [&](int64_t q) { return (q0 + q) % sw; }, w.bias_w);
   }
-  alignas(64) float sum[kQueryBlock];
+  alignas(64) float m[kQueryBlock], sum[kQueryBlock];
+  scores_and_max(head.keys, w.queries.data(), nq, scale, rel ? &w : nullptr, rel ? rel->side_w : 1, w.scores.data(), m);
   w.probs.resize(static_cast<size_t>((nv + 1) / 2 * NR * pairs));
-  softmax_to_pairs(nv, w.scores.data(), T, scale, rel ? &w : nullptr, rel ? rel->side_w : 1, w.probs.data(), sum);
+  exp_to_pairs(nv, w.scores.data(), T, m, w.probs.data(), sum);
   w.out_t.resize(static_cast<size_t>(d * kQueryBlock));
   bf16_gemm(head.values_t, w.probs.data(), nq, w.out_t.data(), kQueryBlock);
   for (int64_t q = 0; q < nq; ++q) {
