@@ -38,6 +38,7 @@ bool bf16_gemm_supported() {
 
 #include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
+#include "kernels/cpu/transpose_avx512.h"
 #include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/vec_activations.h"
 
@@ -47,6 +48,7 @@ namespace {
 
 using detail::lane_mask;
 using detail::micro_kernel;
+using detail::transpose16;
 constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
 
 // src[0, in) rounded to bf16 (round to nearest even, as vcvtne2ps2bf16 does) as ceil(in / 2) words,
@@ -84,19 +86,18 @@ template <bool kAccumulate>
 void block_to_f32(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y, int64_t ldy, int64_t rows,
                   __mmask16 cols_lo, __mmask16 cols_hi, const float* bias) {
   const BiasStart s(bias, cols_lo, cols_hi);
-  micro_kernel(
-      a, b, pairs,
-      [&](int m, __m512& lo, __m512& hi) {
-        const bool reload = kAccumulate && m < rows;
-        lo = reload ? _mm512_maskz_loadu_ps(cols_lo, y + m * ldy) : s.lo;
-        hi = reload ? _mm512_maskz_loadu_ps(cols_hi, y + m * ldy + 16) : s.hi;
-      },
-      [&](const __m512* acc0, const __m512* acc1) {
-        for (int64_t m = 0; m < rows; ++m) {
-          _mm512_mask_storeu_ps(y + m * ldy, cols_lo, acc0[m]);
-          _mm512_mask_storeu_ps(y + m * ldy + 16, cols_hi, acc1[m]);
-        }
-      });
+  detail::Bf16Sums acc0, acc1;
+#pragma GCC unroll 14
+  for (int m = 0; m < MR; ++m) {
+    const bool reload = kAccumulate && m < rows;
+    acc0[m] = reload ? _mm512_maskz_loadu_ps(cols_lo, y + m * ldy) : s.lo;
+    acc1[m] = reload ? _mm512_maskz_loadu_ps(cols_hi, y + m * ldy + 16) : s.hi;
+  }
+  micro_kernel(a, b, pairs, acc0, acc1);
+  for (int64_t m = 0; m < rows; ++m) {
+    _mm512_mask_storeu_ps(y + m * ldy, cols_lo, acc0[m]);
+    _mm512_mask_storeu_ps(y + m * ldy + 16, cols_hi, acc1[m]);
+  }
 }
 
 __m512 activate(Activation act, __m512 v) {
@@ -113,44 +114,18 @@ void block_to_activations(const uint32_t* a, const uint32_t* b, int64_t pairs, u
   const __mmask16 words = lane_mask((__builtin_popcount(cols_lo) + __builtin_popcount(cols_hi) + 1) / 2);
   const __m512i stride = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32(static_cast<int>(MR)));
-  micro_kernel(
-      a, b, pairs, [&](int, __m512& lo, __m512& hi) { lo = s.lo, hi = s.hi; },
-      [&](const __m512* acc0, const __m512* acc1) {
-        for (int64_t m = 0; m < MR; ++m) {
-          __m512i w = _mm512_setzero_si512();
-          if (m < rows) {
-            const __m512 lo = _mm512_maskz_mov_ps(cols_lo, activate(act, acc0[m]));
-            const __m512 hi = _mm512_maskz_mov_ps(cols_hi, activate(act, acc1[m]));
-            w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-          }
-          _mm512_mask_i32scatter_epi32(dst + m, words, stride, w, 4);
-        }
-      });
-}
-
-
-// Transposes a 16 x 16 block of 32-bit words: r[i] lane j takes r[j] lane i (words within rows of
-// two, then pairs within rows of four, then 128-bit quarters across rows of eight and sixteen).
-[[gnu::always_inline]] inline void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int i = 0; i < 16; i += 8)
-    for (int k = 0; k < 4; ++k) {
-      t[i + k] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0x88);
-      t[i + k + 4] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0xdd);
+  detail::Bf16Sums acc0, acc1;
+#pragma GCC unroll 14
+  for (int m = 0; m < MR; ++m) acc0[m] = s.lo, acc1[m] = s.hi;
+  micro_kernel(a, b, pairs, acc0, acc1);
+  for (int64_t m = 0; m < MR; ++m) {
+    __m512i w = _mm512_setzero_si512();
+    if (m < rows) {
+      const __m512 lo = _mm512_maskz_mov_ps(cols_lo, activate(act, acc0[m]));
+      const __m512 hi = _mm512_maskz_mov_ps(cols_hi, activate(act, acc1[m]));
+      w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
     }
-  for (int k = 0; k < 8; ++k) {
-    r[k] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0x88);
-    r[k + 8] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0xdd);
+    _mm512_mask_i32scatter_epi32(dst + m, words, stride, w, 4);
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
+#include "kernels/cpu/transpose_avx512.h"
 
 namespace folio::kernels::detail {
 
@@ -93,7 +94,9 @@ __m512 exp2_nonpositive(__m512 t) {
 // relative-position terms of key k = (ky, kx) for query q) (softmax in base 2: one multiply fewer
 // per exponential), each K panel against each panel of 32 queries on the bf16 micro-kernel, scaled,
 // biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
-void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
+// Kept out of line: inlined into attend_block with write_outputs' transposes, GCC spilled the 28
+// sums (a SAM global block went from 77 to 96 ms).
+[[gnu::noinline]] void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
                     int64_t side_w, float* S, float* m) {
   const __m512 s = _mm512_set1_ps(scale * kLog2e);
   const int64_t pairs = keys.pairs(), qpanels = (nq + NR - 1) / NR, T = keys.rows();
@@ -101,28 +104,27 @@ void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_
   for (int64_t i = 0; i < keys.panels(); ++i) {
     const int64_t k0 = i * MR, live = std::min(MR, T - k0);
     for (int64_t j = 0; j < qpanels; ++j) {
-      micro_kernel(
-          keys.panel(i), queries + j * NR * pairs, pairs,
-          [](int, __m512& lo, __m512& hi) { lo = hi = _mm512_setzero_ps(); },
-          [&](const __m512* acc0, const __m512* acc1) {
-            __m512 max0 = _mm512_loadu_ps(m + j * NR), max1 = _mm512_loadu_ps(m + j * NR + kLanes);
-            for (int64_t r = 0; r < live; ++r) {
-              const int64_t k = k0 + r;
-              __m512 y0 = _mm512_mul_ps(acc0[r], s), y1 = _mm512_mul_ps(acc1[r], s);
-              if (rel) {
-                const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j * NR;
-                const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j * NR;
-                y0 = _mm512_fmadd_ps(acc0[r], s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
-                y1 = _mm512_fmadd_ps(acc1[r], s, _mm512_add_ps(_mm512_loadu_ps(bh + kLanes), _mm512_loadu_ps(bw + kLanes)));
-              }
-              _mm512_storeu_ps(S + k * kQueryBlock + j * NR, y0);
-              _mm512_storeu_ps(S + k * kQueryBlock + j * NR + kLanes, y1);
-              max0 = _mm512_max_ps(max0, y0);
-              max1 = _mm512_max_ps(max1, y1);
-            }
-            _mm512_storeu_ps(m + j * NR, max0);
-            _mm512_storeu_ps(m + j * NR + kLanes, max1);
-          });
+      Bf16Sums acc0, acc1;
+#pragma GCC unroll 14
+      for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+      micro_kernel(keys.panel(i), queries + j * NR * pairs, pairs, acc0, acc1);
+      __m512 max0 = _mm512_loadu_ps(m + j * NR), max1 = _mm512_loadu_ps(m + j * NR + kLanes);
+      for (int64_t r = 0; r < live; ++r) {
+        const int64_t k = k0 + r;
+        __m512 y0 = _mm512_mul_ps(acc0[r], s), y1 = _mm512_mul_ps(acc1[r], s);
+        if (rel) {
+          const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j * NR;
+          const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j * NR;
+          y0 = _mm512_fmadd_ps(acc0[r], s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
+          y1 = _mm512_fmadd_ps(acc1[r], s, _mm512_add_ps(_mm512_loadu_ps(bh + kLanes), _mm512_loadu_ps(bw + kLanes)));
+        }
+        _mm512_storeu_ps(S + k * kQueryBlock + j * NR, y0);
+        _mm512_storeu_ps(S + k * kQueryBlock + j * NR + kLanes, y1);
+        max0 = _mm512_max_ps(max0, y0);
+        max1 = _mm512_max_ps(max1, y1);
+      }
+      _mm512_storeu_ps(m + j * NR, max0);
+      _mm512_storeu_ps(m + j * NR + kLanes, max1);
     }
   }
 }
@@ -159,6 +161,23 @@ void exp_to_pairs(int64_t nv, const float* S, int64_t T, const float* m, uint32_
   }
 }
 
+// out[q * ldo + c] = out_t[c * kQueryBlock + q] / sum[q] for q < nq, c < d: 16 x 16 blocks
+// transposed in registers (a scalar strided loop was a fifth of a SAM window's attention).
+[[gnu::noinline]] void write_outputs(const float* out_t, int64_t d, int64_t nq, const float* sum, float* out, int64_t ldo) {
+  for (int64_t c0 = 0; c0 < d; c0 += kLanes) {
+    const __mmask16 channels = lane_mask(d - c0);
+    for (int64_t q0 = 0; q0 < nq; q0 += kLanes) {
+      __m512i v[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i)
+        v[i] = c0 + i < d ? _mm512_loadu_si512(out_t + (c0 + i) * kQueryBlock + q0) : _mm512_setzero_si512();
+      transpose16(v);
+      for (int64_t k = 0; k < std::min(kLanes, nq - q0); ++k)
+        _mm512_mask_storeu_ps(out + (q0 + k) * ldo + c0, channels,
+                              _mm512_div_ps(_mm512_castsi512_ps(v[k]), _mm512_set1_ps(sum[q0 + k])));
+    }
+  }
+}
+
 void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, int64_t h, int64_t q0, int64_t nq,
                   float scale, const RelTables& tables, const HeadOperands& head, float* out, Scratch& w) {
   const RelPos2D* rel = tables.rel;
@@ -181,11 +200,7 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
   exp_to_pairs(nv, w.scores.data(), T, m, w.probs.data(), sum);
   w.out_t.resize(static_cast<size_t>(d * kQueryBlock));
   bf16_gemm(head.values_t, w.probs.data(), nq, w.out_t.data(), kQueryBlock);
-  for (int64_t q = 0; q < nq; ++q) {
-    const float inv = 1.0f / sum[q];
-    float* o = out + (s * T + q0 + q) * D + h * d;
-    for (int64_t c = 0; c < d; ++c) o[c] = w.out_t[static_cast<size_t>(c * kQueryBlock + q)] * inv;
-  }
+  write_outputs(w.out_t.data(), d, nq, sum, out + (s * T + q0) * D + h * d, D);
 }
 
 }  // namespace
