@@ -29,14 +29,6 @@ constexpr int64_t kLanes = 16;
 constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
 static_assert(NR == 2 * kLanes, "a weight panel holds two vectors of queries");
 
-// A sequence's queries in blocks of kQueryBlock, the last one shorter (a window of 196 as 64 x 3
-// + 4: the products' cost goes by weight panels of 32 queries, seven here against eight for four
-// blocks of 49).
-struct QueryBlocks {
-  int64_t count, size;
-  explicit QueryBlocks(int64_t T) : count((T + kQueryBlock - 1) / kQueryBlock), size(kQueryBlock) {}
-};
-
 // One head of one sequence, packed once for all its query blocks: K as activation rows (keys
 // down the scores) and V^T as activation rows (channels down the output).
 struct HeadOperands {
@@ -60,8 +52,6 @@ struct Scratch {
   std::vector<float> out_t;         // [head_dim, kQueryBlock]
 };
 
-// bias[k * kQueryBlock + q] = proj[q * (2 side - 1) + pos(q) - k + side - 1] for key coordinate k
-// < side, query q < nq at coordinate pos(q); zero for the block's unused lanes.
 constexpr float kLog2e = 1.44269504088896341f;
 
 // bias[k * kQueryBlock + q] = log2(e) * proj[(pos(q) - k + side - 1) * kQueryBlock + q] for key
@@ -222,12 +212,15 @@ void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_
     tables.h = Bf16Activations(rel->table_h, 2 * rel->side_h - 1, head_dim, pool);
     tables.w = Bf16Activations(rel->table_w, 2 * rel->side_w - 1, head_dim, pool);
   }
-  const QueryBlocks blocks(T);
-  pool.parallel_for(n_seq * n_heads * blocks.count, [&](int64_t begin, int64_t end) {
+  // A sequence's queries in blocks of kQueryBlock, the last one shorter (a window of 196 as 64 x 3 +
+  // 4: the products' cost goes by weight panels of 32 queries, seven here against eight for four
+  // blocks of 49).
+  const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  pool.parallel_for(n_seq * n_heads * blocks, [&](int64_t begin, int64_t end) {
     thread_local Scratch scratch;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t i = task / blocks.count, q0 = (task % blocks.count) * blocks.size;
-      attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(blocks.size, T - q0), scale, tables,
+      const int64_t i = task / blocks, q0 = (task % blocks) * kQueryBlock;
+      attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(kQueryBlock, T - q0), scale, tables,
                    heads[static_cast<size_t>(i)], out, scratch);
     }
   });
