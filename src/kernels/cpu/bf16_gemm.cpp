@@ -50,6 +50,8 @@ using detail::lane_mask;
 using detail::micro_kernel;
 using detail::transpose16;
 constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
+// Rows assign_transposed fetches ahead of the pair it packs.
+constexpr int64_t kPrefetchRows = 8;
 
 // src[0, in) rounded to bf16 (round to nearest even, as vcvtne2ps2bf16 does) as ceil(in / 2) words,
 // element 2p in the low half of word p; an odd last element is paired with zero.
@@ -170,7 +172,14 @@ Bf16Activations::Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPo
 
 void Bf16Activations::assign(const float* x, int64_t n, int64_t in, int64_t ld) {
   shape(n, in);
-  for (int64_t i = 0; i < panels_; ++i) pack_panel(x, ld, i);
+  for (int64_t i = 0; i < panels_; ++i) {
+    // Rows ld apart (an attention head's K inside the qkv map) defeat the hardware prefetcher: the
+    // next panel's rows are fetched while this one is packed.
+    if (ld != in)
+      for (int64_t r = (i + 1) * MR; r < std::min(n_, (i + 2) * MR); ++r)
+        for (int64_t k = 0; k < in; k += 16) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + k), _MM_HINT_T0);
+    pack_panel(x, ld, i);
+  }
 }
 
 void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld) {
@@ -184,6 +193,9 @@ void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, i
   for (int64_t p = 0; p < pairs_; ++p) {
     const float* a = x + 2 * p * ld;
     const float* b = 2 * p + 1 < in ? a + ld : nullptr;
+    // Rows ld apart (an attention head's V inside the qkv map) defeat the hardware prefetcher.
+    if (2 * p + kPrefetchRows < in)
+      for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchRows * ld + i), _MM_HINT_T0);
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
       const __m512 lo = _mm512_maskz_loadu_ps(m, a + i), hi = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
