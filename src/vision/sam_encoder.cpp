@@ -107,7 +107,7 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
     kernels::dense_attention(qkv, 1, T, H, hd, scale, &rel, att, pool, precision_);
     kernels::linear(*B.proj, B.proj_b.data(), att, T, y, pool, precision_);
-    kernels::add_inplace(x, y, T * D);
+    kernels::add_inplace(x, y, T * D, pool);
   } else {
     // Pad the normalised map with zero tokens at the bottom/right to whole windows; the padding
     // tokens go through qkv (so their keys/values are the bias) and are attended to, unmasked.
@@ -137,7 +137,7 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
     kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps, pool);
     kernels::mlp(*B.lin1, B.lin1_b.data(), kernels::Activation::GeluErf, *B.lin2, B.lin2_b.data(), y, n, y, buf.hidden,
                  pool, precision_);
-    kernels::add_inplace(xr, y, n * D);
+    kernels::add_inplace(xr, y, n * D, pool);
   }
 }
 

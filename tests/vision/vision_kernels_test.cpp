@@ -15,6 +15,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense_attention.h"
 #include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cpu/resize.h"
 
 namespace folio {
@@ -79,6 +80,11 @@ TEST(VisionKernels, RowOpsSplitOverThreadsKeepTheBits) {
   kernels::layer_norm(x.data(), w.data(), b.data(), serial.data(), rows, n, 1e-6f);
   kernels::layer_norm(x.data(), w.data(), b.data(), split.data(), rows, n, 1e-6f, pool);
   EXPECT_EQ(serial, split);
+  std::vector<float> added = serial;
+  kernels::add_inplace(serial.data(), x.data(), rows * n);
+  kernels::add_inplace(added.data(), x.data(), rows * n, pool);
+  EXPECT_EQ(serial, added);
+  EXPECT_NE(serial, split);
   for (int which = 0; which < 2; ++which) {
     std::vector<float> a(x.begin(), x.begin() + 1001), c = a;  // not a whole number of vectors
     if (which == 0) {

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/ops.h"
 
 namespace folio::kernels {
 
@@ -90,6 +91,10 @@ void split_elements(float* x, int64_t n, ThreadPool& pool, Fn fn) {
 }
 
 }  // namespace
+
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
+  split_elements(y, n, pool, [&](float* p, int64_t m) { add_inplace(p, x + (p - y), m); });
+}
 
 void gelu_erf_inplace(float* x, int64_t n, ThreadPool& pool) {
   split_elements(x, n, pool, [](float* p, int64_t m) { gelu_erf_inplace(p, m); });

@@ -23,6 +23,10 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps,
                 ThreadPool& pool);
 
+// y += x over n floats (a block's residual add), split over `pool` (element-wise: the bits of
+// ops.h's add_inplace).
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
+
 // y[r, i] += b[i] for each of `rows` rows of width n.
 void add_bias(float* y, const float* b, int64_t rows, int64_t n);
 
