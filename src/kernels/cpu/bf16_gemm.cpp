@@ -72,6 +72,24 @@ void round_to_pairs(const float* src, int64_t in, uint32_t* pairs) {
   }
 }
 
+// Writes `live` rows (src[r]: `pairs` pair words each) into a panel of `width` rows (the word of
+// row r and pair p at p * width + r), 16 rows by 16 pairs at a time through transpose16; rows from
+// `live` to `width` come out zero. Activation panels are MR wide, weight panels NR.
+void write_panel(const uint32_t* const* src, int64_t live, int64_t pairs, int64_t width, uint32_t* panel) {
+  for (int64_t h = 0; h < width; h += 16) {
+    const __mmask16 rows = lane_mask(width - h);
+    for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+      const int64_t count = std::min<int64_t>(16, pairs - p0);
+      const __mmask16 m = lane_mask(count);
+      __m512i v[16];
+      for (int64_t i = 0; i < 16; ++i)
+        v[i] = h + i < live ? _mm512_maskz_loadu_epi32(m, src[h + i] + p0) : _mm512_setzero_si512();
+      transpose16(v);
+      for (int64_t k = 0; k < count; ++k) _mm512_mask_storeu_epi32(panel + (p0 + k) * width + h, rows, v[k]);
+    }
+  }
+}
+
 // The sums start from zero, or from bias[0..NR) given `bias` (a linear layer's bias as their first
 // term): the two starting vectors.
 struct BiasStart {
@@ -144,23 +162,17 @@ void Bf16Activations::shape(int64_t n, int64_t in) {
 }
 
 // Panel i from rows i * MR.. of x (rows ld apart); its rows past n_ are zero. The rows are rounded
-// first, then transposed into place 16 pairs at a time.
+// first, then transposed into place.
 void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
   thread_local std::vector<uint32_t> rows;
   rows.resize(static_cast<size_t>(MR * pairs_));
   const int64_t live = std::min(MR, n_ - i * MR);
-  for (int64_t m = 0; m < live; ++m) round_to_pairs(x + (i * MR + m) * ld, in_, rows.data() + m * pairs_);
-  uint32_t* panel = data_.data() + i * pairs_ * MR;
-  const __mmask16 panel_rows = lane_mask(MR);
-  for (int64_t p0 = 0; p0 < pairs_; p0 += 16) {
-    const int64_t count = std::min<int64_t>(16, pairs_ - p0);
-    const __mmask16 m = lane_mask(count);
-    __m512i v[16];
-    for (int64_t r = 0; r < 16; ++r)
-      v[r] = r < live ? _mm512_maskz_loadu_epi32(m, rows.data() + r * pairs_ + p0) : _mm512_setzero_si512();
-    transpose16(v);
-    for (int64_t k = 0; k < count; ++k) _mm512_mask_storeu_epi32(panel + (p0 + k) * MR, panel_rows, v[k]);
+  const uint32_t* src[MR];
+  for (int64_t m = 0; m < live; ++m) {
+    round_to_pairs(x + (i * MR + m) * ld, in_, rows.data() + m * pairs_);
+    src[m] = rows.data() + m * pairs_;
   }
+  write_panel(src, live, pairs_, MR, data_.data() + i * pairs_ * MR);
 }
 
 Bf16Activations::Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool) {
@@ -208,21 +220,6 @@ void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, i
 
 namespace {
 
-// Writes `live` rows (src[r]: ceil(in / 2) pair words each) into one panel of NR, 16 rows by 16
-// pairs at a time through transpose16; rows from `live` to NR come out zero.
-void write_panel(const uint32_t* const* src, int64_t live, int64_t pairs, uint32_t* panel) {
-  for (int64_t h = 0; h < NR; h += 16)
-    for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
-      const int64_t count = std::min<int64_t>(16, pairs - p0);
-      const __mmask16 m = lane_mask(count);
-      __m512i v[16];
-      for (int64_t i = 0; i < 16; ++i)
-        v[i] = h + i < live ? _mm512_maskz_loadu_epi32(m, src[h + i] + p0) : _mm512_setzero_si512();
-      transpose16(v);
-      for (int64_t k = 0; k < count; ++k) _mm512_storeu_si512(panel + (p0 + k) * NR + h, v[k]);
-    }
-}
-
 // Packs `rows` rows into panels of NR; row(r, floats, pairs) returns row r as ceil(in / 2) pair
 // words (it may fill and return `pairs`, using `floats` as scratch). A panel's rows are converted
 // first, then transposed into place; rows past `rows` are zero.
@@ -238,7 +235,7 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
   for (int64_t j = 0; j < panels; ++j) {
     const int64_t live = std::min(NR, rows - j * NR);
     for (int64_t r = 0; r < live; ++r) src[r] = row(j * NR + r, floats.data(), words.data() + r * pairs);
-    write_panel(src, live, pairs, out.data() + j * NR * pairs);
+    write_panel(src, live, pairs, NR, out.data() + j * NR * pairs);
   }
 }
 
@@ -253,8 +250,9 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
   pack_rows(rows, in, out, [&](int64_t r, float* floats, uint32_t* pairs) -> const uint32_t* {
     const uint8_t* src = base + (r0 + r) * w.row_bytes();
     // bf16 rows are already pairs (element 2p in the low half of word p, little-endian), read in
-    // place; an odd last element is copied out to keep the zero high half `pairs` was cleared to. Other formats, block-quantised
-    // ones included, go through f32 (a row's conversion is O(1) per weight against the GEMM's O(n)).
+    // place; an odd last element is copied out to keep the zero high half `pairs` was cleared to.
+    // Other formats, block-quantised ones included, go through f32 (a row's conversion is O(1) per
+    // weight against the GEMM's O(n)).
     if (w.dtype == DType::BF16) {
       if (in % 2 == 0) return reinterpret_cast<const uint32_t*>(src);  // read only by vector loads
       std::memcpy(pairs, src, static_cast<size_t>(in) * sizeof(uint16_t));

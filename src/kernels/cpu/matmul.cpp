@@ -15,6 +15,7 @@
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/ops.h"
 
 namespace folio::kernels {
 
@@ -290,10 +291,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   }
   matmul_unbiased(w, x, n, y, pool, in, out);
   if (!bias) return;
-  pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = 0; c < out; ++c) y[r * out + c] += bias[c];
-  });
+  pool.parallel_for(n, [&](int64_t r0, int64_t r1) { add_bias(y + r0 * out, bias, r1 - r0, out); });
 }
 
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecision precision) {

@@ -47,13 +47,6 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
   pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { layer_norm(x + r0 * n, w, b, y + r0 * n, r1 - r0, n, eps); });
 }
 
-void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* yr = y + r * n;
-    for (int64_t i = 0; i < n; ++i) yr[i] += b[i];
-  }
-}
-
 void linear(const TensorView& w, const float* b, const float* x, int64_t n, float* y, ThreadPool& pool,
             GemmPrecision precision) {
   matmul(w, x, n, y, pool, precision, b);

@@ -12,6 +12,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
 
 namespace folio::kernels {
 
@@ -26,9 +27,6 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 // y += x over n floats (a block's residual add), split over `pool` (element-wise: the bits of
 // ops.h's add_inplace).
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
-
-// y[r, i] += b[i] for each of `rows` rows of width n.
-void add_bias(float* y, const float* b, int64_t rows, int64_t n);
 
 // A linear layer: y [n, out] = x [n, in] . w^T + b, w [out, in] multiplied by matmul with
 // `precision` and b (out values) as its bias. Throws as matmul does.

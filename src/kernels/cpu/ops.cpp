@@ -73,4 +73,11 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* yr = y + r * n;
+    for (int64_t i = 0; i < n; ++i) yr[i] += b[i];
+  }
+}
+
 }  // namespace folio::kernels

@@ -38,4 +38,7 @@ void softmax(float* x, int64_t n);
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 
+// y[r, i] += b[i] for each of `rows` rows of width n.
+void add_bias(float* y, const float* b, int64_t rows, int64_t n);
+
 }  // namespace folio::kernels
