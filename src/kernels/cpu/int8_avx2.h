@@ -80,16 +80,16 @@ struct IAvx2 {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
   }
-  static int32_t dot8_u8(uint64_t m, const int16_t* v) {
+  static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
     const __m128i a = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m)));
-    return hsum4(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
+    return _mm256_zextsi128_si256(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
   }
-  static int32_t dot16_i8(const int8_t* s, const int16_t* v) {
+  static i32 q6k_offset_lanes(const int8_t* s, const int16_t* v) {
     const __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
-    const __m256i p = _mm256_madd_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)));
-    return hsum4(_mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)));
+    return _mm256_madd_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)));
   }
   static f32 fzero() { return _mm256_setzero_ps(); }
+  static f32 fadd(f32 a, f32 b) { return _mm256_add_ps(a, b); }
   static f32 fma(i32 v, float s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
   static float hsum(f32 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -69,6 +69,32 @@ struct IVnni : IAvx2 {
       return _mm512_or_si512(lo, _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
     }
     static scales scales_u8(uint64_t s8) { return _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(s8))); }
+    // A q4_k / q5_k block's 12 packed bytes as [scales 0-7 | minima 0-7] (scales_mins_k4 in
+    // shuffles and masks). The 16-byte load reads 4 bytes past them, still inside the block.
+    using k4_params = __m128i;
+    static k4_params k4_scales_mins(const uint8_t* s12) {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s12));
+      // Low bits: scales 0-3 from bytes 0-3, 4-7 from the low nibbles of 8-11; minima 0-3 from
+      // bytes 4-7, 4-7 from the high nibbles of 8-11. Top 2 bits of 4-7: those of bytes 0-3 / 4-7.
+      const __m128i a = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+      const __m128i top = _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+      const __m128i low = _mm_or_si128(_mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+                                       _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+      return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30)));
+    }
+    static scales k4_scales(k4_params p) { return _mm_cvtepu8_epi16(p); }
+    static __m256i k4_min_lanes(k4_params p, const int16_t* v) {
+      const __m128i m = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(p, p));
+      return _mm256_zextsi128_si256(_mm_madd_epi16(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
+    }
+    // Two adjacent f16 values (a block's d and dmin) as IAvx2::f16 converts each.
+    static void f16_pair(const uint16_t* p, float& a, float& b) {
+      uint32_t u;
+      std::memcpy(&u, p, 4);
+      const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(u)));
+      a = _mm_cvtss_f32(v);
+      b = _mm_cvtss_f32(_mm_movehdup_ps(v));
+    }
     static scales scales_i8(const int8_t* s8) { return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))); }
     static __m512i scale_pair(scales t, int a, int b) { return _mm512_permutexvar_epi16(halves16(a, b), _mm512_castsi128_si512(t)); }
     static __m512i scale_quads(scales t, int first) {
@@ -81,7 +107,34 @@ struct IVnni : IAvx2 {
       return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), scale);
     }
     static i32 add(i32 a, i32 b) { return _mm512_add_epi32(a, b); }
+    static i32 sub(i32 a, i32 b) { return _mm512_sub_epi32(a, b); }
     static i32 zero() { return _mm512_setzero_si512(); }
+    // The 32-element block formats, two blocks per register (block b low, b + 1 high).
+    static bytes splat8(int k) { return _mm512_set1_epi8(static_cast<char>(k)); }
+    static bytes flip_sign_bit(bytes b) { return _mm512_xor_si512(b, _mm512_set1_epi8(static_cast<char>(0x80))); }
+    static i32 dot_u8s8(bytes u, bytes s) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s); }
+    static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm512_dpbusd_epi32(acc, u, s); }
+    // IAvx2::expand16 of p's 16 bytes (low half) and q's (high half).
+    static bytes expand16x2(const uint8_t* p, const uint8_t* q) {
+      const __m256i pq = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), 1);
+      const __m512i ppqq = _mm512_shuffle_i64x2(_mm512_castsi256_si512(pq), _mm512_castsi256_si512(pq), 0x50);
+      const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+      return _mm512_and_si512(_mm512_srlv_epi64(ppqq, shift), _mm512_set1_epi8(0x0f));
+    }
+    // 16 added to byte i where bit i of u is set (IVnni::with_bits32 of both blocks).
+    static bytes with_bits64(bytes b, uint64_t u) {
+      return _mm512_mask_add_epi8(b, static_cast<__mmask64>(u), b, _mm512_set1_epi8(16));
+    }
+    using f32 = __m512;
+    static f32 fzero() { return _mm512_setzero_ps(); }
+    // IAvx2::fma with scale s0 on the low half and s1 on the high half.
+    static f32 fma2(i32 v, float s0, float s1, f32 acc) {
+      const __m512 s = _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), s, acc);
+    }
+    static __m256 low(f32 v) { return _mm512_castps512_ps256(v); }
+    static __m256 high(f32 v) { return _mm512_extractf32x8_ps(v, 1); }
     static __m256i fold(i32 v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
   };
 };

@@ -185,17 +185,22 @@ struct IScalar {
     return t;
   }
   static i16 scale_pair(const scales& t, int a, int b) { return scale16(t.v[a], t.v[b]); }
-  static int32_t dot8_u8(uint64_t m, const int16_t* v) {
-    int32_t s = 0;
-    for (int i = 0; i < 8; ++i) s += static_cast<uint8_t>(m >> (8 * i)) * v[i];
-    return s;
+  static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
+    i32 r{};
+    for (int k = 0; k < 4; ++k)
+      r.v[k] = static_cast<uint8_t>(m >> (16 * k)) * v[2 * k] + static_cast<uint8_t>(m >> (16 * k + 8)) * v[2 * k + 1];
+    return r;
   }
-  static int32_t dot16_i8(const int8_t* m, const int16_t* v) {
-    int32_t s = 0;
-    for (int i = 0; i < 16; ++i) s += m[i] * v[i];
-    return s;
+  static i32 q6k_offset_lanes(const int8_t* s, const int16_t* v) {
+    i32 r;
+    for (int k = 0; k < 8; ++k) r.v[k] = s[2 * k] * v[2 * k] + s[2 * k + 1] * v[2 * k + 1];
+    return r;
   }
   static f32 fzero() { return {}; }
+  static f32 fadd(f32 a, f32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
+    return a;
+  }
   static f32 fma(i32 v, float s, f32 acc) {
     for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s, acc.v[k]);
     return acc;

@@ -14,9 +14,10 @@
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
 //   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
 //   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), dot8_u8(m (8 bytes of a u64), v[8]) and dot16_i8(s[16], v[16]) (exact
-//   int32 sums of u8 / int8 times int16),
-//   fzero(), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
+//   add(i32, i32), sub(i32, i32), set1(int), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
+//   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
+//   s[2k+1] v[2k+1]; int8 s), exact,
+//   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
 //
 // A traits struct may also supply I::Wide, the same work 512 bits at a time (kernels_avx512_vnni.cpp):
 //   bytes / i32 (64 bytes, 16 x int32), load(p) (64 bytes), load2(p, q) (32 bytes from each, p's
@@ -25,7 +26,12 @@
 //   (q6 with each half's own shift of qh: 4, 2, 0 or -2), scales_u8 / scales_i8 as I's,
 //   scale_pair(t, a, b) (scale a in the low half, b in the high half), scale_quads(t, first) (i16
 //   lanes of each 128-bit quarter q = scale first + q), dot_scaled_add, add, zero(), and fold(v)
-//   (I::i32: the low half plus the high half).
+//   (I::i32: the low half plus the high half); k4_scales_mins(p) (a q4_k block's 12 packed bytes as
+//   k4_params), k4_scales(params) (as scales_u8 of the scales), k4_min_lanes(params, v) (I's of the
+//   minima), f16_pair(p, a, b) (two adjacent f16 values); and for the 32-element formats f32 (16
+//   floats), splat8, flip_sign_bit, dot_u8s8(_add), sub, expand16x2(p, q) and with_bits64(b, u)
+//   (expand16 / with_bits32 of two blocks, the first low), fzero, fma2(v, s0, s1, acc) (fma with s0
+//   on the low half, s1 on the high) and low / high (I::f32 halves).
 // With it, the K formats' rows unpack two 32-byte chunks per step: half the vector instructions a
 // byte, where those formats were bound by instructions rather than by memory in decode.
 // The halves hold chunks whose lanes the 256-bit code adds into the same i32 lanes, so fold() gives
@@ -33,9 +39,14 @@
 //
 // Every integer sum is exact, and the floats are combined in one fixed order per format, so all
 // ISAs (the scalar traits are the reference) give the same bits, whatever the thread split or batch:
-//   q8_0, q4_0, q5_0: per block, lane k accumulates fma(isum_k, dw * dx, acc_k); then hsum.
-//   q5_1: the same, and one float adding fma(m_w, s_x) per block; out = hsum + that float.
-//   K formats: per 256-block, s = fma(dw * dx, isum, s), minus the minima (fma(-(dmin dx), msum, s)).
+//   q8_0, q4_0, q5_0: per block, lane k of one of two accumulators (even blocks, odd blocks) takes
+//   fma(isum_k, dw * dx, acc_k); the two are added lane by lane, then hsum. (llama.cpp keeps one
+//   chain; two let a core start a block before the last one's FMA is done, 1.2x in cache. The
+//   rounding differs from llama.cpp's in the last bits, enough to move an 8-bit activation code now
+//   and then: tests/runtime/gguf_deepseek_test.cpp allows for it.)
+//   q5_1: the same, and one float adding fma(m_w, s_x) per block in order; out = hsum + that float.
+//   K formats: per 256-block, lanes = fma(isum, dw * dx, lanes) and offsets = fma(offset lanes, -(dmin dx)
+//   or -32 dw dx, offsets); out = hsum(lanes) + hsum(offsets).
 
 namespace folio::kernels::detail {
 namespace {
@@ -61,6 +72,10 @@ struct FmtQ8_0 {
   static constexpr bool kUnsigned = false, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   static typename I::bytes weights(const uint8_t* b) { return I::load(b + offsetof(BlockQ8_0, q)); }
+  template <class W>
+  static typename W::bytes weights2(const uint8_t* b0, const uint8_t* b1) {
+    return W::load2(b0 + offsetof(BlockQ8_0, q), b1 + offsetof(BlockQ8_0, q));
+  }
 };
 
 template <class I>
@@ -69,6 +84,10 @@ struct FmtQ4_0 {
   static constexpr bool kUnsigned = true, kMin = false;
   static constexpr size_t kBytes = sizeof(BlockQ4_0);
   static typename I::bytes weights(const uint8_t* b) { return I::expand16(b + offsetof(BlockQ4_0, qs)); }
+  template <class W>
+  static typename W::bytes weights2(const uint8_t* b0, const uint8_t* b1) {
+    return W::expand16x2(b0 + offsetof(BlockQ4_0, qs), b1 + offsetof(BlockQ4_0, qs));
+  }
 };
 
 // q5_0 / q5_1 codes: Q4_0's nibbles with the fifth bits from the little-endian qh.
@@ -79,6 +98,14 @@ typename I::bytes five_bit_codes(const uint8_t* qs, const uint8_t* qh_bytes) {
   return I::with_bits32(I::expand16(qs), qh);
 }
 
+template <class W>
+typename W::bytes five_bit_codes2(const uint8_t* b0, const uint8_t* b1, size_t qs, size_t qh) {
+  uint32_t h0, h1;
+  std::memcpy(&h0, b0 + qh, 4);
+  std::memcpy(&h1, b1 + qh, 4);
+  return W::with_bits64(W::expand16x2(b0 + qs, b1 + qs), (static_cast<uint64_t>(h1) << 32) | h0);
+}
+
 template <class I>
 struct FmtQ5_0 {
   static constexpr int kOffset = 16;
@@ -86,6 +113,10 @@ struct FmtQ5_0 {
   static constexpr size_t kBytes = sizeof(BlockQ5_0);
   static typename I::bytes weights(const uint8_t* b) {
     return five_bit_codes<I>(b + offsetof(BlockQ5_0, qs), b + offsetof(BlockQ5_0, qh));
+  }
+  template <class W>
+  static typename W::bytes weights2(const uint8_t* b0, const uint8_t* b1) {
+    return five_bit_codes2<W>(b0, b1, offsetof(BlockQ5_0, qs), offsetof(BlockQ5_0, qh));
   }
 };
 
@@ -97,15 +128,21 @@ struct FmtQ5_1 {
   static typename I::bytes weights(const uint8_t* b) {
     return five_bit_codes<I>(b + offsetof(BlockQ5_1, qs), b + offsetof(BlockQ5_1, qh));
   }
+  template <class W>
+  static typename W::bytes weights2(const uint8_t* b0, const uint8_t* b1) {
+    return five_bit_codes2<W>(b0, b1, offsetof(BlockQ5_1, qs), offsetof(BlockQ5_1, qh));
+  }
   static float min(const uint8_t* b) { return block_scale<I>(b + offsetof(BlockQ5_1, m)); }
 };
 
 // Rows are read one at a time, front to back, so that each thread's weights are one sequential
 // stream (as the float GEMV reads them, kernels_impl.h): four rows read side by side, block b of
 // each in turn, are four interleaved streams that the hardware prefetcher follows poorly (1.3-2x
-// slower; docs/measurements.md). The stream is also prefetched a fixed distance ahead, which
-// helped the K formats a little more.
-constexpr size_t kQPrefetchBytes = 4096;
+// slower; docs/measurements.md). The stream is also prefetched a fixed distance ahead, and the
+// first stretch of a call's rows up front. The distance covers the memory latency at the rate two
+// cores stream these formats (4 KiB left the LM head of the OCR decoder 10-15% below the rate 16
+// KiB gives it; docs/benchmarks.md).
+constexpr size_t kQPrefetchBytes = 16384;
 
 inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
   // Addresses past the matrix are formed as integers and only prefetched (which cannot fault).
@@ -119,45 +156,102 @@ inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
 // that the multiply-adds of one block overlap.
 
 // q8_0 / q4_0 / q5_0 / q5_1: blocks of 32, f16 scale.
+// Block b of a row against G activation rows into acc (and q5_1's minima).
 template <class I, class F, int G>
-inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
-  typename I::f32 acc[G];
-  for (int g = 0; g < G; ++g) acc[g] = I::fzero();
-  float mins[G] = {};  // q5_1: the blocks' minima against the activation sums
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + static_cast<size_t>(b) * F::kBytes;
-    prefetch_ahead(blk, F::kBytes);
-    const typename I::bytes wv = F::weights(blk);
-    const float dw = block_scale<I>(blk);
+inline void add_block_32(const uint8_t* w, int64_t b, const ActQ8* x, int64_t xs, typename I::f32* acc, float* mins) {
+  const uint8_t* blk = w + static_cast<size_t>(b) * F::kBytes;
+  prefetch_ahead(blk, F::kBytes);
+  const typename I::bytes wv = F::weights(blk);
+  const float dw = block_scale<I>(blk);
+  for (int g = 0; g < G; ++g) {
+    const ActQ8& a = x[g * xs + b];
+    const typename I::bytes xv = I::load(a.q);
+    typename I::i32 dot;
+    // The offset's product starts the dot: one fused multiply-add on VNNI.
+    if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv)), wv, xv);
+    else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv);
+    else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv, wv));
+    acc[g] = I::fma(dot, dw * a.d, acc[g]);
+    if constexpr (F::kMin) mins[g] = std::fma(F::min(blk), a.s, mins[g]);
+  }
+}
+
+template <class I>
+concept HasWide = requires { typename I::Wide; };
+
+// dot_row_32 with I::Wide: blocks b (low half) and b + 1 (high half) at once, the halves being the
+// even and odd chains. Signed q8_0 codes take the activations offset by 128 as the unsigned side
+// (the offset's product with the weights taken off in the same exact lanes), since AVX-512 has no
+// byte sign instruction.
+template <class I, class F, int G>
+inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
+  using W = typename I::Wide;
+  typename W::f32 pair[G];
+  for (int g = 0; g < G; ++g) pair[g] = W::fzero();
+  float mins[G] = {};
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const uint8_t* b0 = w + static_cast<size_t>(b) * F::kBytes;
+    const uint8_t* b1 = b0 + F::kBytes;
+    prefetch_ahead(b0, 2 * F::kBytes);
+    const typename W::bytes wv = F::template weights2<W>(b0, b1);
+    const float dw0 = block_scale<I>(b0), dw1 = block_scale<I>(b1);
     for (int g = 0; g < G; ++g) {
-      const ActQ8& a = x[g * xs + b];
-      const typename I::bytes xv = I::load(a.q);
-      typename I::i32 dot;
-      // The offset's product starts the dot: one fused multiply-add on VNNI.
-      if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv)), wv, xv);
-      else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv);
-      else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv, wv));
-      acc[g] = I::fma(dot, dw * a.d, acc[g]);
-      if constexpr (F::kMin) mins[g] = std::fma(F::min(blk), a.s, mins[g]);
+      const ActQ8& a0 = x[g * xs + b];
+      const ActQ8& a1 = x[g * xs + b + 1];
+      const typename W::bytes xv = W::load2(a0.q, a1.q);
+      typename W::i32 dot;
+      if constexpr (F::kOffset != 0) dot = W::dot_u8s8_add(W::sub(W::zero(), W::dot_u8s8(W::splat8(F::kOffset), xv)), wv, xv);
+      else if constexpr (F::kUnsigned) dot = W::dot_u8s8(wv, xv);
+      else dot = W::dot_u8s8_add(W::sub(W::zero(), W::dot_u8s8(W::splat8(128), wv)), W::flip_sign_bit(xv), wv);
+      pair[g] = W::fma2(dot, dw0 * a0.d, dw1 * a1.d, pair[g]);
+      if constexpr (F::kMin) {
+        mins[g] = std::fma(F::min(b0), a0.s, mins[g]);
+        mins[g] = std::fma(F::min(b1), a1.s, mins[g]);
+      }
     }
   }
-  for (int g = 0; g < G; ++g) out[g] = I::hsum(acc[g]) + mins[g];
+  typename I::f32 even[G], odd[G];
+  for (int g = 0; g < G; ++g) {
+    even[g] = W::low(pair[g]);
+    odd[g] = W::high(pair[g]);
+  }
+  if (b < nb) add_block_32<I, F, G>(w, b, x, xs, even, mins);
+  for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
+}
+
+template <class I, class F, int G>
+inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
+  if constexpr (HasWide<I>) {
+    dot_row_32_wide<I, F, G>(w, nb, x, xs, out);
+    return;
+  }
+  typename I::f32 even[G], odd[G];  // two chains of FMAs, even and odd blocks
+  for (int g = 0; g < G; ++g) even[g] = odd[g] = I::fzero();
+  float mins[G] = {};  // q5_1: the blocks' minima against the activation sums
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    add_block_32<I, F, G>(w, b, x, xs, even, mins);
+    add_block_32<I, F, G>(w, b + 1, x, xs, odd, mins);
+  }
+  if (b < nb) add_block_32<I, F, G>(w, b, x, xs, even, mins);
+  for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
 }
 
 // K formats: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by
-// d_w d_x; the block's scalar term (q4_k / q5_k: minus dmin_w d_x times the minima against the
-// activations' sub-block sums; q6_k: minus 32 d_w d_x times the scales against its 16-sums) goes to
-// one float. Out: hsum(lanes) + scalar. No horizontal sum per block: that epilogue was half the time.
+// d_w d_x; the block's offset term (q4_k / q5_k: the minima against the activations' sub-block
+// sums, 4 lanes of two sub-blocks each, times -dmin_w d_x; q6_k: its scales against the 16-sums, 8
+// lanes of two groups each, times -32 d_w d_x) joins 8 more float lanes with another FMA. Out:
+// hsum(lanes) + hsum(offsets). No horizontal sum per block: those were half the time, then a fifth.
 // KSums holds those G accumulators.
 template <class I, int G>
 struct KSums {
-  typename I::f32 lanes[G];
-  float scalar[G] = {};
+  typename I::f32 lanes[G], offsets[G];
   KSums() {
-    for (int g = 0; g < G; ++g) lanes[g] = I::fzero();
+    for (int g = 0; g < G; ++g) lanes[g] = offsets[g] = I::fzero();
   }
   void write(float* out) const {
-    for (int g = 0; g < G; ++g) out[g] = I::hsum(lanes[g]) + scalar[g];
+    for (int g = 0; g < G; ++g) out[g] = I::hsum(lanes[g]) + I::hsum(offsets[g]);
   }
 };
 
@@ -169,25 +263,26 @@ inline const Block& k_block(const uint8_t* w, int64_t b) {
   return *reinterpret_cast<const Block*>(p);
 }
 
-// A q4_k / q5_k block's exact sums (isum: 8 i32 lanes) against activation row g into `sums`.
+// A q4_k / q5_k block's exact sums (isum: 8 i32 lanes; msums: the minima's, lanes 4-7 zero)
+// against activation row g into `sums`.
 template <class I, int G>
-inline void add_k4_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, float dmin, uint64_t mins, const ActQ8K& a) {
+inline void add_k4_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, float dmin, typename I::i32 msums,
+                         const ActQ8K& a) {
   sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
-  sums.scalar[g] = std::fma(-(dmin * a.d), static_cast<float>(I::dot8_u8(mins, a.bsums32)), sums.scalar[g]);
+  sums.offsets[g] = I::fma(msums, -(dmin * a.d), sums.offsets[g]);
 }
 
 // The same for a q6_k block (its codes' offset of 32 against the activations' 16-sums).
 template <class I, int G>
 inline void add_q6k_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, const int8_t* scales, const ActQ8K& a) {
   sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
-  sums.scalar[g] = std::fma(-32.f * (d * a.d), static_cast<float>(I::dot16_i8(scales, a.bsums)), sums.scalar[g]);
+  sums.offsets[g] = I::fma(I::q6k_offset_lanes(scales, a.bsums), -32.f * (d * a.d), sums.offsets[g]);
 }
 
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
-template <class I>
-concept HasWide = requires { typename I::Wide; };
 
-// dot_row_k4 with I::Wide: chunks i = 2h (low half) and 2h + 1 (high half) at once.
+// dot_row_k4 with I::Wide: chunks i = 2h (low half) and 2h + 1 (high half) at once; the scales
+// and minima unpacked with vector instructions (k4_params), the two f16 factors converted at once.
 template <class I, bool kFifth, int G>
 inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using W = typename I::Wide;
@@ -195,8 +290,8 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
   KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
-    const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
-    const typename W::scales sv = W::scales_u8(sm.sc);
+    const typename W::k4_params sm = W::k4_scales_mins(blk.scales);
+    const typename W::scales sv = W::k4_scales(sm);
     typename W::i32 lo_sum[G], hi_sum[G];
     for (int g = 0; g < G; ++g) lo_sum[g] = hi_sum[g] = W::zero();
     typename W::bytes qh{};
@@ -215,8 +310,11 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
         hi_sum[g] = W::dot_scaled_add(hi_sum[g], hi, W::load2(xh + 32, xh + 96), s_hi);
       }
     }
-    const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
-    for (int g = 0; g < G; ++g) add_k4_block(sums, g, W::fold(W::add(lo_sum[g], hi_sum[g])), d, dmin, sm.m, x[g * xs + b]);
+    float d, dmin;
+    W::f16_pair(&blk.d, d, dmin);
+    for (int g = 0; g < G; ++g)
+      add_k4_block(sums, g, W::fold(W::add(lo_sum[g], hi_sum[g])), d, dmin, W::k4_min_lanes(sm, x[g * xs + b].bsums32),
+                   x[g * xs + b]);
   }
   sums.write(out);
 }
@@ -252,7 +350,8 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
       }
     }
     const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
-    for (int g = 0; g < G; ++g) add_k4_block(sums, g, I::add(lo_sum[g], hi_sum[g]), d, dmin, sm.m, x[g * xs + b]);
+    for (int g = 0; g < G; ++g)
+      add_k4_block(sums, g, I::add(lo_sum[g], hi_sum[g]), d, dmin, I::k4_min_lanes(sm.m, x[g * xs + b].bsums32), x[g * xs + b]);
   }
   sums.write(out);
 }
@@ -339,6 +438,11 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
   static_assert(kMaxQGroup == 4, "a pass takes 4 activation rows, else 2, else 1");
+  {  // what prefetch_ahead of the first rows would have asked for
+    const uint8_t* first = w + static_cast<size_t>(r0) * rb;
+    const size_t head = std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb);
+    for (size_t o = 0; o < head; o += 64) __builtin_prefetch(first + o);
+  }
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * rb;
     for (int64_t g0 = 0; g0 < n;) {
