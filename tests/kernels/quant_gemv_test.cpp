@@ -67,5 +67,39 @@ TEST(QuantGemv, EveryTableGivesTheSameBits) {
   }
 }
 
+// The activation quantisers of every table write the reference's bytes (core/quant_blocks.h):
+// random rows, exact halves (std::round takes them away from zero for ActQ8, lrint to even for
+// ActQ8K), several elements of the largest magnitude with both signs (the first one's sign sets
+// ActQ8K's scale), zero and negative-zero blocks.
+TEST(QuantGemv, ActivationQuantisersWriteTheReferenceBytes) {
+  const std::vector<const detail::KernelTable*> tables = all_tables();
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 1; seed <= 4; ++seed) rows.push_back(random_floats(512, seed));
+  std::vector<float> halves(512);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<float>(static_cast<int>(i % 255) - 127) + (i % 2 ? 0.5f : 0.0f);
+  halves[0] = 127.f, halves[256] = -127.f;  // scale 1 (ActQ8: d = 1; ActQ8K: iscale = -127 / -127 after the first)
+  rows.push_back(halves);
+  std::vector<float> ties = random_floats(512, 9);
+  ties[5] = 4.0f, ties[17] = -4.0f, ties[300] = -4.0f, ties[400] = 4.0f;  // the first of equal magnitudes wins
+  rows.push_back(ties);
+  std::vector<float> zeros(512, 0.0f);
+  for (size_t i = 256; i < 512; ++i) zeros[i] = -0.0f;
+  rows.push_back(zeros);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::vector<ActQ8> want32(16), got32(16);
+    std::vector<ActQ8K> want256(2), got256(2);
+    quantize_act_q8(rows[r].data(), want32.data(), 512);
+    quantize_act_q8k(rows[r].data(), want256.data(), 512);
+    for (size_t i = 0; i < tables.size(); ++i) {
+      std::memset(got32.data(), 0xAB, got32.size() * sizeof(ActQ8));
+      std::memset(got256.data(), 0xAB, got256.size() * sizeof(ActQ8K));
+      tables[i]->quantize_act[0](rows[r].data(), got32.data(), 512);
+      tables[i]->quantize_act[1](rows[r].data(), got256.data(), 512);
+      EXPECT_EQ(0, std::memcmp(got32.data(), want32.data(), got32.size() * sizeof(ActQ8))) << "row " << r << " table " << i;
+      EXPECT_EQ(0, std::memcmp(got256.data(), want256.data(), got256.size() * sizeof(ActQ8K))) << "row " << r << " table " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace folio::kernels

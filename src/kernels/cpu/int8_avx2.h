@@ -3,6 +3,8 @@
 // (which must enable at least avx2, fma, f16c), inside no namespace.
 #pragma once
 
+#include "kernels/cpu/quantize_act_avx2.h"
+
 namespace folio::kernels::detail {
 namespace {
 
@@ -98,6 +100,9 @@ struct IAvx2 {
     return _mm_cvtss_f32(s);
   }
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
+  // The matmul inputs' 8-bit quantisers (KernelTable::quantize_act).
+  static void quantize_act_32(const float* x, void* dst, int64_t n) { QuantizeActAvx2::q8(x, static_cast<ActQ8*>(dst), n); }
+  static void quantize_act_256(const float* x, void* dst, int64_t n) { QuantizeActAvx2::q8k(x, static_cast<ActQ8K*>(dst), n); }
 };
 
 // int8_gemm_impl.h's traits: a 16-row panel slice is two 256-bit vectors (rows 0-7, 8-15);

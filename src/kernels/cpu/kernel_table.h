@@ -58,6 +58,10 @@ using MaxBitsFn = int32_t (*)(const float* x, int64_t n);
 // q[i] = int(min(max(x[i], 0) * inv + 0.5, 127)), each operation rounded on its own (no FMA).
 using QuantizeU7Fn = void (*)(const float* x, int64_t n, float inv, uint8_t* q);
 
+// Quantises n floats (a multiple of the block) into the ActQ8 (blocks of 32) or ActQ8K (256)
+// blocks of core/quant_blocks.h, the same bytes as its quantize_act_q8 / quantize_act_q8k.
+using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
+
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
   QGemvFn qgemv[7];        // indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
@@ -74,6 +78,7 @@ struct KernelTable {
   GemmInt8SumsFn gemm_int8_sums;
   MaxBitsFn max_bits;
   QuantizeU7Fn quantize_u7;
+  QuantizeActFn quantize_act[2];  // ActQ8, ActQ8K
 };
 
 const KernelTable& scalar_table();

@@ -462,6 +462,7 @@ constexpr KernelTable make_table() {
       &gemm_int8_sums<G>,
       &max_bits<G>,
       &quantize_u7<G>,
+      {&I::quantize_act_32, &I::quantize_act_256},
   };
 }
 

@@ -210,6 +210,8 @@ struct IScalar {
     return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
   }
   static float f16(uint16_t h) { return f16_to_f32(h); }
+  static void quantize_act_32(const float* x, void* dst, int64_t n) { quantize_act_q8(x, static_cast<ActQ8*>(dst), n); }
+  static void quantize_act_256(const float* x, void* dst, int64_t n) { quantize_act_q8k(x, static_cast<ActQ8K*>(dst), n); }
 };
 
 }  // namespace

@@ -137,10 +137,8 @@ size_t act_row_bytes(DType t, int64_t in) {
 
 void quantize_activations(DType t, const float* x, int64_t n, int64_t in, uint8_t* dst) {
   const size_t rb = act_row_bytes(t, in);
-  for (int64_t g = 0; g < n; ++g) {
-    if (t >= DType::Q4_K) quantize_act_q8k(x + g * in, reinterpret_cast<ActQ8K*>(dst + g * rb), in);
-    else quantize_act_q8(x + g * in, reinterpret_cast<ActQ8*>(dst + g * rb), in);
-  }
+  const detail::QuantizeActFn quantize = detail::table_for(active_isa()).quantize_act[t >= DType::Q4_K ? 1 : 0];
+  for (int64_t g = 0; g < n; ++g) quantize(x + g * in, dst + g * rb, in);
 }
 
 // True when b's activations quantise to the bytes a's did: both block formats of one activation
