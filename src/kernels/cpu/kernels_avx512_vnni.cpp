@@ -126,6 +126,23 @@ struct IVnni : IAvx2 {
     static bytes with_bits64(bytes b, uint64_t u) {
       return _mm512_mask_add_epi8(b, static_cast<__mmask64>(u), b, _mm512_set1_epi8(16));
     }
+    // with_bits64 of the two little-endian 32-bit masks at p (low half) and q (high half).
+    static bytes with_bits2(bytes b, const uint8_t* p, const uint8_t* q) {
+      uint32_t lo, hi;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, q, 4);
+      const __mmask64 m = _kunpackd_mask64(_cvtu32_mask32(hi), _cvtu32_mask32(lo));
+      return _mm512_mask_add_epi8(b, m, b, _mm512_set1_epi8(16));
+    }
+    // The f16 scales that start blocks p and q, converted at once (IAvx2::f16 of each).
+    static void f16_2(const uint8_t* p, const uint8_t* q, float& a, float& b) {
+      uint16_t u, v;
+      std::memcpy(&u, p, 2);
+      std::memcpy(&v, q, 2);
+      const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(u | (static_cast<uint32_t>(v) << 16))));
+      a = _mm_cvtss_f32(f);
+      b = _mm_cvtss_f32(_mm_movehdup_ps(f));
+    }
     using f32 = __m512;
     static f32 fzero() { return _mm512_setzero_ps(); }
     // IAvx2::fma with scale s0 on the low half and s1 on the high half.

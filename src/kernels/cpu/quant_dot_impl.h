@@ -100,10 +100,7 @@ typename I::bytes five_bit_codes(const uint8_t* qs, const uint8_t* qh_bytes) {
 
 template <class W>
 typename W::bytes five_bit_codes2(const uint8_t* b0, const uint8_t* b1, size_t qs, size_t qh) {
-  uint32_t h0, h1;
-  std::memcpy(&h0, b0 + qh, 4);
-  std::memcpy(&h1, b1 + qh, 4);
-  return W::with_bits64(W::expand16x2(b0 + qs, b1 + qs), (static_cast<uint64_t>(h1) << 32) | h0);
+  return W::with_bits2(W::expand16x2(b0 + qs, b1 + qs), b0 + qh, b1 + qh);
 }
 
 template <class I>
@@ -195,7 +192,8 @@ inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_
     const uint8_t* b1 = b0 + F::kBytes;
     prefetch_ahead(b0, 2 * F::kBytes);
     const typename W::bytes wv = F::template weights2<W>(b0, b1);
-    const float dw0 = block_scale<I>(b0), dw1 = block_scale<I>(b1);
+    float dw0, dw1;
+    W::f16_2(b0, b1, dw0, dw1);
     for (int g = 0; g < G; ++g) {
       const ActQ8& a0 = x[g * xs + b];
       const ActQ8& a1 = x[g * xs + b + 1];
