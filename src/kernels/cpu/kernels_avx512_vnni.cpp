@@ -87,14 +87,6 @@ struct IVnni : IAvx2 {
       const __m128i m = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(p, p));
       return _mm256_zextsi128_si256(_mm_madd_epi16(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
     }
-    // Two adjacent f16 values (a block's d and dmin) as IAvx2::f16 converts each.
-    static void f16_pair(const uint16_t* p, float& a, float& b) {
-      uint32_t u;
-      std::memcpy(&u, p, 4);
-      const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(u)));
-      a = _mm_cvtss_f32(v);
-      b = _mm_cvtss_f32(_mm_movehdup_ps(v));
-    }
     static scales scales_i8(const int8_t* s8) { return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8))); }
     static __m512i scale_pair(scales t, int a, int b) { return _mm512_permutexvar_epi16(halves16(a, b), _mm512_castsi128_si512(t)); }
     static __m512i scale_quads(scales t, int first) {
@@ -122,11 +114,7 @@ struct IVnni : IAvx2 {
       const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
       return _mm512_and_si512(_mm512_srlv_epi64(ppqq, shift), _mm512_set1_epi8(0x0f));
     }
-    // 16 added to byte i where bit i of u is set (IVnni::with_bits32 of both blocks).
-    static bytes with_bits64(bytes b, uint64_t u) {
-      return _mm512_mask_add_epi8(b, static_cast<__mmask64>(u), b, _mm512_set1_epi8(16));
-    }
-    // with_bits64 of the two little-endian 32-bit masks at p (low half) and q (high half).
+    // IVnni::with_bits32 of the little-endian 32-bit masks at p (low half) and q (high half).
     static bytes with_bits2(bytes b, const uint8_t* p, const uint8_t* q) {
       uint32_t lo, hi;
       std::memcpy(&lo, p, 4);
@@ -134,8 +122,8 @@ struct IVnni : IAvx2 {
       const __mmask64 m = _kunpackd_mask64(_cvtu32_mask32(hi), _cvtu32_mask32(lo));
       return _mm512_mask_add_epi8(b, m, b, _mm512_set1_epi8(16));
     }
-    // The f16 scales that start blocks p and q, converted at once (IAvx2::f16 of each).
-    static void f16_2(const uint8_t* p, const uint8_t* q, float& a, float& b) {
+    // The f16 values at p and q converted at once (IAvx2::f16 of each).
+    static void f16_2(const void* p, const void* q, float& a, float& b) {
       uint16_t u, v;
       std::memcpy(&u, p, 2);
       std::memcpy(&v, q, 2);

@@ -28,10 +28,10 @@
 //   lanes of each 128-bit quarter q = scale first + q), dot_scaled_add, add, zero(), and fold(v)
 //   (I::i32: the low half plus the high half); k4_scales_mins(p) (a q4_k block's 12 packed bytes as
 //   k4_params), k4_scales(params) (as scales_u8 of the scales), k4_min_lanes(params, v) (I's of the
-//   minima), f16_pair(p, a, b) (two adjacent f16 values); and for the 32-element formats f32 (16
-//   floats), splat8, flip_sign_bit, dot_u8s8(_add), sub, expand16x2(p, q) and with_bits64(b, u)
-//   (expand16 / with_bits32 of two blocks, the first low), fzero, fma2(v, s0, s1, acc) (fma with s0
-//   on the low half, s1 on the high) and low / high (I::f32 halves).
+//   minima), f16_2(p, q, a, b) (the f16 values at p and q); and for the 32-element formats f32 (16
+//   floats), splat8, flip_sign_bit, dot_u8s8(_add), sub, expand16x2(p, q) and with_bits2(b, p, q)
+//   (expand16 / with_bits32 of two blocks, the first low, the fifth bits' masks at p and q), fzero,
+//   fma2(v, s0, s1, acc) (fma with s0 on the low half, s1 on the high) and low / high (I::f32 halves).
 // With it, the K formats' rows unpack two 32-byte chunks per step: half the vector instructions a
 // byte, where those formats were bound by instructions rather than by memory in decode.
 // The halves hold chunks whose lanes the 256-bit code adds into the same i32 lanes, so fold() gives
@@ -309,7 +309,7 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
       }
     }
     float d, dmin;
-    W::f16_pair(&blk.d, d, dmin);
+    W::f16_2(&blk.d, &blk.dmin, d, dmin);
     for (int g = 0; g < G; ++g)
       add_k4_block(sums, g, W::fold(W::add(lo_sum[g], hi_sum[g])), d, dmin, W::k4_min_lanes(sm, x[g * xs + b].bsums32),
                    x[g * xs + b]);
