@@ -141,15 +141,19 @@ struct FmtQ5_1 {
 // KiB gives it; docs/benchmarks.md).
 constexpr size_t kQPrefetchBytes = 16384;
 
-inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
-  // Addresses past the matrix are formed as integers and only prefetched (which cannot fault).
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + kQPrefetchBytes;
+// The cache lines of [p, p + bytes). Addresses past the matrix are formed as integers and only
+// prefetched (which cannot fault).
+inline void prefetch_lines(uintptr_t p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + o));
 }
 
+inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
+  prefetch_lines(reinterpret_cast<uintptr_t>(block) + kQPrefetchBytes, bytes);
+}
+
 // Each function below computes one weight row (nb blocks) against G activation rows (xs blocks
-// apart) into out[g]. Each sum adds its blocks in order, so a row's result does not depend on G or
-// the thread split. Integer sums are exact in any order: a block's are split over two chains so
+// apart) into out[g]. Each sum adds its blocks in the format's fixed order (above), so a row's
+// result does not depend on G or the thread split. Integer sums are exact in any order: a block's are split over two chains so
 // that the multiply-adds of one block overlap.
 
 // q8_0 / q4_0 / q5_0 / q5_1: blocks of 32, f16 scale.
@@ -436,11 +440,9 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
   static_assert(kMaxQGroup == 4, "a pass takes 4 activation rows, else 2, else 1");
-  {  // what prefetch_ahead of the first rows would have asked for
-    const uint8_t* first = w + static_cast<size_t>(r0) * rb;
-    const size_t head = std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb);
-    for (size_t o = 0; o < head; o += 64) __builtin_prefetch(first + o);
-  }
+  // The first stretch of the rows, which prefetch_ahead's lookahead never asks for.
+  prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
+                 std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + static_cast<size_t>(r) * rb;
     for (int64_t g0 = 0; g0 < n;) {
