@@ -37,7 +37,7 @@ MiniOcrFrontEnd::MiniOcrFrontEnd(const MiniOcrConfig& cfg, const TensorSource& w
   for (size_t i = 0; i < cfg_.conv_channels.size(); ++i) {
     const int64_t cout = cfg_.conv_channels[i];
     const std::string p = "mini_ocr.conv." + std::to_string(i) + ".";
-    conv_w_.push_back(&w.get(p + "weight", {cout, cin, 3, 3}));
+    conv_.emplace_back(w.get(p + "weight", {cout, cin, 3, 3}), cin);
     conv_b_.push_back(f32(w, p + "bias", {cout}));
     cin = cout;
   }
@@ -61,12 +61,12 @@ MiniOcrRow MiniOcrFrontEnd::read_band(const float* band, ThreadPool& pool, std::
   // CNN over the band, HWC maps.
   int64_t H = cfg_.line_pitch, W = cfg_.image_width, C = 1;
   std::vector<float> x(band, band + H * W), y;
-  for (size_t i = 0; i < conv_w_.size(); ++i) {
+  for (size_t i = 0; i < conv_.size(); ++i) {
     const int64_t sh = cfg_.conv_strides[i][0], sw = cfg_.conv_strides[i][1];
     const int64_t Ho = kernels::conv_out_size(H, 3, sh, 1), Wo = kernels::conv_out_size(W, 3, sw, 1);
-    const int64_t O = conv_w_[i]->shape[0];
+    const int64_t O = conv_[i].out_channels();
     y.assign(static_cast<size_t>(Ho * Wo * O), 0.0f);
-    kernels::conv2d_hwc(x.data(), H, W, C, *conv_w_[i], conv_b_[i].data(), sh, sw, 1, y.data(), pool);
+    kernels::conv2d_hwc(x.data(), H, W, C, conv_[i], conv_b_[i].data(), sh, sw, 1, y.data(), pool);
     relu_inplace(y.data(), y.size());
     x.swap(y);
     H = Ho, W = Wo, C = O;

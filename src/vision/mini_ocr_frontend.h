@@ -13,6 +13,7 @@
 
 #include "core/thread_pool.h"
 #include "io/tensor_source.h"
+#include "kernels/cpu/conv2d.h"
 #include "vision/mini_ocr_config.h"
 
 namespace folio {
@@ -39,7 +40,7 @@ class MiniOcrFrontEnd {
 
  private:
   MiniOcrConfig cfg_;
-  std::vector<const TensorView*> conv_w_;
+  std::vector<kernels::ConvFilter> conv_;
   std::vector<std::vector<float>> conv_b_;
   const TensorView* proj_w_ = nullptr;
   std::vector<float> proj_b_, proj_norm_w_, proj_norm_b_;

@@ -25,7 +25,7 @@ SamEncoder::SamEncoder(const VisionConfig& cfg, VisionWeights& W, const std::str
   cfg_.validate();
   const int64_t D = cfg_.sam_width, hd = cfg_.sam_head_dim(), k = cfg_.sam_patch;
   pos_side_ = cfg_.sam_image / cfg_.sam_patch;
-  patch_w_ = &W.tensor(p + "patch_embed.proj.weight", {D, 3, k, k});
+  patch_.emplace(W.tensor(p + "patch_embed.proj.weight", {D, 3, k, k}), 3);
   patch_b_ = W.f32(p + "patch_embed.proj.bias", {D});
   pos_ = W.f32(p + "pos_embed", {1, pos_side_, pos_side_, D});
   for (int64_t i = 0; i < cfg_.sam_layers; ++i) {
@@ -51,16 +51,16 @@ SamEncoder::SamEncoder(const VisionConfig& cfg, VisionWeights& W, const std::str
     blocks_.push_back(std::move(B));
   }
   const int64_t N = cfg_.sam_neck;
-  neck0_ = &W.tensor(p + "neck.0.weight", {N, D, 1, 1});
+  neck0_.emplace(W.tensor(p + "neck.0.weight", {N, D, 1, 1}), D);
   neck1_w_ = W.f32(p + "neck.1.weight", {N});
   neck1_b_ = W.f32(p + "neck.1.bias", {N});
-  neck2_ = &W.tensor(p + "neck.2.weight", {N, N, 3, 3});
+  neck2_.emplace(W.tensor(p + "neck.2.weight", {N, N, 3, 3}), N);
   neck3_w_ = W.f32(p + "neck.3.weight", {N});
   neck3_b_ = W.f32(p + "neck.3.bias", {N});
   int64_t in = N;
   for (size_t i = 0; i < cfg_.sam_downsample.size(); ++i) {
     const int64_t out = cfg_.sam_downsample[i];
-    down_.push_back(&W.tensor(p + "net_" + std::to_string(i + 2) + ".weight", {out, in, 3, 3}));
+    down_.emplace_back(W.tensor(p + "net_" + std::to_string(i + 2) + ".weight", {out, in, 3, 3}), in);
     in = out;
   }
 }
@@ -151,7 +151,8 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   for (int64_t c = 0; c < 3; ++c)
     for (int64_t i = 0; i < size * size; ++i) hwc[static_cast<size_t>(i * 3 + c)] = pixels[c * size * size + i];
   std::vector<float> x(static_cast<size_t>(T * D));
-  kernels::conv2d_hwc(hwc.data(), size, size, 3, *patch_w_, patch_b_.data(), cfg_.sam_patch, 0, x.data(), pool, precision_);
+  kernels::conv2d_hwc(hwc.data(), size, size, 3, *patch_, patch_b_.data(), cfg_.sam_patch, cfg_.sam_patch, 0, x.data(), pool,
+                      precision_);
   hwc = {};
   kernels::add_inplace(x.data(), pos_table(G).data(), T * D);
 
@@ -166,20 +167,21 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
 
   const int64_t N = cfg_.sam_neck;
   std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
-  kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 0, a.data(), pool, precision_);
+  kernels::conv2d_hwc(x.data(), G, G, D, *neck0_, nullptr, 1, 1, 0, a.data(), pool, precision_);
   x = {};
   kernels::layer_norm(a.data(), neck1_w_.data(), neck1_b_.data(), a.data(), T, N, cfg_.sam_eps, pool);
-  kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, b.data(), pool, precision_);
+  kernels::conv2d_hwc(a.data(), G, G, N, *neck2_, nullptr, 1, 1, 1, b.data(), pool, precision_);
   kernels::layer_norm(b.data(), neck3_w_.data(), neck3_b_.data(), b.data(), T, N, cfg_.sam_eps, pool);
 
   Output out;
   out.tokens = std::move(b);
   out.side = G;
   out.channels = N;
-  for (const TensorView* w : down_) {
-    const int64_t g2 = kernels::conv_out_size(out.side, 3, 2, 1), C = w->shape[0];
+  for (const kernels::ConvFilter& w : down_) {
+    const int64_t g2 = kernels::conv_out_size(out.side, 3, 2, 1), C = w.out_channels();
     std::vector<float> next(static_cast<size_t>(g2 * g2 * C));
-    kernels::conv2d_hwc(out.tokens.data(), out.side, out.side, out.channels, *w, nullptr, 2, 1, next.data(), pool, precision_);
+    kernels::conv2d_hwc(out.tokens.data(), out.side, out.side, out.channels, w, nullptr, 2, 2, 1, next.data(), pool,
+                        precision_);
     out.tokens = std::move(next);
     out.side = g2;
     out.channels = C;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -21,6 +22,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nn_ops.h"
 #include "vision/vision_config.h"
@@ -77,13 +79,13 @@ class SamEncoder {
   VisionConfig cfg_;
   kernels::GemmPrecision precision_ = kernels::GemmPrecision::F32;
   int64_t pos_side_ = 0;  // trained grid side (image_size / patch)
-  const TensorView* patch_w_ = nullptr;
+  std::optional<kernels::ConvFilter> patch_;
   std::vector<float> patch_b_;
   std::vector<float> pos_;  // [pos_side^2, width]
   std::vector<Block> blocks_;
-  const TensorView *neck0_ = nullptr, *neck2_ = nullptr;
+  std::optional<kernels::ConvFilter> neck0_, neck2_;
   std::vector<float> neck1_w_, neck1_b_, neck3_w_, neck3_b_;
-  std::vector<const TensorView*> down_;  // net_2, net_3
+  std::vector<kernels::ConvFilter> down_;  // net_2, net_3
 
   mutable std::mutex cache_mu_;
   mutable std::map<int64_t, std::vector<float>> pos_cache_;

@@ -111,7 +111,8 @@ TEST(VisionKernels, Conv2dMatchesDirectConvolution) {
   for (const ConvCase& cc : {ConvCase{9, 11, 5, 7, 3, 2, 1, DType::F32, false}, ConvCase{8, 8, 4, 6, 3, 1, 1, DType::BF16, false},
                              ConvCase{6, 6, 3, 10, 1, 1, 0, DType::F32, false}, ConvCase{16, 12, 3, 9, 4, 4, 0, DType::F32, true},
                              ConvCase{40, 40, 8, 24, 3, 2, 1, DType::F16, false},
-                             ConvCase{12, 30, 4, 6, 3, 2, 1, DType::F32, true, 1}, ConvCase{9, 14, 3, 5, 3, 1, 1, DType::F32, false, 2}}) {
+                             ConvCase{12, 30, 4, 6, 3, 2, 1, DType::F32, true, 1}, ConvCase{9, 14, 3, 5, 3, 1, 1, DType::F32, false, 2},
+                             ConvCase{7, 6, 32, 5, 3, 1, 1, DType::Q8_0, true}, ConvCase{5, 5, 2, 3, 5, 1, 3, DType::F32, false}}) {
     const int64_t sw = cc.stride_w ? cc.stride_w : cc.stride;
     const int64_t K = cc.C * cc.k * cc.k;
     auto x = randn(cc.H * cc.W * cc.C, 11);
@@ -142,7 +143,28 @@ TEST(VisionKernels, Conv2dMatchesDirectConvolution) {
           ref[(oy * Wo + ox) * cc.O + o] = s;
         }
     EXPECT_LT(max_diff(y, ref), 1e-4f) << "conv " << cc.H << "x" << cc.W << " k" << cc.k << " s" << cc.stride;
+    // A filter built once gives the bits of the per-call one.
+    const kernels::ConvFilter filter(w, cc.C);
+    std::vector<float> y2(y.size());
+    kernels::conv2d_hwc(x.data(), cc.H, cc.W, cc.C, filter, cc.bias ? b.data() : nullptr, cc.stride, sw, cc.pad, y2.data(), pool);
+    EXPECT_EQ(y2, y) << "conv " << cc.H << "x" << cc.W << " k" << cc.k << " through a ConvFilter";
   }
+}
+
+TEST(VisionKernels, ConvFilterRejectsAMapWithOtherChannels) {
+  ThreadPool pool(1);
+  std::vector<float> x(4 * 4 * 3, 1.0f), y(4 * 4 * 6, 7.0f), w(6 * 2 * 9, 0.5f);
+  const kernels::ConvFilter filter(TensorView{"mini_ocr.conv.1.weight", DType::F32, {6, 2, 3, 3}, w.data()}, 2);
+  try {
+    kernels::conv2d_hwc(x.data(), 4, 4, 3, filter, nullptr, 1, 1, 1, y.data(), pool);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mini_ocr.conv.1.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 channels"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(y, std::vector<float>(y.size(), 7.0f));  // nothing written
+  kernels::conv2d_hwc(x.data(), 4, 4, 2, filter, nullptr, 1, 1, 1, y.data(), pool);  // still usable
+  EXPECT_FLOAT_EQ(y[5 * 6], 9.0f);  // an inner pixel: 2 channels x 9 taps of 1 x 0.5
 }
 
 TEST(VisionKernels, Conv2dRejectsWrongWeight) {
