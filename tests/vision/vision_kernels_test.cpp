@@ -13,6 +13,8 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/conv1d.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/dense_attention.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/ops.h"
@@ -55,6 +57,27 @@ TEST(VisionKernels, LayerNormMatchesDefinition) {
   // in place
   kernels::layer_norm(x.data(), w.data(), b.data(), x.data(), rows, n, 1e-6f);
   EXPECT_EQ(x, y);
+}
+
+// LayerNorm is in the kernel tables; the vector ones must give the scalar one's bits (the mini-OCR
+// models' answers must not depend on the CPU), at widths with and without a tail of eight.
+TEST(VisionKernels, LayerNormGivesTheSameBitsOnEveryTable) {
+  std::vector<const kernels::detail::KernelTable*> tables{&kernels::detail::scalar_table()};
+  if (kernels::best_isa() >= kernels::Isa::Avx2) tables.push_back(&kernels::detail::avx2_table());
+  if (kernels::best_isa() >= kernels::Isa::Avx512) tables.push_back(&kernels::detail::avx512_plain_table());
+  for (const int64_t n : {1, 7, 8, 9, 37, 768, 1029}) {
+    const int64_t rows = 6;
+    auto x = randn(rows * n, 7, 4.0f);
+    for (int64_t i = 0; i < n; ++i) x[i] += 1000.0f;  // a large mean: the double sums matter
+    const auto w = randn(n, 8), b = randn(n, 9);
+    std::vector<float> ref(x.size());
+    tables[0]->layer_norm(x.data(), w.data(), b.data(), ref.data(), rows, n, 1e-6f);
+    for (size_t t = 1; t < tables.size(); ++t) {
+      std::vector<float> y(x.size(), -1.0f);
+      tables[t]->layer_norm(x.data(), w.data(), b.data(), y.data(), rows, n, 1e-6f);
+      EXPECT_EQ(y, ref) << "table " << t << ", width " << n;
+    }
+  }
 }
 
 TEST(VisionKernels, Activations) {

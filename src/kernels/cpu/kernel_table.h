@@ -61,6 +61,9 @@ using QuantizeU7Fn = void (*)(const float* x, int64_t n, float inv, uint8_t* q);
 // Quantises n floats (a multiple of the block) into the ActQ8 (blocks of 32) or ActQ8K (256)
 // blocks of core/quant_blocks.h, the same bytes as its quantize_act_q8 / quantize_act_q8k.
 using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
+// LayerNorm of `rows` rows of width n (nn_ops.h's layer_norm), the same bits on every table.
+using LayerNormFn = void (*)(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n,
+                             float eps);
 
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
@@ -79,6 +82,7 @@ struct KernelTable {
   MaxBitsFn max_bits;
   QuantizeU7Fn quantize_u7;
   QuantizeActFn quantize_act[2];  // ActQ8, ActQ8K
+  LayerNormFn layer_norm;
 };
 
 const KernelTable& scalar_table();

@@ -439,6 +439,40 @@ void quick_gelu(float* x, int64_t n) {
   for (; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }
 
+// sum over i < n of f(i) in double, in eight lanes (element i into lane i % 8; a single running
+// sum is one dependent add per element), the lanes then added in order, then the tail.
+template <typename F>
+[[gnu::always_inline]] inline double eight_lane_sum(int64_t n, F f) {
+  double lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) lane[k] += f(i + k);
+  double s = 0.0;
+  for (int k = 0; k < 8; ++k) s += lane[k];
+  for (; i < n; ++i) s += f(i);
+  return s;
+}
+
+// LayerNorm rows (nn_ops.h). Every operation is rounded on its own (no FMA contraction, which
+// GCC would otherwise apply in the FMA-capable files) and the sums go lane by lane as written, so
+// every table gives the scalar table's bits; the vector tables' speed comes from the compiler
+// turning the eight double lanes and the last loop into vectors.
+[[gnu::optimize("fp-contract=off")]] void layer_norm_rows(const float* x, const float* w, const float* b, float* y,
+                                                          int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const double mean = eight_lane_sum(n, [&](int64_t i) { return static_cast<double>(xr[i]); }) / static_cast<double>(n);
+    const double ss = eight_lane_sum(n, [&](int64_t i) {
+      const double d = xr[i] - mean;
+      return d * d;
+    });
+    const float rstd = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) * rstd * w[i] + b[i];
+  }
+}
+
 template <class V, class I, class G>
 constexpr KernelTable make_table() {
   return KernelTable{
@@ -463,6 +497,7 @@ constexpr KernelTable make_table() {
       &max_bits<G>,
       &quantize_u7<G>,
       {&I::quantize_act_32, &I::quantize_act_256},
+      &layer_norm_rows,
   };
 }
 

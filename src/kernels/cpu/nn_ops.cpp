@@ -9,37 +9,8 @@
 
 namespace folio::kernels {
 
-namespace {
-
-// sum over i < n of f(i) in double, in eight independent lanes (a single running double sum is one
-// dependent add per element, which GCC will not reorder without -ffast-math).
-template <typename F>
-double lane_sum(int64_t n, F f) {
-  double lane[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) lane[k] += f(i + k);
-  double s = 0.0;
-  for (int k = 0; k < 8; ++k) s += lane[k];
-  for (; i < n; ++i) s += f(i);
-  return s;
-}
-
-}  // namespace
-
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
-    const double mean = lane_sum(n, [&](int64_t i) { return static_cast<double>(xr[i]); }) / static_cast<double>(n);
-    const double ss = lane_sum(n, [&](int64_t i) {
-      const double d = xr[i] - mean;
-      return d * d;
-    });
-    const float rstd = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-    const float m = static_cast<float>(mean);
-    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) * rstd * w[i] + b[i];
-  }
+  detail::table_for(active_isa()).layer_norm(x, w, b, y, rows, n, eps);
 }
 
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps,
