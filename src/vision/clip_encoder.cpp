@@ -77,8 +77,8 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
   kernels::MlpScratch hidden;
   for (const Layer& L : layers_) {
     kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
-    kernels::linear(*L.qkv, L.qkv_b.data(), y.data(), T, qkv.data(), pool, precision_);
-    kernels::dense_attention(qkv.data(), 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr, att.data(), pool, precision_);
+    kernels::qkv_attention(*L.qkv, L.qkv_b.data(), y.data(), 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr,
+                           qkv.data(), att.data(), pool, precision_);
     kernels::linear(*L.out, L.out_b.data(), att.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D, pool);
     kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps, pool);

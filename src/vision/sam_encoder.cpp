@@ -103,9 +103,8 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
   kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps, pool);
 
   if (B.global) {
-    kernels::linear(*B.qkv, B.qkv_b.data(), y, T, qkv, pool, precision_);
     kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
-    kernels::dense_attention(qkv, 1, T, H, hd, scale, &rel, att, pool, precision_);
+    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), y, 1, T, H, hd, scale, &rel, qkv, att, pool, precision_);
     kernels::linear(*B.proj, B.proj_b.data(), att, T, y, pool, precision_);
     kernels::add_inplace(x, y, T * D, pool);
   } else {
@@ -120,9 +119,8 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
       for (int64_t gy = y0; gy < y1; ++gy)
         for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
     });
-    kernels::linear(*B.qkv, B.qkv_b.data(), win, rows, qkv, pool, precision_);
     kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
-    kernels::dense_attention(qkv, nw * nw, Tw, H, hd, scale, &rel, att, pool, precision_);
+    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), win, nw * nw, Tw, H, hd, scale, &rel, qkv, att, pool, precision_);
     // The projection of the windows goes to qkv, whose contents are spent.
     kernels::linear(*B.proj, B.proj_b.data(), att, rows, qkv, pool, precision_);
     pool.parallel_for(G, [&](int64_t y0, int64_t y1) {

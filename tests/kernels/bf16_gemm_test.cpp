@@ -376,5 +376,38 @@ TEST(Bf16Gemm, DenseAttentionMatchesItsRoundedArithmetic) {
   }
 }
 
+// qkv_attention stores the qkv map already rounded to bf16 where linear would take the bf16 GEMM;
+// the attention rounds the f32 map to the same values as it packs it, so the outputs are the bits
+// of linear and then dense_attention: SAM's windows (many sequences, relative positions), a global
+// block, CLIP (no relative positions, an odd sequence), an odd input width; and with the GEMM
+// path off (few rows), where both go through the f32 map.
+TEST(Bf16Gemm, QkvAttentionGivesTheBitsOfLinearThenAttention) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  struct Case { int64_t n_seq, T, H, d, in, sh; };  // sh = 0: no relative positions
+  const int64_t saved = matmul_gemm_min_rows();
+  for (const int64_t min_rows : {int64_t{1}, std::numeric_limits<int64_t>::max()}) {
+    set_matmul_gemm_min_rows(min_rows);
+    for (const Case c : {Case{3, 49, 2, 32, 64, 7}, Case{1, 70, 3, 16, 48, 7}, Case{1, 17, 2, 32, 64, 0}, Case{2, 9, 1, 16, 33, 3}}) {
+      const int64_t D = c.H * c.d, rows = c.n_seq * c.T, sw = c.sh ? c.T / c.sh : 0;
+      const std::vector<float> x = random_floats(rows * c.in, 61), bias = random_floats(3 * D, 62);
+      const StoredWeight w = make_weight(DType::BF16, 3 * D, c.in, 63);
+      const std::vector<float> th = random_floats(std::max<int64_t>(1, 2 * c.sh - 1) * c.d, 64),
+                               tw = random_floats(std::max<int64_t>(1, 2 * sw - 1) * c.d, 65);
+      const RelPos2D rel{th.data(), tw.data(), c.sh, sw};
+      const RelPos2D* r = c.sh ? &rel : nullptr;
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+      std::vector<float> qkv(static_cast<size_t>(rows * 3 * D)), want(static_cast<size_t>(rows * D)), got(want.size());
+      linear(w.view, bias.data(), x.data(), rows, qkv.data(), pool, GemmPrecision::Bf16);
+      dense_attention(qkv.data(), c.n_seq, c.T, c.H, c.d, scale, r, want.data(), pool, GemmPrecision::Bf16);
+      std::fill(qkv.begin(), qkv.end(), std::numeric_limits<float>::quiet_NaN());
+      qkv_attention(w.view, bias.data(), x.data(), c.n_seq, c.T, c.H, c.d, scale, r, qkv.data(), got.data(), pool,
+                    GemmPrecision::Bf16);
+      EXPECT_EQ(got, want) << "T=" << c.T << " in=" << c.in << " gemm from " << min_rows << " rows";
+    }
+  }
+  set_matmul_gemm_min_rows(saved);
+}
+
 }  // namespace
 }  // namespace folio::kernels

@@ -120,6 +120,19 @@ void block_to_f32(const uint32_t* a, const uint32_t* b, int64_t pairs, float* y,
   }
 }
 
+// One block of Y rounded to bf16: its `rows` <= MR rows, the columns in cols_lo / cols_hi stored.
+void block_to_bf16(const uint32_t* a, const uint32_t* b, int64_t pairs, uint16_t* y, int64_t ldy, int64_t rows,
+                   __mmask16 cols_lo, __mmask16 cols_hi, const float* bias) {
+  const BiasStart s(bias, cols_lo, cols_hi);
+  detail::Bf16Sums acc0, acc1;
+#pragma GCC unroll 14
+  for (int m = 0; m < MR; ++m) acc0[m] = s.lo, acc1[m] = s.hi;
+  micro_kernel(a, b, pairs, acc0, acc1);
+  const __mmask32 cols = static_cast<__mmask32>(cols_lo) | (static_cast<__mmask32>(cols_hi) << 16);
+  for (int64_t m = 0; m < rows; ++m)
+    _mm512_mask_storeu_epi16(y + m * ldy, cols, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(acc1[m], acc0[m])));
+}
+
 __m512 activate(Activation act, __m512 v) {
   return act == Activation::GeluErf ? detail::gelu_erf_of<detail::VAvx512>(v) : detail::quick_gelu_of<detail::VAvx512>(v);
 }
@@ -191,6 +204,52 @@ void Bf16Activations::assign(const float* x, int64_t n, int64_t in, int64_t ld) 
       for (int64_t r = (i + 1) * MR; r < std::min(n_, (i + 2) * MR); ++r)
         for (int64_t k = 0; k < in; k += 16) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + k), _MM_HINT_T0);
     pack_panel(x, ld, i);
+  }
+}
+
+namespace {
+
+// Row r of a bf16 matrix as pair words: read in place, or (odd width) copied into `pairs` with the
+// last word's high half zero.
+const uint32_t* bf16_row_pairs(const uint16_t* row, int64_t in, uint32_t* pairs) {
+  if (in % 2 == 0) return reinterpret_cast<const uint32_t*>(row);  // read only by vector loads
+  std::memcpy(pairs, row, static_cast<size_t>(in) * sizeof(uint16_t));
+  reinterpret_cast<uint16_t*>(pairs)[in] = 0;
+  return pairs;
+}
+
+}  // namespace
+
+void Bf16Activations::assign(const uint16_t* x, int64_t n, int64_t in, int64_t ld) {
+  shape(n, in);
+  thread_local std::vector<uint32_t> rows;
+  rows.resize(static_cast<size_t>(MR * pairs_));
+  for (int64_t i = 0; i < panels_; ++i) {
+    const int64_t live = std::min(MR, n_ - i * MR);
+    const uint32_t* src[MR];
+    for (int64_t m = 0; m < live; ++m) src[m] = bf16_row_pairs(x + (i * MR + m) * ld, in, rows.data() + m * pairs_);
+    write_panel(src, live, pairs_, MR, data_.data() + i * pairs_ * MR);
+  }
+}
+
+void Bf16Activations::assign_transposed(const uint16_t* x, int64_t n, int64_t in, int64_t ld) {
+  shape(n, in);
+  // As the f32 one: pair p's word for activation row i is (x[2p * ld + i], x[(2p + 1) * ld + i]).
+  thread_local std::vector<uint32_t> words;
+  words.assign(static_cast<size_t>(panels_ * MR + 16), 0u);
+  const __mmask16 panel_rows = lane_mask(MR);
+  for (int64_t p = 0; p < pairs_; ++p) {
+    const uint16_t* a = x + 2 * p * ld;
+    const uint16_t* b = 2 * p + 1 < in ? a + ld : nullptr;
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 m = lane_mask(n - i);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + i));
+      const __m512i hi = b ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b + i)), 16)
+                           : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(words.data() + i, m, _mm512_or_si512(lo, hi));
+    }
+    for (int64_t i = 0; i < panels_; ++i)
+      _mm512_mask_storeu_epi32(data_.data() + i * pairs_ * MR + p * MR, panel_rows, _mm512_loadu_si512(words.data() + i * MR));
   }
 }
 
@@ -275,6 +334,25 @@ void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_s
     round_to_pairs(s, in, pairs);
     return pairs;
   });
+}
+
+void pack_bf16_weights(const uint16_t* src, int64_t rows, int64_t in, int64_t row_stride, std::vector<uint32_t>& out) {
+  pack_rows(rows, in, out, [&](int64_t r, float*, uint32_t* pairs) -> const uint32_t* {
+    return bf16_row_pairs(src + r * row_stride, in, pairs);
+  });
+}
+
+void bf16_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, uint16_t* y, int64_t ldy,
+                       const float* bias) {
+  const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
+  for (int64_t i = 0; i < x.panels(); ++i) {
+    const int64_t r = std::min(MR, x.rows() - i * MR);
+    for (int64_t j = 0; j < panels; ++j) {
+      const int64_t c = rows - j * NR;
+      block_to_bf16(x.panel(i), packed_w + j * NR * pairs, pairs, y + i * MR * ldy + j * NR, ldy, r, lane_mask(c),
+                    lane_mask(c - 16), bias ? bias + j * NR : nullptr);
+    }
+  }
 }
 
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,

@@ -49,6 +49,10 @@ class Bf16Activations {
   // Packs the transpose of a row-major [in, n] matrix whose rows are `ld` apart (row i, element k
   // is x[k * ld + i]: V^T of an attention head), on the calling thread.
   void assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld);
+  // The same two from values already rounded to bf16 (bf16_gemm_to_bf16's output): the words
+  // assign / assign_transposed would pack from their f32 values.
+  void assign(const uint16_t* x, int64_t n, int64_t in, int64_t ld);
+  void assign_transposed(const uint16_t* x, int64_t n, int64_t in, int64_t ld);
   // Sizes the storage for n rows of width `in`, to be written by bf16_gemm_to_activations; the
   // contents are unspecified until then.
   void reset(int64_t n, int64_t in);
@@ -81,12 +85,23 @@ void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vecto
 void pack_bf16_weights(const float* src, int64_t rows, int64_t in, int64_t row_stride, int64_t col_stride,
                        std::vector<uint32_t>& out);
 
+// The same for a bf16 matrix (rows `row_stride` apart, columns contiguous): Q of an attention head
+// in a map bf16_gemm_to_bf16 wrote.
+void pack_bf16_weights(const uint16_t* src, int64_t rows, int64_t in, int64_t row_stride, std::vector<uint32_t>& out);
+
 // y[i * ldy + c] = sum_k x[i, k] * w[r0 + c, k] for i < x.rows(), c < rows, where packed_w holds
 // those rows (pack_bf16_weights with the same width as x); given `bias` (rows floats), each sum
 // starts from bias[c]. Inputs wider than kBf16ChunkPairs pairs are taken a chunk at a time, the
 // partial sums kept in y (the same bits as one pass). Single-threaded.
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
                const float* bias = nullptr);
+
+// The sums of bf16_gemm (bias included), rounded to bf16 as packing their f32 values would (round
+// to nearest even) and stored as y[i * ldy + c], half the bytes of f32 for a map that is only read
+// again in bf16 (an attention's qkv). The whole input in one pass (the bits of bf16_gemm's
+// chunks). Single-threaded.
+void bf16_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, uint16_t* y, int64_t ldy,
+                       const float* bias = nullptr);
 
 // The same sums, bias included, for weight rows [r0, r0 + rows) (packed_w holds them), put through
 // `act` and written as columns [r0, r0 + rows) of y, rounded and packed as Bf16Activations packs:

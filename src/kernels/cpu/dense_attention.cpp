@@ -51,14 +51,40 @@ void project_on_table(const float* Q, int64_t ld, int64_t nq, int64_t d, const f
 
 }  // namespace
 
-void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
-                     const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision) {
+namespace {
+
+void check_attention(int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, const RelPos2D* rel) {
   FOLIO_CHECK_INPUT(n_seq >= 0 && T > 0 && n_heads > 0 && head_dim > 0, "dense_attention: bad shape");
   if (rel)
     FOLIO_CHECK_INPUT(rel->side_h * rel->side_w == T && rel->table_h && rel->table_w,
                       "dense_attention: relative-position grid " + std::to_string(rel->side_h) + "x" +
                           std::to_string(rel->side_w) + " does not cover " + std::to_string(T) + " tokens");
+}
+
+}  // namespace
+
+void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const float* x, int64_t n_seq, int64_t T,
+                   int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
+                   ThreadPool& pool, GemmPrecision precision) {
+  const int64_t rows = n_seq * T;
+  if (!matmul_takes_bf16_gemm(w_qkv, rows, precision)) {
+    matmul(w_qkv, x, rows, qkv_scratch, pool, precision, b_qkv);
+    dense_attention(qkv_scratch, n_seq, T, n_heads, head_dim, scale, rel, out, pool, precision);
+    return;
+  }
+  check_attention(n_seq, T, n_heads, head_dim, rel);
+  FOLIO_CHECK_INPUT(w_qkv.shape[0] == 3 * n_heads * head_dim,
+                    "qkv_attention: weight '" + w_qkv.name + "' has " + std::to_string(w_qkv.shape[0]) + " rows, expected " +
+                        std::to_string(3 * n_heads * head_dim));
+  auto* qkv = reinterpret_cast<uint16_t*>(qkv_scratch);  // half of what the f32 map would take
+  matmul_bf16_rounded(w_qkv, Bf16Activations(x, rows, w_qkv.shape[1], pool), qkv, pool, b_qkv);
+  detail::dense_attention_bf16(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
+}
+
+void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
+                     const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision) {
   make_blas_single_threaded();
+  check_attention(n_seq, T, n_heads, head_dim, rel);
   if (precision == GemmPrecision::Bf16 && bf16_gemm_supported()) {
     detail::dense_attention_bf16(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
     return;

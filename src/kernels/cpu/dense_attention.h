@@ -33,4 +33,15 @@ struct RelPos2D {
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
                      const RelPos2D* rel, float* out, ThreadPool& pool, GemmPrecision precision = GemmPrecision::F32);
 
+// A ViT block's input projection and attention: qkv = x . w_qkv^T + b_qkv over the n_seq * T rows
+// of x ([n_seq * T, in]), then dense_attention over it into out. The results equal linear and then
+// dense_attention with `precision`; where linear would run on the bf16 GEMM the qkv map is stored
+// already rounded to bf16 (the values the bf16 attention rounds it to as it packs it): half the
+// bytes to write and read back (45 MB -> 23 MB for SAM's windows, more than the L3 holds).
+// qkv_scratch holds at least n_seq * T * 3 * n_heads * head_dim floats; x may be out (it is read
+// before out is written). Throws as linear and dense_attention do.
+void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const float* x, int64_t n_seq, int64_t T,
+                   int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
+                   ThreadPool& pool, GemmPrecision precision);
+
 }  // namespace folio::kernels

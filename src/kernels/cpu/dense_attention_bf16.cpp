@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/bf16_gemm.h"
@@ -168,13 +169,15 @@ void exp_to_pairs(int64_t nv, const float* S, int64_t T, const float* m, uint32_
   }
 }
 
-void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, int64_t h, int64_t q0, int64_t nq,
+template <typename E>
+void attend_block(const E* qkv, int64_t T, int64_t D, int64_t d, int64_t s, int64_t h, int64_t q0, int64_t nq,
                   float scale, const RelTables& tables, const HeadOperands& head, float* out, Scratch& w) {
   const RelPos2D* rel = tables.rel;
   const int64_t ld = 3 * D, nv = (nq + kLanes - 1) / kLanes, pairs = (T + 1) / 2;
-  const float* Q = qkv + (s * T + q0) * ld + h * d;
+  const E* Q = qkv + (s * T + q0) * ld + h * d;
   w.scores.resize(static_cast<size_t>(T * kQueryBlock));
-  pack_bf16_weights(Q, nq, d, ld, 1, w.queries);
+  if constexpr (std::is_same_v<E, float>) pack_bf16_weights(Q, nq, d, ld, 1, w.queries);
+  else pack_bf16_weights(Q, nq, d, ld, w.queries);
   if (rel) {
     const int64_t sh = rel->side_h, sw = rel->side_w;
     w.rel_h.resize(static_cast<size_t>((2 * sh - 1) * kQueryBlock));
@@ -193,15 +196,14 @@ void attend_block(const float* qkv, int64_t T, int64_t D, int64_t d, int64_t s, 
   write_outputs(w.out_t.data(), d, nq, sum, out + (s * T + q0) * D + h * d, D);
 }
 
-}  // namespace
-
-void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
-                          const RelPos2D* rel, float* out, ThreadPool& pool) {
+template <typename E>
+void attend(const E* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel,
+            float* out, ThreadPool& pool) {
   const int64_t D = n_heads * head_dim, ld = 3 * D;
   std::vector<HeadOperands> heads(static_cast<size_t>(n_seq * n_heads));
   pool.parallel_for(n_seq * n_heads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const float* base = qkv + (i / n_heads) * T * ld + (i % n_heads) * head_dim;
+      const E* base = qkv + (i / n_heads) * T * ld + (i % n_heads) * head_dim;
       heads[static_cast<size_t>(i)].keys.assign(base + D, T, head_dim, ld);
       heads[static_cast<size_t>(i)].values_t.assign_transposed(base + 2 * D, head_dim, T, ld);
     }
@@ -224,6 +226,18 @@ void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_
                    heads[static_cast<size_t>(i)], out, scratch);
     }
   });
+}
+
+}  // namespace
+
+void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
+                          const RelPos2D* rel, float* out, ThreadPool& pool) {
+  attend(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
+}
+
+void dense_attention_bf16(const uint16_t* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
+                          const RelPos2D* rel, float* out, ThreadPool& pool) {
+  attend(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
 }
 
 }  // namespace folio::kernels::detail

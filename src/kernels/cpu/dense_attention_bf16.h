@@ -17,5 +17,9 @@ namespace folio::kernels::detail {
 // checked by dense_attention.
 void dense_attention_bf16(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
                           const RelPos2D* rel, float* out, ThreadPool& pool);
+// The same on a qkv map already rounded to bf16 (the same results: the f32 map is rounded to bf16
+// as it is packed).
+void dense_attention_bf16(const uint16_t* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,
+                          const RelPos2D* rel, float* out, ThreadPool& pool);
 
 }  // namespace folio::kernels::detail

@@ -229,6 +229,13 @@ void matmul_bf16(const TensorView& w, const Bf16Activations& x, float* y, Thread
   });
 }
 
+void matmul_bf16_rounded(const TensorView& w, const Bf16Activations& x, uint16_t* y, ThreadPool& pool, const float* bias) {
+  const int64_t out = w.shape[0];
+  for_bf16_tiles(w, pool, [&](int64_t r, int64_t rows, const uint32_t* packed) {
+    bf16_gemm_to_bf16(x, packed, rows, y + r, out, bias ? bias + r : nullptr);
+  });
+}
+
 void matmul_bf16_activated(const TensorView& w, const Bf16Activations& x, const float* bias, Activation act,
                            Bf16Activations& y, ThreadPool& pool) {
   y.reset(x.rows(), w.shape[0]);

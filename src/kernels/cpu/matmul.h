@@ -59,6 +59,11 @@ bool matmul_takes_bf16_gemm(const TensorView& w, int64_t n, GemmPrecision precis
 // in matmul), x.width() == w's in. Precondition: bf16_gemm_supported().
 void matmul_bf16(const TensorView& w, const Bf16Activations& x, float* y, ThreadPool& pool, const float* bias = nullptr);
 
+// The same products rounded to bf16 (bf16_gemm_to_bf16): y [x.rows(), out] as bf16 values, the bits
+// packing matmul_bf16's output would round to. Precondition: bf16_gemm_supported().
+void matmul_bf16_rounded(const TensorView& w, const Bf16Activations& x, uint16_t* y, ThreadPool& pool,
+                         const float* bias = nullptr);
+
 // act(x . w^T + bias) as the packed bf16 input of a next product (bf16_gemm_to_activations): y is
 // reset to [x.rows(), out]. Precondition: bf16_gemm_supported().
 void matmul_bf16_activated(const TensorView& w, const Bf16Activations& x, const float* bias, Activation act,
