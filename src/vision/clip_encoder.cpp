@@ -76,13 +76,13 @@ std::vector<float> ClipEncoder::forward(const float* tokens, int64_t side, Threa
   std::vector<float> y(static_cast<size_t>(T * D)), qkv(static_cast<size_t>(T * 3 * D)), att(static_cast<size_t>(T * D));
   kernels::MlpScratch hidden;
   for (const Layer& L : layers_) {
-    kernels::layer_norm(x.data(), L.ln1_w.data(), L.ln1_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
-    kernels::qkv_attention(*L.qkv, L.qkv_b.data(), y.data(), 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr,
+    const kernels::NormedRows norm1{x.data(), L.ln1_w.data(), L.ln1_b.data(), cfg_.clip_eps, D};
+    kernels::qkv_attention(*L.qkv, L.qkv_b.data(), norm1, 1, T, cfg_.clip_heads, cfg_.clip_head_dim(), scale, nullptr,
                            qkv.data(), att.data(), pool, precision_);
     kernels::linear(*L.out, L.out_b.data(), att.data(), T, y.data(), pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D, pool);
-    kernels::layer_norm(x.data(), L.ln2_w.data(), L.ln2_b.data(), y.data(), T, D, cfg_.clip_eps, pool);
-    kernels::mlp(*L.fc1, L.fc1_b.data(), kernels::Activation::QuickGelu, *L.fc2, L.fc2_b.data(), y.data(), T, y.data(),
+    const kernels::NormedRows norm2{x.data(), L.ln2_w.data(), L.ln2_b.data(), cfg_.clip_eps, D};
+    kernels::mlp(*L.fc1, L.fc1_b.data(), kernels::Activation::QuickGelu, *L.fc2, L.fc2_b.data(), norm2, T, y.data(),
                  hidden, pool, precision_);
     kernels::add_inplace(x.data(), y.data(), T * D, pool);
   }

@@ -100,41 +100,35 @@ void SamEncoder::run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf
   const int64_t D = cfg_.sam_width, T = G * G, H = cfg_.sam_heads, hd = cfg_.sam_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float *y = buf.y.data(), *qkv = buf.qkv.data(), *att = buf.att.data();
-  kernels::layer_norm(x, B.norm1_w.data(), B.norm1_b.data(), y, T, D, cfg_.sam_eps, pool);
+  kernels::NormedRows norm1{x, B.norm1_w.data(), B.norm1_b.data(), cfg_.sam_eps, D};
 
   if (B.global) {
     kernels::RelPos2D rel{rel_table(index, true, G).data(), rel_table(index, false, G).data(), G, G};
-    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), y, 1, T, H, hd, scale, &rel, qkv, att, pool, precision_);
+    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), norm1, 1, T, H, hd, scale, &rel, qkv, att, pool, precision_);
     kernels::linear(*B.proj, B.proj_b.data(), att, T, y, pool, precision_);
     kernels::add_inplace(x, y, T * D, pool);
   } else {
-    // Pad the normalised map with zero tokens at the bottom/right to whole windows; the padding
-    // tokens go through qkv (so their keys/values are the bias) and are attended to, unmasked.
-    // The windows are laid out in `att`, free until the attention writes it.
+    // The normalised map in windows, padded with zero tokens at the bottom/right to whole windows
+    // (buf.window_rows); the padding tokens go through qkv (so their keys/values are the bias)
+    // and are attended to, unmasked.
     const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, Tw = ws * ws, rows = nw * nw * Tw;
-    float* win = att;
-    std::fill(win, win + rows * D, 0.0f);
-    auto slot = [&](int64_t gy, int64_t gx) { return ((gy / ws) * nw + gx / ws) * Tw + (gy % ws) * ws + gx % ws; };
-    pool.parallel_for(G, [&](int64_t y0, int64_t y1) {
-      for (int64_t gy = y0; gy < y1; ++gy)
-        for (int64_t gx = 0; gx < G; ++gx) std::copy_n(y + (gy * G + gx) * D, D, win + slot(gy, gx) * D);
-    });
+    norm1.map = buf.window_rows.data();
     kernels::RelPos2D rel{rel_table(index, true, ws).data(), rel_table(index, false, ws).data(), ws, ws};
-    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), win, nw * nw, Tw, H, hd, scale, &rel, qkv, att, pool, precision_);
+    kernels::qkv_attention(*B.qkv, B.qkv_b.data(), norm1, nw * nw, Tw, H, hd, scale, &rel, qkv, att, pool, precision_);
     // The projection of the windows goes to qkv, whose contents are spent.
     kernels::linear(*B.proj, B.proj_b.data(), att, rows, qkv, pool, precision_);
-    pool.parallel_for(G, [&](int64_t y0, int64_t y1) {
-      for (int64_t gy = y0; gy < y1; ++gy)
-        for (int64_t gx = 0; gx < G; ++gx) kernels::add_inplace(x + (gy * G + gx) * D, qkv + slot(gy, gx) * D, D);
+    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        if (const int64_t t = buf.window_rows[static_cast<size_t>(r)]; t >= 0) kernels::add_inplace(x + t * D, qkv + r * D, D);
     });
   }
 
   for (int64_t r0 = 0; r0 < T; r0 += kMlpRows) {
     const int64_t n = std::min(kMlpRows, T - r0);
     float* xr = x + r0 * D;
-    kernels::layer_norm(xr, B.norm2_w.data(), B.norm2_b.data(), y, n, D, cfg_.sam_eps, pool);
-    kernels::mlp(*B.lin1, B.lin1_b.data(), kernels::Activation::GeluErf, *B.lin2, B.lin2_b.data(), y, n, y, buf.hidden,
-                 pool, precision_);
+    const kernels::NormedRows norm2{xr, B.norm2_w.data(), B.norm2_b.data(), cfg_.sam_eps, D};
+    kernels::mlp(*B.lin1, B.lin1_b.data(), kernels::Activation::GeluErf, *B.lin2, B.lin2_b.data(), norm2, n, y,
+                 buf.hidden, pool, precision_);
     kernels::add_inplace(xr, y, n * D, pool);
   }
 }
@@ -157,6 +151,11 @@ SamEncoder::Output SamEncoder::forward(const float* pixels, int64_t size, Thread
   {
     const int64_t ws = cfg_.sam_window, nw = (G + ws - 1) / ws, rows = std::max(T, nw * nw * ws * ws);
     BlockBuffers buf;
+    // Window row r holds token window_rows[r] of the map, or padding (-1).
+    buf.window_rows.assign(static_cast<size_t>(nw * nw * ws * ws), -1);
+    for (int64_t gy = 0; gy < G; ++gy)
+      for (int64_t gx = 0; gx < G; ++gx)
+        buf.window_rows[static_cast<size_t>(((gy / ws) * nw + gx / ws) * ws * ws + (gy % ws) * ws + gx % ws)] = gy * G + gx;
     buf.y.resize(static_cast<size_t>(T * D));
     buf.qkv.resize(static_cast<size_t>(rows * 3 * D));
     buf.att.resize(static_cast<size_t>(rows * D));

@@ -67,6 +67,7 @@ class SamEncoder {
   // multi-MiB buffers per block cost page faults and zeroing, ~4% of a 1024 view).
   struct BlockBuffers {
     std::vector<float> y, qkv, att;
+    std::vector<int64_t> window_rows;  // windowed blocks' row r: token window_rows[r], or -1 (padding)
     kernels::MlpScratch hidden;
   };
   void run_block(int64_t index, float* x, int64_t G, BlockBuffers& buf, ThreadPool& pool) const;

@@ -409,5 +409,48 @@ TEST(Bf16Gemm, QkvAttentionGivesTheBitsOfLinearThenAttention) {
   set_matmul_gemm_min_rows(saved);
 }
 
+// LayerNorm'd, gathered rows (NormedRows) as a product's input give the bits of layer_norm, the
+// gather and the product on f32 maps: packed as they are normalised on the bf16 GEMM, written out
+// on the other paths (few rows); padding rows are zeros.
+TEST(Bf16Gemm, NormedRowsGiveTheBitsOfLayerNormThenTheProduct) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  const int64_t width = 48, tokens = 30, n = 36, H = 2, d = 24, hidden = 64;
+  std::vector<float> x = random_floats(tokens * width, 71);
+  for (float& v : x) v = 3.0f * v + 1.0f;
+  const std::vector<float> g = random_floats(width, 72), b = random_floats(width, 73);
+  std::vector<int64_t> map(static_cast<size_t>(n), -1);  // rows 6.. gather tokens backwards, 0..5 pad
+  for (int64_t r = 6; r < n; ++r) map[static_cast<size_t>(r)] = tokens - 1 - (r - 6);
+  const NormedRows in{x.data(), g.data(), b.data(), 1e-6f, width, map.data()};
+  std::vector<float> normed(static_cast<size_t>(n * width), 0.0f);
+  for (int64_t r = 0; r < n; ++r)
+    if (map[static_cast<size_t>(r)] >= 0)
+      layer_norm(x.data() + map[static_cast<size_t>(r)] * width, g.data(), b.data(), normed.data() + r * width, 1, width, 1e-6f);
+  std::vector<float> written(normed.size(), 7.0f);
+  in.write(n, written.data(), pool);
+  EXPECT_EQ(written, normed);
+
+  const StoredWeight w1 = make_weight(DType::BF16, hidden, width, 74), w2 = make_weight(DType::BF16, width, hidden, 75),
+                     wq = make_weight(DType::BF16, 3 * H * d, width, 76);
+  const std::vector<float> b1 = random_floats(hidden, 77), b2 = random_floats(width, 78), bq = random_floats(3 * H * d, 79);
+  const int64_t saved = matmul_gemm_min_rows();
+  for (const int64_t min_rows : {int64_t{1}, std::numeric_limits<int64_t>::max()}) {
+    set_matmul_gemm_min_rows(min_rows);
+    MlpScratch scratch;
+    std::vector<float> want(normed.size()), got(normed.size());
+    mlp(w1.view, b1.data(), Activation::GeluErf, w2.view, b2.data(), normed.data(), n, want.data(), scratch, pool,
+        GemmPrecision::Bf16);
+    mlp(w1.view, b1.data(), Activation::GeluErf, w2.view, b2.data(), in, n, got.data(), scratch, pool, GemmPrecision::Bf16);
+    EXPECT_EQ(got, want) << "mlp, gemm from " << min_rows << " rows";
+    std::vector<float> qkv(static_cast<size_t>(n * 3 * H * d)), att_want(static_cast<size_t>(n * H * d)), att_got(att_want.size());
+    qkv_attention(wq.view, bq.data(), normed.data(), 4, 9, H, d, 0.2f, nullptr, qkv.data(), att_want.data(), pool,
+                  GemmPrecision::Bf16);
+    std::vector<float> out(static_cast<size_t>(n * width));  // room for the normalised rows on the f32 path
+    qkv_attention(wq.view, bq.data(), in, 4, 9, H, d, 0.2f, nullptr, qkv.data(), out.data(), pool, GemmPrecision::Bf16);
+    EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + n * H * d), att_want) << "attention, gemm from " << min_rows << " rows";
+  }
+  set_matmul_gemm_min_rows(saved);
+}
+
 }  // namespace
 }  // namespace folio::kernels

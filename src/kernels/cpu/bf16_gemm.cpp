@@ -188,6 +188,29 @@ void Bf16Activations::pack_panel(const float* x, int64_t ld, int64_t i) {
   write_panel(src, live, pairs_, MR, data_.data() + i * pairs_ * MR);
 }
 
+void Bf16Activations::pack_panel(const RowSource& source, int64_t i) {
+  thread_local std::vector<uint32_t> rows;
+  thread_local std::vector<float> scratch;
+  rows.resize(static_cast<size_t>(MR * pairs_));
+  scratch.resize(static_cast<size_t>(in_));
+  const int64_t live = std::min(MR, n_ - i * MR);
+  const uint32_t* src[MR];
+  for (int64_t m = 0; m < live; ++m) {
+    uint32_t* words = rows.data() + m * pairs_;
+    if (const float* row = source(i * MR + m, scratch.data())) round_to_pairs(row, in_, words);
+    else std::fill(words, words + pairs_, 0u);
+    src[m] = words;
+  }
+  write_panel(src, live, pairs_, MR, data_.data() + i * pairs_ * MR);
+}
+
+Bf16Activations::Bf16Activations(int64_t n, int64_t in, const RowSource& rows, ThreadPool& pool) {
+  shape(n, in);
+  pool.parallel_for(panels_, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) pack_panel(rows, i);
+  });
+}
+
 Bf16Activations::Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool) {
   shape(n, in);
   pool.parallel_for(panels_, [&](int64_t b, int64_t e) {

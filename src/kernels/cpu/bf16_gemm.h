@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -41,9 +42,18 @@ inline constexpr int64_t kBf16ChunkPairs = 384;
 // storage, so a thread packing block after block does not allocate each time.
 class Bf16Activations {
  public:
+  // Row r of a matrix being packed: a pointer to its `in` floats, which the source may first write
+  // into `scratch` (room for `in` floats), or nullptr for a row of zeros. Called from the pool's
+  // threads, each row once.
+  using RowSource = std::function<const float*(int64_t r, float* scratch)>;
+
   Bf16Activations() = default;
   // Packs contiguous rows, the panels split over `pool`.
   Bf16Activations(const float* x, int64_t n, int64_t in, ThreadPool& pool);
+  // Packs n rows that `rows` produces (a LayerNorm computed as the rows are packed, rows gathered
+  // from another layout), the panels split over `pool`: the words packing the produced rows as one
+  // f32 matrix would give.
+  Bf16Activations(int64_t n, int64_t in, const RowSource& rows, ThreadPool& pool);
   // Packs on the calling thread.
   void assign(const float* x, int64_t n, int64_t in, int64_t ld);
   // Packs the transpose of a row-major [in, n] matrix whose rows are `ld` apart (row i, element k
@@ -67,6 +77,7 @@ class Bf16Activations {
  private:
   void shape(int64_t n, int64_t in);
   void pack_panel(const float* x, int64_t ld, int64_t i);
+  void pack_panel(const RowSource& rows, int64_t i);
 
   int64_t n_ = 0, in_ = 0, pairs_ = 0, panels_ = 0;
   std::vector<uint32_t> data_;

@@ -61,24 +61,41 @@ void check_attention(int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim
                           std::to_string(rel->side_w) + " does not cover " + std::to_string(T) + " tokens");
 }
 
+// qkv_attention on the bf16 GEMM, its input packed: the qkv map stored rounded to bf16.
+void qkv_attention_bf16(const TensorView& w_qkv, const float* b_qkv, const Bf16Activations& x, int64_t n_seq,
+                        int64_t T, int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel,
+                        float* qkv_scratch, float* out, ThreadPool& pool) {
+  check_attention(n_seq, T, n_heads, head_dim, rel);
+  FOLIO_CHECK_INPUT(w_qkv.shape[0] == 3 * n_heads * head_dim,
+                    "qkv_attention: weight '" + w_qkv.name + "' has " + std::to_string(w_qkv.shape[0]) + " rows, expected " +
+                        std::to_string(3 * n_heads * head_dim));
+  auto* qkv = reinterpret_cast<uint16_t*>(qkv_scratch);  // half of what the f32 map would take
+  matmul_bf16_rounded(w_qkv, x, qkv, pool, b_qkv);
+  detail::dense_attention_bf16(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
+}
+
 }  // namespace
 
 void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const float* x, int64_t n_seq, int64_t T,
                    int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
                    ThreadPool& pool, GemmPrecision precision) {
   const int64_t rows = n_seq * T;
-  if (!matmul_takes_bf16_gemm(w_qkv, rows, precision)) {
-    matmul(w_qkv, x, rows, qkv_scratch, pool, precision, b_qkv);
-    dense_attention(qkv_scratch, n_seq, T, n_heads, head_dim, scale, rel, out, pool, precision);
-    return;
-  }
-  check_attention(n_seq, T, n_heads, head_dim, rel);
-  FOLIO_CHECK_INPUT(w_qkv.shape[0] == 3 * n_heads * head_dim,
-                    "qkv_attention: weight '" + w_qkv.name + "' has " + std::to_string(w_qkv.shape[0]) + " rows, expected " +
-                        std::to_string(3 * n_heads * head_dim));
-  auto* qkv = reinterpret_cast<uint16_t*>(qkv_scratch);  // half of what the f32 map would take
-  matmul_bf16_rounded(w_qkv, Bf16Activations(x, rows, w_qkv.shape[1], pool), qkv, pool, b_qkv);
-  detail::dense_attention_bf16(qkv, n_seq, T, n_heads, head_dim, scale, rel, out, pool);
+  if (matmul_takes_bf16_gemm(w_qkv, rows, precision))
+    return qkv_attention_bf16(w_qkv, b_qkv, Bf16Activations(x, rows, w_qkv.shape[1], pool), n_seq, T, n_heads,
+                              head_dim, scale, rel, qkv_scratch, out, pool);
+  matmul(w_qkv, x, rows, qkv_scratch, pool, precision, b_qkv);
+  dense_attention(qkv_scratch, n_seq, T, n_heads, head_dim, scale, rel, out, pool, precision);
+}
+
+void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const NormedRows& in, int64_t n_seq, int64_t T,
+                   int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
+                   ThreadPool& pool, GemmPrecision precision) {
+  const int64_t rows = n_seq * T;
+  if (matmul_takes_bf16_gemm(w_qkv, rows, precision))
+    return qkv_attention_bf16(w_qkv, b_qkv, in.pack(rows, pool), n_seq, T, n_heads, head_dim, scale, rel, qkv_scratch,
+                              out, pool);
+  in.write(rows, out, pool);
+  qkv_attention(w_qkv, b_qkv, out, n_seq, T, n_heads, head_dim, scale, rel, qkv_scratch, out, pool, precision);
 }
 
 void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t head_dim, float scale,

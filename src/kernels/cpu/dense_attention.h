@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nn_ops.h"
 
 namespace folio::kernels {
 
@@ -41,6 +42,11 @@ void dense_attention(const float* qkv, int64_t n_seq, int64_t T, int64_t n_heads
 // qkv_scratch holds at least n_seq * T * 3 * n_heads * head_dim floats; x may be out (it is read
 // before out is written). Throws as linear and dense_attention do.
 void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const float* x, int64_t n_seq, int64_t T,
+                   int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
+                   ThreadPool& pool, GemmPrecision precision);
+// The same on LayerNorm'd rows (nn_ops.h); out holds them first on the f32 paths. The bits of
+// in.write and qkv_attention.
+void qkv_attention(const TensorView& w_qkv, const float* b_qkv, const NormedRows& in, int64_t n_seq, int64_t T,
                    int64_t n_heads, int64_t head_dim, float scale, const RelPos2D* rel, float* qkv_scratch, float* out,
                    ThreadPool& pool, GemmPrecision precision);
 

@@ -23,6 +23,42 @@ void linear(const TensorView& w, const float* b, const float* x, int64_t n, floa
   matmul(w, x, n, y, pool, precision, b);
 }
 
+namespace {
+
+// Input row r of `in` into dst (width floats), or nullptr for a padding row.
+const float* normed_row(const NormedRows& in, int64_t r, float* dst) {
+  const int64_t src = in.map ? in.map[r] : r;
+  if (src < 0) return nullptr;
+  layer_norm(in.x + src * in.width, in.w, in.b, dst, 1, in.width, in.eps);
+  return dst;
+}
+
+}  // namespace
+
+void NormedRows::write(int64_t n, float* y, ThreadPool& pool) const {
+  pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* dst = y + r * width;
+      if (!normed_row(*this, r, dst)) std::fill(dst, dst + width, 0.0f);
+    }
+  });
+}
+
+Bf16Activations NormedRows::pack(int64_t n, ThreadPool& pool) const {
+  return Bf16Activations(n, width, [this](int64_t r, float* scratch) { return normed_row(*this, r, scratch); }, pool);
+}
+
+void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2,
+         const NormedRows& in, int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision) {
+  if (matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1]) {
+    matmul_bf16_activated(w1, in.pack(n, pool), b1, act, hidden.bf16, pool);
+    matmul_bf16(w2, hidden.bf16, y, pool, b2);
+    return;
+  }
+  in.write(n, y, pool);
+  mlp(w1, b1, act, w2, b2, y, n, y, hidden, pool, precision);
+}
+
 void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2, const float* x,
          int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision) {
   if (matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1]) {

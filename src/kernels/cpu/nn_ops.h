@@ -24,6 +24,25 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps,
                 ThreadPool& pool);
 
+// The LayerNorm of rows of x ([*, width], rows contiguous) as the input of a product, gathered:
+// input row r is layer_norm(x row map[r]), or zeros where map[r] < 0 (SAM's window padding); with
+// no map, row r. On the bf16 GEMM the rows are normalised as they are packed (pack), so the f32
+// map is never written; the other paths take it written out (write). Either way the products see
+// the bits of layer_norm followed by the gather.
+struct NormedRows {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* b = nullptr;
+  float eps = 0.0f;
+  int64_t width = 0;
+  const int64_t* map = nullptr;
+
+  // The n input rows into y ([n, width]), split over pool.
+  void write(int64_t n, float* y, ThreadPool& pool) const;
+  // The n input rows packed for the bf16 GEMM. Precondition: bf16_gemm_supported().
+  Bf16Activations pack(int64_t n, ThreadPool& pool) const;
+};
+
 // y += x over n floats (a block's residual add), split over `pool` (element-wise: the bits of
 // ops.h's add_inplace).
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
@@ -48,6 +67,10 @@ struct MlpScratch {
 // matmul does.
 void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2, const float* x,
          int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision);
+// The same on n LayerNorm'd rows; y (n rows) holds them first on the f32 paths. The bits of
+// in.write and mlp.
+void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2,
+         const NormedRows& in, int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision);
 
 // x = 0.5 x (1 + erf(x / sqrt 2)), the exact GELU (SAM's MLP); erf to within 1.5e-7 absolute
 // on AVX2 / AVX-512 (a vector approximation), std::erf under FOLIO_ISA=scalar.
