@@ -201,12 +201,10 @@ void attend(const E* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t hea
             float* out, ThreadPool& pool) {
   const int64_t D = n_heads * head_dim, ld = 3 * D;
   std::vector<HeadOperands> heads(static_cast<size_t>(n_seq * n_heads));
-  pool.parallel_for(n_seq * n_heads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const E* base = qkv + (i / n_heads) * T * ld + (i % n_heads) * head_dim;
-      heads[static_cast<size_t>(i)].keys.assign(base + D, T, head_dim, ld);
-      heads[static_cast<size_t>(i)].values_t.assign_transposed(base + 2 * D, head_dim, T, ld);
-    }
+  pool.parallel_chunks(n_seq * n_heads, [&](int64_t i) {
+    const E* base = qkv + (i / n_heads) * T * ld + (i % n_heads) * head_dim;
+    heads[static_cast<size_t>(i)].keys.assign(base + D, T, head_dim, ld);
+    heads[static_cast<size_t>(i)].values_t.assign_transposed(base + 2 * D, head_dim, T, ld);
   });
   RelTables tables;
   if (rel) {
@@ -218,13 +216,12 @@ void attend(const E* qkv, int64_t n_seq, int64_t T, int64_t n_heads, int64_t hea
   // 4: the products' cost goes by weight panels of 32 queries, seven here against eight for four
   // blocks of 49).
   const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  pool.parallel_for(n_seq * n_heads * blocks, [&](int64_t begin, int64_t end) {
+  // Taken as threads come free (parallel_chunks): on a shared machine one core is often slower.
+  pool.parallel_chunks(n_seq * n_heads * blocks, [&](int64_t task) {
     thread_local Scratch scratch;
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t i = task / blocks, q0 = (task % blocks) * kQueryBlock;
-      attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(kQueryBlock, T - q0), scale, tables,
-                   heads[static_cast<size_t>(i)], out, scratch);
-    }
+    const int64_t i = task / blocks, q0 = (task % blocks) * kQueryBlock;
+    attend_block(qkv, T, D, head_dim, i / n_heads, i % n_heads, q0, std::min(kQueryBlock, T - q0), scale, tables,
+                 heads[static_cast<size_t>(i)], out, scratch);
   });
 }
 

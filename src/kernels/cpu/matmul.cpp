@@ -114,13 +114,11 @@ template <typename Fn>
 void for_bf16_tiles(const TensorView& w, ThreadPool& pool, Fn fn) {
   const int64_t out = w.shape[0];
   const Bf16Tiles tiles(out, w.shape[1], pool.size());
-  pool.parallel_for(tiles.count, [&](int64_t tb, int64_t te) {
+  pool.parallel_chunks(tiles.count, [&](int64_t t) {
     thread_local std::vector<uint32_t> packed;
-    for (int64_t t = tb; t < te; ++t) {
-      const int64_t r = tiles.first_row(t), rows = std::min(tiles.first_row(t + 1), out) - r;
-      pack_bf16_weights(w, r, rows, packed);
-      fn(r, rows, packed.data());
-    }
+    const int64_t r = tiles.first_row(t), rows = std::min(tiles.first_row(t + 1), out) - r;
+    pack_bf16_weights(w, r, rows, packed);
+    fn(r, rows, packed.data());
   });
 }
 
