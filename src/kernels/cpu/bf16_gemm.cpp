@@ -50,7 +50,7 @@ using detail::lane_mask;
 using detail::micro_kernel;
 using detail::transpose16;
 constexpr int64_t MR = kBf16PanelRows, NR = kBf16PanelCols;
-// Rows assign_transposed fetches ahead of the pair it packs.
+// Rows assign_transposed fetches ahead of the pair it packs (both rows of the pair that far ahead).
 constexpr int64_t kPrefetchRows = 8;
 
 // src[0, in) rounded to bf16 (round to nearest even, as vcvtne2ps2bf16 does) as ceil(in / 2) words,
@@ -248,6 +248,10 @@ void Bf16Activations::assign(const uint16_t* x, int64_t n, int64_t in, int64_t l
   thread_local std::vector<uint32_t> rows;
   rows.resize(static_cast<size_t>(MR * pairs_));
   for (int64_t i = 0; i < panels_; ++i) {
+    // Rows ld apart defeat the hardware prefetcher, as in the f32 assign.
+    if (ld != in)
+      for (int64_t r = (i + 1) * MR; r < std::min(n_, (i + 2) * MR); ++r)
+        for (int64_t k = 0; k < in; k += 32) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + k), _MM_HINT_T0);
     const int64_t live = std::min(MR, n_ - i * MR);
     const uint32_t* src[MR];
     for (int64_t m = 0; m < live; ++m) src[m] = bf16_row_pairs(x + (i * MR + m) * ld, in, rows.data() + m * pairs_);
@@ -264,6 +268,9 @@ void Bf16Activations::assign_transposed(const uint16_t* x, int64_t n, int64_t in
   for (int64_t p = 0; p < pairs_; ++p) {
     const uint16_t* a = x + 2 * p * ld;
     const uint16_t* b = 2 * p + 1 < in ? a + ld : nullptr;
+    // Both rows of the pair kPrefetchRows / 2 ahead (rows ld apart defeat the hardware prefetcher).
+    for (int64_t r = 2 * p + kPrefetchRows; r < std::min(in, 2 * p + kPrefetchRows + 2); ++r)
+      for (int64_t i = 0; i < n; i += 32) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + i), _MM_HINT_T0);
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
       const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + i));
@@ -287,9 +294,10 @@ void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, i
   for (int64_t p = 0; p < pairs_; ++p) {
     const float* a = x + 2 * p * ld;
     const float* b = 2 * p + 1 < in ? a + ld : nullptr;
-    // Rows ld apart (an attention head's V inside the qkv map) defeat the hardware prefetcher.
-    if (2 * p + kPrefetchRows < in)
-      for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchRows * ld + i), _MM_HINT_T0);
+    // Both rows of the pair kPrefetchRows / 2 ahead: rows ld apart (an attention head's V inside
+    // the qkv map) defeat the hardware prefetcher.
+    for (int64_t r = 2 * p + kPrefetchRows; r < std::min(in, 2 * p + kPrefetchRows + 2); ++r)
+      for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + i), _MM_HINT_T0);
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
       const __m512 lo = _mm512_maskz_loadu_ps(m, a + i), hi = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
