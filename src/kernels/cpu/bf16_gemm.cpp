@@ -259,53 +259,53 @@ void Bf16Activations::assign(const uint16_t* x, int64_t n, int64_t in, int64_t l
   }
 }
 
-void Bf16Activations::assign_transposed(const uint16_t* x, int64_t n, int64_t in, int64_t ld) {
-  shape(n, in);
-  // As the f32 one: pair p's word for activation row i is (x[2p * ld + i], x[(2p + 1) * ld + i]).
+namespace {
+
+// The pair words (a[i], b[i]) of 16 elements of rows a and b (b null: zeros), lanes past m zero.
+__m512i pair_words(const float* a, const float* b, __mmask16 m) {
+  return detail::bf16_pair_words(_mm512_maskz_loadu_ps(m, a), b ? _mm512_maskz_loadu_ps(m, b) : _mm512_setzero_ps());
+}
+__m512i pair_words(const uint16_t* a, const uint16_t* b, __mmask16 m) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a));
+  return b ? _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b)), 16)) : lo;
+}
+
+// assign_transposed's packing from f32 or bf16 rows into `panels` panels of `pairs` pairs. Pair p
+// joins rows 2p and 2p + 1 of x (their element i is activation row i's); its n words go to the
+// panels MR at a time. `words` is zero past n (only lanes below n are ever stored), so a panel's
+// rows past n come out zero.
+template <typename E>
+void pack_transposed(const E* x, int64_t n, int64_t in, int64_t ld, int64_t pairs, int64_t panels, uint32_t* data) {
+  constexpr int64_t kLine = 64 / sizeof(E);
   thread_local std::vector<uint32_t> words;
-  words.assign(static_cast<size_t>(panels_ * MR + 16), 0u);
+  words.assign(static_cast<size_t>(panels * MR + 16), 0u);
   const __mmask16 panel_rows = lane_mask(MR);
-  for (int64_t p = 0; p < pairs_; ++p) {
-    const uint16_t* a = x + 2 * p * ld;
-    const uint16_t* b = 2 * p + 1 < in ? a + ld : nullptr;
-    // Both rows of the pair kPrefetchRows / 2 ahead (rows ld apart defeat the hardware prefetcher).
+  for (int64_t p = 0; p < pairs; ++p) {
+    const E* a = x + 2 * p * ld;
+    const E* b = 2 * p + 1 < in ? a + ld : nullptr;
+    // Both rows of the pair kPrefetchRows / 2 ahead: rows ld apart (an attention head's V inside
+    // the qkv map) defeat the hardware prefetcher.
     for (int64_t r = 2 * p + kPrefetchRows; r < std::min(in, 2 * p + kPrefetchRows + 2); ++r)
-      for (int64_t i = 0; i < n; i += 32) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + i), _MM_HINT_T0);
+      for (int64_t i = 0; i < n; i += kLine) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + i), _MM_HINT_T0);
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
-      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + i));
-      const __m512i hi = b ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b + i)), 16)
-                           : _mm512_setzero_si512();
-      _mm512_mask_storeu_epi32(words.data() + i, m, _mm512_or_si512(lo, hi));
+      _mm512_mask_storeu_epi32(words.data() + i, m, pair_words(a + i, b ? b + i : nullptr, m));
     }
-    for (int64_t i = 0; i < panels_; ++i)
-      _mm512_mask_storeu_epi32(data_.data() + i * pairs_ * MR + p * MR, panel_rows, _mm512_loadu_si512(words.data() + i * MR));
+    for (int64_t i = 0; i < panels; ++i)
+      _mm512_mask_storeu_epi32(data + i * pairs * MR + p * MR, panel_rows, _mm512_loadu_si512(words.data() + i * MR));
   }
+}
+
+}  // namespace
+
+void Bf16Activations::assign_transposed(const uint16_t* x, int64_t n, int64_t in, int64_t ld) {
+  shape(n, in);
+  pack_transposed(x, n, in, ld, pairs_, panels_, data_.data());
 }
 
 void Bf16Activations::assign_transposed(const float* x, int64_t n, int64_t in, int64_t ld) {
   shape(n, in);
-  // Pair p joins rows 2p and 2p + 1 of x (their element i is activation row i's); its n words go to
-  // the panels MR at a time. `words` is zero past n (only lanes below n are ever stored), so a
-  // panel's rows past n come out zero.
-  thread_local std::vector<uint32_t> words;
-  words.assign(static_cast<size_t>(panels_ * MR + 16), 0u);
-  const __mmask16 panel_rows = lane_mask(MR);
-  for (int64_t p = 0; p < pairs_; ++p) {
-    const float* a = x + 2 * p * ld;
-    const float* b = 2 * p + 1 < in ? a + ld : nullptr;
-    // Both rows of the pair kPrefetchRows / 2 ahead: rows ld apart (an attention head's V inside
-    // the qkv map) defeat the hardware prefetcher.
-    for (int64_t r = 2 * p + kPrefetchRows; r < std::min(in, 2 * p + kPrefetchRows + 2); ++r)
-      for (int64_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + r * ld + i), _MM_HINT_T0);
-    for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 m = lane_mask(n - i);
-      const __m512 lo = _mm512_maskz_loadu_ps(m, a + i), hi = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
-      _mm512_mask_storeu_epi32(words.data() + i, m, detail::bf16_pair_words(lo, hi));
-    }
-    for (int64_t i = 0; i < panels_; ++i)
-      _mm512_mask_storeu_epi32(data_.data() + i * pairs_ * MR + p * MR, panel_rows, _mm512_loadu_si512(words.data() + i * MR));
-  }
+  pack_transposed(x, n, in, ld, pairs_, panels_, data_.data());
 }
 
 namespace {
