@@ -15,9 +15,11 @@ namespace folio {
 
 namespace {
 
-// The MLP runs over this many tokens at a time, bounding its hidden layer (48 MiB of f32 or 24 of
-// bf16 for a 1024 view's 4,096 tokens x 3,072): the whole map, as every call packs the weights again.
-constexpr int64_t kMlpRows = 4096;
+// The MLP runs over this many tokens at a time (whole panels of the bf16 GEMM's activation rows):
+// a 1024 view's 4,096 tokens in four, each one's hidden layer (6 MiB of bf16) still in the L3 when
+// lin2 reads it, where the whole map's 24 MiB went out to memory and back. Each chunk packs the
+// weights again, which costs less than that trip (docs/benchmarks.md, "Second pass at item 4").
+constexpr int64_t kMlpRows = 74 * kernels::kBf16PanelRows;
 
 }  // namespace
 
