@@ -48,24 +48,33 @@ Bf16Activations NormedRows::pack(int64_t n, ThreadPool& pool) const {
   return Bf16Activations(n, width, [this](int64_t r, float* scratch) { return normed_row(*this, r, scratch); }, pool);
 }
 
+namespace {
+
+// True when both of an MLP's products over n rows take the bf16 GEMM, so they can be fused.
+bool mlp_takes_bf16_gemm(const TensorView& w1, const TensorView& w2, int64_t n, GemmPrecision precision) {
+  return matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1];
+}
+
+// The fused bf16 MLP on its packed input: lin1's activated sums go straight into lin2's input.
+void mlp_bf16(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2,
+              const Bf16Activations& x, float* y, MlpScratch& hidden, ThreadPool& pool) {
+  matmul_bf16_activated(w1, x, b1, act, hidden.bf16, pool);
+  matmul_bf16(w2, hidden.bf16, y, pool, b2);
+}
+
+}  // namespace
+
 void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2,
          const NormedRows& in, int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision) {
-  if (matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1]) {
-    matmul_bf16_activated(w1, in.pack(n, pool), b1, act, hidden.bf16, pool);
-    matmul_bf16(w2, hidden.bf16, y, pool, b2);
-    return;
-  }
+  if (mlp_takes_bf16_gemm(w1, w2, n, precision)) return mlp_bf16(w1, b1, act, w2, b2, in.pack(n, pool), y, hidden, pool);
   in.write(n, y, pool);
   mlp(w1, b1, act, w2, b2, y, n, y, hidden, pool, precision);
 }
 
 void mlp(const TensorView& w1, const float* b1, Activation act, const TensorView& w2, const float* b2, const float* x,
          int64_t n, float* y, MlpScratch& hidden, ThreadPool& pool, GemmPrecision precision) {
-  if (matmul_takes_bf16_gemm(w1, n, precision) && matmul_takes_bf16_gemm(w2, n, precision) && w1.shape[0] == w2.shape[1]) {
-    matmul_bf16_activated(w1, Bf16Activations(x, n, w1.shape[1], pool), b1, act, hidden.bf16, pool);
-    matmul_bf16(w2, hidden.bf16, y, pool, b2);
-    return;
-  }
+  if (mlp_takes_bf16_gemm(w1, w2, n, precision))
+    return mlp_bf16(w1, b1, act, w2, b2, Bf16Activations(x, n, w1.shape[1], pool), y, hidden, pool);
   const int64_t width = w1.shape.size() == 2 ? w1.shape[0] : 0;
   hidden.f32.resize(static_cast<size_t>(n * width));
   linear(w1, b1, x, n, hidden.f32.data(), pool, precision);
