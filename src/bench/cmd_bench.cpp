@@ -555,6 +555,7 @@ Runner add_bench(CLI::App& app) {
   const SubRunner srv = add_bench_serve(app);
   const SubRunner rep = add_bench_report(app);
   const SubRunner div = add_bench_divergence(app);
+  const SubRunner ker = add_bench_kernels(app);
   CLI::App* en = app.add_subcommand("encode", "Vision encoder milliseconds per page (Unlimited-OCR DeepEncoder)");
   en->add_option("--model", e->model, "OCR model directory")->required();
   en->add_option("--mode", e->mode, "base (1024 view) or gundam (plus 640 tiles)")->capture_default_str();
@@ -566,13 +567,14 @@ Runner add_bench(CLI::App& app) {
                  "Arithmetic of the encoder's products: auto (bf16 where the CPU has AVX512-BF16), f32 or bf16")
       ->capture_default_str();
   en->add_option("--json", e->json, "Output JSON file")->required();
-  return [a, d, e, en, acc, srv, rep, div]() -> int {
+  return [a, d, e, en, acc, srv, rep, div, ker]() -> int {
     if (d->parsed()) return run_decode(*a);
     if (en->parsed()) return run_encode(*e);
     if (acc.app->parsed()) return acc.run();
     if (srv.app->parsed()) return srv.run();
     if (rep.app->parsed()) return rep.run();
     if (div.app->parsed()) return div.run();
+    if (ker.app->parsed()) return ker.run();
     return 2;
   };
 }

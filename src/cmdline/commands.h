@@ -29,5 +29,6 @@ SubRunner add_bench_accuracy(CLI::App& bench);
 SubRunner add_bench_serve(CLI::App& bench);
 SubRunner add_bench_divergence(CLI::App& bench);
 SubRunner add_bench_report(CLI::App& bench);
+SubRunner add_bench_kernels(CLI::App& bench);
 
 }  // namespace folio::cli

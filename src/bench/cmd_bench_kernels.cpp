@@ -1,0 +1,186 @@
+// folio bench kernels: the decode product (matmul with one activation row) per weight format, in
+// bytes of weights read per second, where kernel claims ("q4_k reads its bytes at bf16's rate")
+// were measured with throwaway drivers before.
+//
+// Per format, two figures:
+//   cache   one thread, a matrix of --cache-kb that stays in the core's own cache, multiplied again
+//           and again: the rate the kernel's instructions allow (no memory in the way);
+//   stream  --threads threads, one matrix of --stream-mb (far larger than the caches) read once
+//           per call, as decode reads a layer: the rate memory and the kernel allow together.
+// The formats are alternated within each of --rounds rounds (this machine's memory speed moves
+// between runs, so a ratio between formats holds only inside a round), and every round also
+// measures the read bandwidth probe (bandwidth.h). Weights are random rows quantised once and
+// repeated to size: the kernels' time does not depend on the values.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "bench/bandwidth.h"
+#include "bench/json_output.h"
+#include "cmdline/commands.h"
+#include "core/error.h"
+#include "core/median.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
+
+namespace folio::cli {
+
+namespace {
+
+struct KernelsArgs {
+  std::string formats = "bf16,q8_0,q5_0,q4_k,q6_k", json;
+  int64_t cols = 1280;  // the Unlimited-OCR decoder's hidden width: its q/k/v, gate and up rows
+  int64_t cache_kb = 512, stream_mb = 512;
+  int threads = 0, rounds = 3;
+  uint64_t seed = 1;
+};
+
+std::vector<DType> parse_formats(const std::string& list) {
+  std::vector<DType> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    const std::optional<DType> t = parse_dtype(name);
+    if (!t || *t == DType::F32) throw_invalid("--formats: '" + name + "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k)");
+    out.push_back(*t);
+  }
+  if (out.empty()) throw_invalid("--formats names no format");
+  return out;
+}
+
+// A [rows, cols] weight of `t` whose rows repeat `distinct` random rows (quantised once).
+class BenchWeight {
+ public:
+  BenchWeight(DType t, int64_t rows, int64_t cols, uint64_t seed) : row_bytes_(dtype_row_bytes(t, cols)) {
+    constexpr int64_t kDistinct = 64;
+    const int64_t distinct = std::min(rows, kDistinct);
+    std::vector<float> src(static_cast<size_t>(distinct * cols));
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.f, 0.02f);
+    for (float& v : src) v = normal(rng);
+    TensorView f32{"bench", DType::F32, {distinct, cols}, src.data()};
+    std::vector<uint8_t> q(row_bytes_ * static_cast<size_t>(distinct));
+    convert_tensor(f32, t, q.data());
+    bytes_.reset(new uint8_t[row_bytes_ * static_cast<size_t>(rows)]);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(bytes_.get() + row_bytes_ * static_cast<size_t>(r), q.data() + row_bytes_ * static_cast<size_t>(r % distinct), row_bytes_);
+    view_ = TensorView{"bench." + std::string(dtype_name(t)), t, {rows, cols}, bytes_.get()};
+  }
+  const TensorView& view() const { return view_; }
+  double bytes() const { return static_cast<double>(view_.nbytes()); }
+
+ private:
+  size_t row_bytes_;
+  std::unique_ptr<uint8_t[]> bytes_;
+  TensorView view_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// GB/s of weights read by matmul(w, x, 1) on `pool`: the best of `reps` timings of `calls` calls.
+double gemv_gbs(const BenchWeight& w, const std::vector<float>& x, std::vector<float>& y, ThreadPool& pool, int calls, int reps) {
+  kernels::matmul(w.view(), x.data(), 1, y.data(), pool);  // warm: pages touched, activations sized
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int c = 0; c < calls; ++c) kernels::matmul(w.view(), x.data(), 1, y.data(), pool);
+    best = std::max(best, w.bytes() * calls / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+struct FormatRuns {
+  std::vector<double> cache_gbs, stream_gbs;
+};
+
+void time_format(DType t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all, FormatRuns& runs) {
+  const size_t row_bytes = dtype_row_bytes(t, a.cols);
+  const int64_t cache_rows = std::max<int64_t>(1, static_cast<int64_t>((static_cast<size_t>(a.cache_kb) << 10) / row_bytes));
+  const int64_t stream_rows = std::max<int64_t>(1, static_cast<int64_t>((static_cast<size_t>(a.stream_mb) << 20) / row_bytes));
+  std::vector<float> x(static_cast<size_t>(a.cols));
+  std::mt19937_64 rng(a.seed + 7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(static_cast<size_t>(std::max(cache_rows, stream_rows)));
+  {
+    const BenchWeight cache(t, cache_rows, a.cols, a.seed);
+    // About 64 MB of weights per timing: long enough to be steady, short enough for many rounds.
+    const int calls = std::max(1, static_cast<int>((64 << 20) / std::max(1.0, cache.bytes())));
+    runs.cache_gbs.push_back(gemv_gbs(cache, x, y, one, calls, 3));
+  }
+  const BenchWeight stream(t, stream_rows, a.cols, a.seed);
+  runs.stream_gbs.push_back(gemv_gbs(stream, x, y, all, 1, 3));
+  std::fprintf(stderr, "  %-5s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s (%d threads)\n", dtype_name(t),
+               runs.cache_gbs.back(), runs.stream_gbs.back(), all.size());
+}
+
+int run_kernels(const KernelsArgs& a) {
+  const std::vector<DType> formats = parse_formats(a.formats);
+  if (a.rounds < 1) throw_invalid("--rounds must be at least 1");
+  if (a.cols < 256 || a.cols % 256 != 0) throw_invalid("--cols must be a positive multiple of 256 (every block format's row)");
+  if (a.cache_kb < 16) throw_invalid("--cache-kb must be at least 16");
+  if (a.stream_mb < 1) throw_invalid("--stream-mb must be at least 1");
+  const JsonOutput json_out(a.json);
+  ThreadPool one(1), all(a.threads);
+  std::vector<FormatRuns> runs(formats.size());
+  std::vector<double> read_gbs;
+  for (int round = 0; round < a.rounds; ++round) {
+    std::fprintf(stderr, "round %d of %d\n", round + 1, a.rounds);
+    for (size_t f = 0; f < formats.size(); ++f) time_format(formats[f], a, one, all, runs[f]);
+    read_gbs.push_back(kernels::measure_read_bandwidth_gbs(all, std::max<size_t>(size_t{1} << 20, static_cast<size_t>(a.stream_mb) << 20), 3));
+    std::fprintf(stderr, "  read probe %.1f GB/s\n", read_gbs.back());
+  }
+  nlohmann::json per_format = nlohmann::json::object();
+  for (size_t f = 0; f < formats.size(); ++f) {
+    const FormatRuns& r = runs[f];
+    per_format[dtype_name(formats[f])] = {{"cache_gbs", r.cache_gbs},
+                                          {"cache_gbs_median", median(r.cache_gbs)},
+                                          {"stream_gbs", r.stream_gbs},
+                                          {"stream_gbs_median", median(r.stream_gbs)},
+                                          {"bytes_per_row", dtype_row_bytes(formats[f], a.cols)}};
+    std::printf("%-5s cache %.1f GB/s, stream %.1f GB/s (medians of %d rounds)\n", dtype_name(formats[f]), median(r.cache_gbs),
+                median(r.stream_gbs), a.rounds);
+  }
+  std::printf("read probe %.1f GB/s (median)\n", median(read_gbs));
+  const nlohmann::json j = {{"suite", "kernels"},
+                            {"isa", kernels::isa_name(kernels::active_isa())},
+                            {"threads", all.size()},
+                            {"cols", a.cols},
+                            {"cache_kb", a.cache_kb},
+                            {"stream_mb", a.stream_mb},
+                            {"rounds", a.rounds},
+                            {"read_probe_gbs", read_gbs},
+                            {"read_probe_gbs_median", median(read_gbs)},
+                            {"formats", per_format}};
+  json_out.write(j);
+  return 0;
+}
+
+}  // namespace
+
+SubRunner add_bench_kernels(CLI::App& app) {
+  auto a = std::make_shared<KernelsArgs>();
+  CLI::App* k = app.add_subcommand("kernels", "Decode products (one activation row) per weight format, GB/s of weights in cache and streamed");
+  k->add_option("--formats", a->formats, "Comma-separated weight formats")->capture_default_str();
+  k->add_option("--cols", a->cols, "Elements per weight row (a multiple of 256)")->capture_default_str();
+  k->add_option("--cache-kb", a->cache_kb, "Size of the in-cache matrix (one thread)")->capture_default_str();
+  k->add_option("--stream-mb", a->stream_mb, "Size of the streamed matrix")->capture_default_str();
+  k->add_option("--threads", a->threads, "Threads of the streamed product (0 = one per core)")->capture_default_str();
+  k->add_option("--rounds", a->rounds, "Rounds, the formats alternated in each (medians reported)")->capture_default_str();
+  k->add_option("--seed", a->seed, "Seed of the random weights")->capture_default_str();
+  k->add_option("--json", a->json, "Output JSON file")->required();
+  return {k, [a] { return run_kernels(*a); }};
+}
+
+}  // namespace folio::cli
