@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/q4k_interleaved.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")

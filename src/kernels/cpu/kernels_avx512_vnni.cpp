@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/q4k_interleaved.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
@@ -27,7 +29,12 @@
 
 namespace folio::kernels::detail {
 namespace {
+// KernelTable::qgemv_q4k_x16 (q4k_x16_vnni.h, after kernels_impl.h, whose prefetching it uses).
+void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                        float* y, int64_t ldy);
+
 struct IVnni : IAvx2 {
+  static constexpr QGemvFn qgemv_q4k_x16 = &qgemv_q4k_x16_vnni;
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
   static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm256_dpbusd_epi32(acc, u, s); }
   // The fifth bits of q5 codes as a byte mask (AVX-512BW/VL): 16 added where set, in one masked add
@@ -152,6 +159,7 @@ struct GAvx512Vnni : GAvx512 {
 }  // namespace folio::kernels::detail
 
 #include "kernels/cpu/kernels_impl.h"
+#include "kernels/cpu/q4k_x16_vnni.h"
 
 namespace folio::kernels::detail {
 namespace {

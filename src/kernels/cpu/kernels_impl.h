@@ -479,6 +479,7 @@ constexpr KernelTable make_table() {
       {&gemv<V, LoadF32<V>>, &gemv<V, LoadF16<V>>, &gemv<V, LoadBF16<V>>},
       {&qgemv<I, DType::Q8_0>, &qgemv<I, DType::Q4_0>, &qgemv<I, DType::Q5_0>, &qgemv<I, DType::Q5_1>, &qgemv<I, DType::Q4_K>,
        &qgemv<I, DType::Q5_K>, &qgemv<I, DType::Q6_K>},
+      qgemv_q4k_x16_of<I>(),
       {&rows_to_f32<V, LoadF32<V>>, &rows_to_f32<V, LoadF16<V>>, &rows_to_f32<V, LoadBF16<V>>,
        &rows_to_f32<V, LoadQ8<V>>, &rows_to_f32_blocks<DType::Q4_0>, &rows_to_f32_blocks<DType::Q5_0>,
        &rows_to_f32_blocks<DType::Q5_1>,

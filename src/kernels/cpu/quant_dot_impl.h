@@ -458,6 +458,25 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   }
 }
 
+// KernelTable::qgemv_q4k_x16 where the traits have no kernel for the interleaved layout: each group
+// back into its 16 rows, then the table's own q4_k product (so the same bits by construction).
+template <class I>
+void qgemv_q4k_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                            float* y, int64_t ldy) {
+  thread_local std::vector<uint8_t> rows;
+  rows.resize(kQ4kGroupRows * rb);
+  for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
+    deinterleave_q4k_group(w + static_cast<size_t>(r) * rb, in / 256, rows.data(), rb);
+    qgemv<I, DType::Q4_K>(rows.data(), rb, in, 0, kQ4kGroupRows, xq, n, y + r, ldy);
+  }
+}
+
+template <class I>
+constexpr QGemvFn qgemv_q4k_x16_of() {
+  if constexpr (requires { I::qgemv_q4k_x16; }) return I::qgemv_q4k_x16;
+  else return &qgemv_q4k_x16_via_rows<I>;
+}
+
 // Prefill converts tiles of quantised weights to f32 for sgemm: the reference dequantisers suffice
 // (sgemm's O(n) work per weight dwarfs the conversion).
 template <DType T>

@@ -1,0 +1,110 @@
+// Internal to kernels_avx512_vnni.cpp (include it there only, after its target pragma): the decode
+// product over q4_k rows interleaved in groups of 16 (q4k_interleaved.h), one 32-bit lane per row.
+//
+// It keeps the row-by-row kernel's arithmetic (quant_dot_impl.h, "K formats") lane for lane: that
+// kernel's i32 lane k of a block is sum over sub-blocks j of scale_j times the 4-element dot of
+// elements 4k .. 4k + 3 of sub-block j; here acc[k] holds that sum for 16 rows, built by the same
+// maddubs (pairs) and dpwssd (times the scale, pairs added) from one quad of codes and the 4
+// activation bytes broadcast. The floats then take the same FMAs per lane k and block, and the same
+// horizontal sum, done across the 8 lane vectors, so every row gets the q4_k product's bits.
+// Per 16 rows and block: 64 maddubs + 64 dpwssd, one scale unpacking, 12 FMAs and conversions,
+// where the row-by-row kernel spends about 50 instructions on each row's block.
+
+namespace folio::kernels::detail {
+namespace {
+
+// Sub-block j's scales (sc[j]) and minima (m[j]) of 16 rows, a byte per row, from the 12 planes
+// (scale_min_k4's unpacking on 16 rows at once).
+struct GroupScalesK4 {
+  __m128i sc[8], m[8];
+  explicit GroupScalesK4(const uint8_t* planes) {
+    __m128i s[12];
+    for (int p = 0; p < 12; ++p) s[p] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
+    const __m128i low6 = _mm_set1_epi8(63), low4 = _mm_set1_epi8(15), top2 = _mm_set1_epi8(0x30);
+    for (int j = 0; j < 4; ++j) {
+      sc[j] = _mm_and_si128(s[j], low6);
+      m[j] = _mm_and_si128(s[j + 4], low6);
+      // The top 2 bits of bytes j / j + 4 become bits 4-5: (b >> 6) << 4 = (b >> 2) & 0x30.
+      sc[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], low4), _mm_and_si128(_mm_srli_epi16(s[j], 2), top2));
+      m[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), low4), _mm_and_si128(_mm_srli_epi16(s[j + 4], 2), top2));
+    }
+  }
+};
+
+// 16 bytes as 16 i32 lanes holding the byte in both i16 halves (a dpwssd multiplier per row).
+inline __m512i byte_pairs(__m128i b) {
+  const __m512i v = _mm512_cvtepu8_epi32(b);
+  return _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
+}
+
+// Lanes: bytes a in the low i16 half, b in the high one.
+inline __m512i two_bytes(__m128i a, __m128i b) {
+  return _mm512_or_si512(_mm512_cvtepu8_epi32(a), _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 16));
+}
+
+inline __m512i bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)): IAvx2::hsum's order, per lane.
+inline __m512 hsum8(const __m512 v[8]) {
+  return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
+                       _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
+}
+
+// One group's 16 rows (nb block columns at grp) against one activation row: 16 results.
+inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
+  __m512 lanes[8], offsets[8];
+  for (int k = 0; k < 8; ++k) lanes[k] = offsets[k] = _mm512_setzero_ps();
+  __m512 zero_lanes = _mm512_setzero_ps();  // offsets' lanes 4-7: a product with 0 each block, as there
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* col = grp + static_cast<size_t>(b) * kQ4kGroupBlockBytes;
+    prefetch_ahead(col, kQ4kGroupBlockBytes);
+    const ActQ8K& a = x[b];
+    const GroupScalesK4 s(col + 64);
+    const uint8_t* quads = col + 256;
+    __m512i acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      const __m512i s_lo = byte_pairs(s.sc[2 * i]), s_hi = byte_pairs(s.sc[2 * i + 1]);
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(quads + 64 * (8 * i + k));
+        const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(lo, bcast4(a.q + 64 * i + 4 * k)), s_lo);
+        acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(hi, bcast4(a.q + 64 * i + 32 + 4 * k)), s_hi);
+      }
+    }
+    const __m512 ad = _mm512_set1_ps(a.d);
+    const __m512 dv = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col))), ad);
+    const __m512 mv = _mm512_xor_ps(
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 32))), ad), sign);
+    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[k]), dv, lanes[k]);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i msum = _mm512_madd_epi16(two_bytes(s.m[2 * k], s.m[2 * k + 1]), bcast4(a.bsums32 + 2 * k));
+      offsets[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), mv, offsets[k]);
+    }
+    zero_lanes = _mm512_fmadd_ps(_mm512_setzero_ps(), mv, zero_lanes);
+  }
+  for (int k = 4; k < 8; ++k) offsets[k] = zero_lanes;
+  return _mm512_add_ps(hsum8(lanes), hsum8(offsets));
+}
+
+// KernelTable::qgemv_q4k_x16.
+void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                        float* y, int64_t ldy) {
+  const int64_t nb = in / 256;
+  const auto* x = static_cast<const ActQ8K*>(xq);
+  prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
+                 std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
+  for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
+    const uint8_t* grp = w + static_cast<size_t>(r) * rb;
+    for (int64_t g = 0; g < n; ++g) _mm512_storeu_ps(y + g * ldy + r, q4k_group_dot(grp, nb, x + g * nb));
+  }
+}
+
+}  // namespace
+}  // namespace folio::kernels::detail

@@ -1,0 +1,131 @@
+// q4_k rows interleaved in groups of 16 (q4k_interleaved.h): the layout moves bytes only (back and
+// forth, in place or not), and the product over it gives the bits of the q4_k product of the same
+// rows on every kernel table (the AVX-512 VNNI kernel reads one lane per row; the others go back
+// through the rows), for any rows, widths and activation rows; bad shapes are clear errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "core/quant_blocks.h"
+#include "core/thread_pool.h"
+#include "kernel_test_util.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/q4k_interleaved.h"
+
+namespace folio::kernels {
+namespace {
+
+using testing::make_weight;
+using testing::random_floats;
+
+std::vector<const detail::KernelTable*> all_tables() {
+  std::vector<const detail::KernelTable*> t{&detail::scalar_table()};
+  if (best_isa() >= Isa::Avx2) t.push_back(&detail::avx2_table());
+  if (best_isa() >= Isa::Avx512) t.push_back(&detail::avx512_plain_table());
+  if (best_isa() >= Isa::Avx512 && __builtin_cpu_supports("avx512vnni")) t.push_back(&detail::avx512_vnni_table());
+  return t;
+}
+
+// q4_k rows whose packed scale bytes are random (every 6-bit scale and minimum, top bits included,
+// which a quantiser's output rarely reaches) and whose d / dmin are random finite f16 values.
+testing::StoredWeight random_q4k(int64_t rows, int64_t in, uint32_t seed) {
+  testing::StoredWeight w = make_weight(DType::Q4_K, rows, in, seed);
+  std::mt19937 rng(seed);
+  auto* blocks = reinterpret_cast<BlockQ4K*>(w.bytes.data());
+  for (int64_t b = 0; b < rows * in / 256; ++b) {
+    for (uint8_t& s : blocks[b].scales) s = static_cast<uint8_t>(rng());
+    blocks[b].d = static_cast<uint16_t>(0x1800 + rng() % 0x2000);     // 2^-9 .. 2^-1
+    blocks[b].dmin = static_cast<uint16_t>(0x1800 + rng() % 0x2000);
+  }
+  return w;
+}
+
+std::vector<uint8_t> interleaved(const testing::StoredWeight& w) {
+  std::vector<uint8_t> out(w.bytes.size());
+  interleave_q4k(w.bytes.data(), w.view.shape[0], w.view.shape[1], out.data());
+  return out;
+}
+
+TEST(Q4kInterleaved, LayoutMovesBytesOnlyInPlaceOrNot) {
+  const testing::StoredWeight w = random_q4k(48, 768, 3);
+  const std::vector<uint8_t> inter = interleaved(w);
+  EXPECT_NE(inter, w.bytes);
+  std::vector<uint8_t> in_place = w.bytes;
+  interleave_q4k(in_place.data(), 48, 768, in_place.data());
+  EXPECT_EQ(in_place, inter);
+  std::vector<uint8_t> back(w.bytes.size());
+  const size_t row_bytes = dtype_row_bytes(DType::Q4_K, 768), group = kQ4kGroupRows * row_bytes;
+  for (int g = 0; g < 3; ++g) deinterleave_q4k_group(inter.data() + g * group, 3, back.data() + g * group, row_bytes);
+  EXPECT_EQ(back, w.bytes);
+}
+
+TEST(Q4kInterleaved, EveryTableGivesTheQ4kProductsBits) {
+  uint32_t seed = 11;
+  for (int64_t blocks : {1, 2, 5}) {
+    const int64_t in = 256 * blocks, rows = 48;
+    const testing::StoredWeight w = random_q4k(rows, in, seed++);
+    const std::vector<uint8_t> inter = interleaved(w);
+    const size_t rb = dtype_row_bytes(DType::Q4_K, in);
+    for (int64_t n : {1, 2, 3, 5}) {
+      std::vector<ActQ8K> xq(static_cast<size_t>(n * blocks));
+      const std::vector<float> x = random_floats(n * in, seed++);
+      for (int64_t g = 0; g < n; ++g) quantize_act_q8k(x.data() + g * in, xq.data() + g * blocks, in);
+      std::vector<float> want(static_cast<size_t>(n * rows));
+      const int q4k = static_cast<int>(DType::Q4_K) - static_cast<int>(DType::Q8_0);
+      detail::scalar_table().qgemv[q4k](w.bytes.data(), rb, in, 0, rows, xq.data(), n, want.data(), rows);
+      for (const detail::KernelTable* table : all_tables()) {
+        // Rows 16 .. 47 only: a range that starts past the first group.
+        std::vector<float> y(want.size(), -1.0f);
+        table->qgemv_q4k_x16(inter.data(), rb, in, 16, rows, xq.data(), n, y.data(), rows);
+        for (int64_t g = 0; g < n; ++g) {
+          EXPECT_EQ(y[g * rows], -1.0f) << "a row outside the range was written";
+          EXPECT_EQ(0, std::memcmp(y.data() + g * rows + 16, want.data() + g * rows + 16, 32 * sizeof(float)))
+              << "blocks " << blocks << " n " << n << " activation row " << g;
+        }
+      }
+    }
+  }
+}
+
+TEST(Q4kInterleaved, MatmulOverTheLayoutGivesMatmulsBits) {
+  testing::IsaGuard guard;
+  ThreadPool pool(2);
+  const testing::StoredWeight w = random_q4k(64, 1280, 5);
+  const std::vector<uint8_t> inter = interleaved(w);
+  for (Isa isa : testing::supported_isas()) {
+    set_isa(isa);
+    for (int64_t n : {1, 3}) {
+      const std::vector<float> x = random_floats(n * 1280, 9);
+      std::vector<float> want(static_cast<size_t>(n * 64)), got(want.size());
+      matmul(w.view, x.data(), n, want.data(), pool);
+      matmul_q4k_interleaved(inter.data(), 64, 1280, x.data(), n, got.data(), pool);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa) << " n " << n;
+    }
+  }
+}
+
+TEST(Q4kInterleaved, ShapesThatDoNotFitAreClearErrors) {
+  std::vector<uint8_t> bytes(24 * 144);
+  try {
+    interleave_q4k(bytes.data(), 24, 256, bytes.data());
+    FAIL() << "24 rows were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find("24 rows is not a multiple of 16"), std::string::npos) << e.what();
+  }
+  ThreadPool pool(1);
+  std::vector<float> x(300), y(16);
+  EXPECT_THROW(matmul_q4k_interleaved(bytes.data(), 16, 300, x.data(), 1, y.data(), pool), Error);
+  // Nothing was touched by the refusals: the same bytes interleave once the shape fits.
+  std::vector<uint8_t> copy = bytes;
+  interleave_q4k(copy.data(), 16, 256, copy.data());
+  EXPECT_EQ(copy.size(), bytes.size());
+}
+
+}  // namespace
+}  // namespace folio::kernels
