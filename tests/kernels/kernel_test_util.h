@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels::testing {
 
@@ -17,6 +18,15 @@ inline std::vector<Isa> supported_isas() {
   if (best_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
   if (best_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
   return v;
+}
+
+// Every kernel table this CPU can run, scalar first; AVX-512 without VNNI even where the CPU has it.
+inline std::vector<const detail::KernelTable*> all_tables() {
+  std::vector<const detail::KernelTable*> t{&detail::scalar_table()};
+  if (best_isa() >= Isa::Avx2) t.push_back(&detail::avx2_table());
+  if (best_isa() >= Isa::Avx512) t.push_back(&detail::avx512_plain_table());
+  if (best_isa() >= Isa::Avx512 && __builtin_cpu_supports("avx512vnni")) t.push_back(&detail::avx512_vnni_table());
+  return t;
 }
 
 // Restores the active ISA when a test that changes it ends.

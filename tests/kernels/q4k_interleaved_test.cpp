@@ -22,14 +22,7 @@ namespace {
 
 using testing::make_weight;
 using testing::random_floats;
-
-std::vector<const detail::KernelTable*> all_tables() {
-  std::vector<const detail::KernelTable*> t{&detail::scalar_table()};
-  if (best_isa() >= Isa::Avx2) t.push_back(&detail::avx2_table());
-  if (best_isa() >= Isa::Avx512) t.push_back(&detail::avx512_plain_table());
-  if (best_isa() >= Isa::Avx512 && __builtin_cpu_supports("avx512vnni")) t.push_back(&detail::avx512_vnni_table());
-  return t;
-}
+using testing::all_tables;
 
 // q4_k rows whose packed scale bytes are random (every 6-bit scale and minimum, top bits included,
 // which a quantiser's output rarely reaches) and whose d / dmin are random finite f16 values.

@@ -18,14 +18,7 @@ namespace {
 
 using testing::make_weight;
 using testing::random_floats;
-
-std::vector<const detail::KernelTable*> all_tables() {
-  std::vector<const detail::KernelTable*> t{&detail::scalar_table()};
-  if (best_isa() >= Isa::Avx2) t.push_back(&detail::avx2_table());
-  if (best_isa() >= Isa::Avx512) t.push_back(&detail::avx512_plain_table());
-  if (best_isa() >= Isa::Avx512 && __builtin_cpu_supports("avx512vnni")) t.push_back(&detail::avx512_vnni_table());
-  return t;
-}
+using testing::all_tables;
 
 // n activation rows of width `in`, quantised as the format's GEMV takes them.
 std::vector<uint8_t> quantised_rows(DType t, const std::vector<float>& x, int64_t n, int64_t in) {
