@@ -27,11 +27,11 @@
 #include "cmdline/commands.h"
 #include "core/error.h"
 #include "core/median.h"
+#include "core/q4k_interleave.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/q4k_interleaved.h"
 
 namespace folio::cli {
 
@@ -45,38 +45,26 @@ struct KernelsArgs {
   uint64_t seed = 1;
 };
 
-// A weight format as matmul stores it, or q4_k with its rows interleaved in groups of 16
-// (q4k_interleaved.h), named "q4_k_x16".
-struct BenchFormat {
-  DType dtype;
-  bool interleaved = false;
-  std::string name() const { return std::string(dtype_name(dtype)) + (interleaved ? "_x16" : ""); }
-};
-
-std::vector<BenchFormat> parse_formats(const std::string& list) {
-  std::vector<BenchFormat> out;
+std::vector<DType> parse_formats(const std::string& list) {
+  std::vector<DType> out;
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
-    if (name == "q4_k_x16") {
-      out.push_back({DType::Q4_K, true});
-      continue;
-    }
-    const std::optional<DType> t = parse_dtype(name);
+    // q4_k_x16 is no file's type (dtype.h), so parse_dtype does not take it.
+    const std::optional<DType> t = name == "q4_k_x16" ? DType::Q4_K_X16 : parse_dtype(name);
     if (!t || *t == DType::F32)
       throw_invalid("--formats: '" + name + "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_x16)");
-    out.push_back({*t});
+    out.push_back(*t);
   }
   if (out.empty()) throw_invalid("--formats names no format");
   return out;
 }
 
-// A [rows, cols] weight of format `f` whose rows repeat 64 random rows (quantised once).
+// A [rows, cols] weight of `t` whose rows repeat 64 random rows (quantised once; q4_k_x16: as
+// q4_k, then interleaved).
 class BenchWeight {
  public:
-  BenchWeight(BenchFormat f, int64_t rows, int64_t cols, uint64_t seed)
-      : format_(f), row_bytes_(dtype_row_bytes(f.dtype, cols)) {
-    const DType t = f.dtype;
+  BenchWeight(DType t, int64_t rows, int64_t cols, uint64_t seed) : row_bytes_(dtype_row_bytes(t, cols)) {
     constexpr int64_t kDistinct = 64;
     const int64_t distinct = std::min(rows, kDistinct);
     std::vector<float> src(static_cast<size_t>(distinct * cols));
@@ -85,22 +73,18 @@ class BenchWeight {
     for (float& v : src) v = normal(rng);
     TensorView f32{"bench", DType::F32, {distinct, cols}, src.data()};
     std::vector<uint8_t> q(row_bytes_ * static_cast<size_t>(distinct));
-    convert_tensor(f32, t, q.data());
+    convert_tensor(f32, t == DType::Q4_K_X16 ? DType::Q4_K : t, q.data());
     bytes_.reset(new uint8_t[row_bytes_ * static_cast<size_t>(rows)]);
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(bytes_.get() + row_bytes_ * static_cast<size_t>(r), q.data() + row_bytes_ * static_cast<size_t>(r % distinct), row_bytes_);
-    if (f.interleaved) kernels::interleave_q4k(bytes_.get(), rows, cols, bytes_.get());
-    view_ = TensorView{"bench." + f.name(), t, {rows, cols}, bytes_.get()};
+    if (t == DType::Q4_K_X16) interleave_q4k(bytes_.get(), rows, cols, bytes_.get());
+    view_ = TensorView{"bench." + std::string(dtype_name(t)), t, {rows, cols}, bytes_.get()};
   }
   double bytes() const { return static_cast<double>(view_.nbytes()); }
   // y = W x for one activation row.
-  void multiply(const float* x, float* y, ThreadPool& pool) const {
-    if (format_.interleaved) kernels::matmul_q4k_interleaved(bytes_.get(), view_.shape[0], view_.shape[1], x, 1, y, pool);
-    else kernels::matmul(view_, x, 1, y, pool);
-  }
+  void multiply(const float* x, float* y, ThreadPool& pool) const { kernels::matmul(view_, x, 1, y, pool); }
 
  private:
-  BenchFormat format_;
   size_t row_bytes_;
   std::unique_ptr<uint8_t[]> bytes_;
   TensorView view_;
@@ -128,11 +112,11 @@ struct FormatRuns {
 
 // Rows filling `bytes`, whole groups of 16 for every format (the interleaved one needs them).
 int64_t rows_for(size_t bytes, size_t row_bytes) {
-  return std::max<int64_t>(1, static_cast<int64_t>(bytes / row_bytes / kernels::kQ4kGroupRows)) * kernels::kQ4kGroupRows;
+  return std::max<int64_t>(1, static_cast<int64_t>(bytes / row_bytes / kQ4kGroupRows)) * kQ4kGroupRows;
 }
 
-void time_format(BenchFormat t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all, FormatRuns& runs) {
-  const size_t row_bytes = dtype_row_bytes(t.dtype, a.cols);
+void time_format(DType t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all, FormatRuns& runs) {
+  const size_t row_bytes = dtype_row_bytes(t, a.cols);
   const int64_t cache_rows = rows_for(static_cast<size_t>(a.cache_kb) << 10, row_bytes);
   const int64_t stream_rows = rows_for(static_cast<size_t>(a.stream_mb) << 20, row_bytes);
   std::vector<float> x(static_cast<size_t>(a.cols));
@@ -148,12 +132,12 @@ void time_format(BenchFormat t, const KernelsArgs& a, ThreadPool& one, ThreadPoo
   }
   const BenchWeight stream(t, stream_rows, a.cols, a.seed);
   runs.stream_gbs.push_back(gemv_gbs(stream, x, y, all, 1, 3));
-  std::fprintf(stderr, "  %-8s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s (%d threads)\n", t.name().c_str(),
+  std::fprintf(stderr, "  %-8s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s (%d threads)\n", dtype_name(t),
                runs.cache_gbs.back(), runs.stream_gbs.back(), all.size());
 }
 
 int run_kernels(const KernelsArgs& a) {
-  const std::vector<BenchFormat> formats = parse_formats(a.formats);
+  const std::vector<DType> formats = parse_formats(a.formats);
   if (a.rounds < 1) throw_invalid("--rounds must be at least 1");
   if (a.cols < 256 || a.cols % 256 != 0) throw_invalid("--cols must be a positive multiple of 256 (every block format's row)");
   if (a.cache_kb < 16) throw_invalid("--cache-kb must be at least 16");
@@ -171,12 +155,12 @@ int run_kernels(const KernelsArgs& a) {
   nlohmann::json per_format = nlohmann::json::object();
   for (size_t f = 0; f < formats.size(); ++f) {
     const FormatRuns& r = runs[f];
-    per_format[formats[f].name()] = {{"cache_gbs", r.cache_gbs},
+    per_format[dtype_name(formats[f])] = {{"cache_gbs", r.cache_gbs},
                                           {"cache_gbs_median", median(r.cache_gbs)},
                                           {"stream_gbs", r.stream_gbs},
                                           {"stream_gbs_median", median(r.stream_gbs)},
-                                          {"bytes_per_row", dtype_row_bytes(formats[f].dtype, a.cols)}};
-    std::printf("%-8s cache %.1f GB/s, stream %.1f GB/s (medians of %d rounds)\n", formats[f].name().c_str(), median(r.cache_gbs),
+                                          {"bytes_per_row", dtype_row_bytes(formats[f], a.cols)}};
+    std::printf("%-8s cache %.1f GB/s, stream %.1f GB/s (medians of %d rounds)\n", dtype_name(formats[f]), median(r.cache_gbs),
                 median(r.stream_gbs), a.rounds);
   }
   std::printf("read probe %.1f GB/s (median)\n", median(read_gbs));

@@ -1,5 +1,7 @@
 #include "io/gguf.h"
 
+#include "core/q4k_interleave.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -352,6 +354,25 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Residency resi
   return f;
 }
 
+int GgufFile::interleave_q4k() {
+  std::vector<TensorView*> chosen;
+  for (auto& [name, t] : tensors_) {
+    if (t.dtype != DType::Q4_K || name == "token_embd.weight" || t.shape.size() < 2 || t.cols() % 256 != 0) continue;
+    if (t.shape[t.shape.size() - 2] % kQ4kGroupRows == 0) chosen.push_back(&t);
+  }
+  if (chosen.empty()) return 0;
+  const uint8_t* base = file_->data();
+  const bool edited = file_->edit_resident([&](uint8_t* bytes) {
+    for (const TensorView* t : chosen) {
+      uint8_t* at = bytes + (static_cast<const uint8_t*>(t->data) - base);
+      ::folio::interleave_q4k(at, t->numel() / t->cols(), t->cols(), at);  // slices are whole groups: so is the stack
+    }
+  });
+  if (!edited) return 0;
+  for (TensorView* t : chosen) t->dtype = DType::Q4_K_X16;
+  return static_cast<int>(chosen.size());
+}
+
 const GgufValue* GgufFile::get(std::string_view key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;
@@ -510,8 +531,9 @@ uint32_t ggml_type_of(DType t) {
     case DType::Q4_K: return kGgmlQ4_K;
     case DType::Q5_K: return kGgmlQ5_K;
     case DType::Q6_K: return kGgmlQ6_K;
+    case DType::Q4_K_X16: break;
   }
-  return kGgmlF32;
+  throw_invalid(std::string("GGUF writer: ") + dtype_name(t) + " is an in-memory layout, no file's type (write q4_k rows)");
 }
 
 }  // namespace

@@ -115,6 +115,21 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), map_length_);
 }
 
+bool MappedFile::edit_resident(const std::function<void(uint8_t* bytes)>& edit) {
+  if (residency_ != Residency::kResident || !data_) return false;
+  auto* bytes = const_cast<uint8_t*>(data_);
+  if (::mprotect(bytes, map_length_, PROT_READ | PROT_WRITE) != 0)
+    throw Error(Error::Kind::Internal, "cannot make '" + path_ + "' writable to rearrange it: " + std::strerror(errno));
+  try {
+    edit(bytes);
+  } catch (...) {
+    ::mprotect(bytes, map_length_, PROT_READ);
+    throw;
+  }
+  ::mprotect(bytes, map_length_, PROT_READ);
+  return true;
+}
+
 void MappedFile::prefetch(size_t offset, size_t length) const {
   if (!data_ || offset >= size_) return;
   if (length > size_ - offset) length = size_ - offset;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,12 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   Residency residency() const { return residency_; }
+
+  // For a kResident file only: runs edit(bytes) with the bytes writable for the call, read-only
+  // again after (a loader rearranging its tensors in place, before any view is handed out). A
+  // mapped file's pages are the page cache's, shared with other processes: nothing is run and
+  // false is returned, as for an empty file. Throws Error(Internal) if the protection cannot change.
+  bool edit_resident(const std::function<void(uint8_t* bytes)>& edit);
 
   // Hints that [offset, offset + length) will be read soon (asynchronous read-ahead). Purely
   // advisory: out-of-range parts are clipped and failures are ignored.

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "model/expert_slices.h"
 #include "io/gguf.h"
+#include "kernels/cpu/cpu_features.h"
 #include "io/safetensors.h"
 #include "model/quantized_weights.h"
 #include "text/bpe_tokenizer.h"
@@ -48,6 +49,8 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::
   if (fs::is_regular_file(path) && fs::path(path).extension() == ".gguf") {
     m.format = "gguf";
     auto g = GgufFile::open(path, residency_for(weights));
+    // The decode kernels read q4_k faster with rows interleaved by 16 (the same bytes, moved).
+    if (kernels::q4k_interleave_pays()) g->interleave_q4k();
     m.config = ModelConfig::from_gguf(*g);
     if (need_tokenizer) m.tokenizer = tokenizer_from_gguf(*g);
     // llama.cpp stacks each MoE layer's experts in one tensor; the decoder reads them one by one.

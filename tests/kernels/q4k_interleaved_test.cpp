@@ -1,7 +1,7 @@
-// q4_k rows interleaved in groups of 16 (q4k_interleaved.h): the layout moves bytes only (back and
-// forth, in place or not), and the product over it gives the bits of the q4_k product of the same
-// rows on every kernel table (the AVX-512 VNNI kernel reads one lane per row; the others go back
-// through the rows), for any rows, widths and activation rows; bad shapes are clear errors.
+// q4_k rows interleaved in groups of 16 (core/q4k_interleave.h, DType::Q4_K_X16): the layout moves
+// bytes only (back and forth, in place or not), and every product over it (decode GEMV on every
+// kernel table, matmul_many, the prefill's sgemm and bf16 paths) gives the bits of the same product
+// on the q4_k rows, as do its conversions; shapes that are not whole groups are clear errors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/q4k_interleave.h"
 #include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/q4k_interleaved.h"
 
 namespace folio::kernels {
 namespace {
@@ -74,7 +74,8 @@ TEST(Q4kInterleaved, EveryTableGivesTheQ4kProductsBits) {
       for (const detail::KernelTable* table : all_tables()) {
         // Rows 16 .. 47 only: a range that starts past the first group.
         std::vector<float> y(want.size(), -1.0f);
-        table->qgemv_q4k_x16(inter.data(), rb, in, 16, rows, xq.data(), n, y.data(), rows);
+        table->qgemv[static_cast<int>(DType::Q4_K_X16) - static_cast<int>(DType::Q8_0)](inter.data(), rb, in, 16, rows, xq.data(),
+                                                                                     n, y.data(), rows);
         for (int64_t g = 0; g < n; ++g) {
           EXPECT_EQ(y[g * rows], -1.0f) << "a row outside the range was written";
           EXPECT_EQ(0, std::memcmp(y.data() + g * rows + 16, want.data() + g * rows + 16, 32 * sizeof(float)))
@@ -85,21 +86,65 @@ TEST(Q4kInterleaved, EveryTableGivesTheQ4kProductsBits) {
   }
 }
 
+// The interleaved twin of a q4_k weight: the same shape, its own bytes.
+struct Twin {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  explicit Twin(const testing::StoredWeight& w) : bytes(interleaved(w)), view(w.view) {
+    view.dtype = DType::Q4_K_X16;
+    view.data = bytes.data();
+  }
+};
+
 TEST(Q4kInterleaved, MatmulOverTheLayoutGivesMatmulsBits) {
   testing::IsaGuard guard;
   ThreadPool pool(2);
   const testing::StoredWeight w = random_q4k(64, 1280, 5);
-  const std::vector<uint8_t> inter = interleaved(w);
+  const Twin twin(w);
   for (Isa isa : testing::supported_isas()) {
     set_isa(isa);
-    for (int64_t n : {1, 3}) {
-      const std::vector<float> x = random_floats(n * 1280, 9);
-      std::vector<float> want(static_cast<size_t>(n * 64)), got(want.size());
-      matmul(w.view, x.data(), n, want.data(), pool);
-      matmul_q4k_interleaved(inter.data(), 64, 1280, x.data(), n, got.data(), pool);
-      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa) << " n " << n;
+    // Decode (GEMV) sizes, and prefill sizes on the sgemm path and, where the CPU has it, bf16.
+    for (int64_t n : {1, 3, 40}) {
+      for (GemmPrecision p : {GemmPrecision::F32, GemmPrecision::Bf16}) {
+        if (p == GemmPrecision::Bf16 && (!bf16_gemm_supported() || n < matmul_gemm_min_rows())) continue;
+        const std::vector<float> x = random_floats(n * 1280, 9);
+        std::vector<float> want(static_cast<size_t>(n * 64)), got(want.size());
+        matmul(w.view, x.data(), n, want.data(), pool, p);
+        matmul(twin.view, x.data(), n, got.data(), pool, p);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << isa_name(isa) << " n " << n << " " << gemm_precision_name(p);
+      }
     }
   }
+}
+
+// matmul_many fuses decode jobs into one pass cut across the threads: interleaved weights beside
+// other formats (rows of other counts before them) give each job's matmul bits.
+TEST(Q4kInterleaved, FusedJobsGiveEachProductsBits) {
+  ThreadPool pool(2);
+  const testing::StoredWeight q4 = random_q4k(96, 512, 21);
+  const Twin twin(q4);
+  const testing::StoredWeight q8 = make_weight(DType::Q8_0, 37, 512, 22);
+  const std::vector<float> x = random_floats(2 * 512, 23);
+  std::vector<float> y8(2 * 37), yt(2 * 96), want8(y8.size()), wantt(yt.size());
+  const MatmulJob jobs[] = {{&q8.view, x.data(), 2, y8.data()}, {&twin.view, x.data(), 2, yt.data()}};
+  matmul_many(jobs, pool);
+  matmul(q8.view, x.data(), 2, want8.data(), pool);
+  matmul(q4.view, x.data(), 2, wantt.data(), pool);
+  EXPECT_EQ(0, std::memcmp(y8.data(), want8.data(), y8.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(yt.data(), wantt.data(), yt.size() * sizeof(float)));
+}
+
+TEST(Q4kInterleaved, ConvertsByGroupsToTheRowsValues) {
+  const testing::StoredWeight w = random_q4k(32, 512, 31);
+  const Twin twin(w);
+  EXPECT_EQ(to_f32_vector(twin.view), to_f32_vector(w.view));
+  std::vector<uint8_t> q8(32 * dtype_row_bytes(DType::Q8_0, 512)), want(q8.size());
+  convert_tensor(twin.view, DType::Q8_0, q8.data());
+  convert_tensor(w.view, DType::Q8_0, want.data());
+  EXPECT_EQ(q8, want);
+  std::vector<float> out(512);
+  EXPECT_THROW(convert_to_f32(DType::Q4_K_X16, twin.bytes.data(), out.data(), 512), Error);
 }
 
 TEST(Q4kInterleaved, ShapesThatDoNotFitAreClearErrors) {
@@ -111,13 +156,18 @@ TEST(Q4kInterleaved, ShapesThatDoNotFitAreClearErrors) {
     EXPECT_EQ(e.kind(), Error::Kind::InvalidInput);
     EXPECT_NE(std::string(e.what()).find("24 rows is not a multiple of 16"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(interleave_q4k(bytes.data(), 16, 300, bytes.data()), Error);
+  // A matmul over a q4_k_x16 view of 24 rows is refused before anything is read or written.
   ThreadPool pool(1);
-  std::vector<float> x(300), y(16);
-  EXPECT_THROW(matmul_q4k_interleaved(bytes.data(), 16, 300, x.data(), 1, y.data(), pool), Error);
-  // Nothing was touched by the refusals: the same bytes interleave once the shape fits.
-  std::vector<uint8_t> copy = bytes;
-  interleave_q4k(copy.data(), 16, 256, copy.data());
-  EXPECT_EQ(copy.size(), bytes.size());
+  TensorView v{"odd", DType::Q4_K_X16, {24, 256}, bytes.data()};
+  std::vector<float> x(256, 1.0f), y(24, -1.0f);
+  try {
+    matmul(v, x.data(), 1, y.data(), pool);
+    FAIL() << "24 interleaved rows were multiplied";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not whole groups of 16"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(y, std::vector<float>(24, -1.0f));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "kv/sequence_kv.h"
 #include "io/gguf.h"
 #include "io/json_file.h"
+#include "kernels/cpu/cpu_features.h"
 #include "runtime/decoder_gguf_export.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_factory.h"
@@ -122,6 +123,41 @@ TEST(GgufDeepseek, ResidentAndMappedCheckpointsDecodeTheSameBits) {
     EXPECT_EQ(resident.tokens, mapped.tokens);
     EXPECT_EQ(resident.first_logits, mapped.first_logits);
   }
+}
+
+// Where the CPU reads it faster (AVX-512 VNNI), loading a resident GGUF or re-storing linears in q4_k
+// interleaves the q4_k linears by 16 rows (core/q4k_interleave.h); the products keep their bits, so
+// the logits are the same bits as with the rows as stored. A mapped file keeps its pages as they are.
+TEST(GgufDeepseek, InterleavedQ4kDecodesTheSameBits) {
+  auto dtype_of = [](const LoadedModel& m, const char* name) {
+    const TensorSource& src = m.quantized ? *m.quantized : *m.weights;
+    const TensorView* t = src.find(name);
+    return t ? t->dtype : DType::F32;
+  };
+  auto run = [&](const std::string& path, const std::string& weights, bool interleave, DType* attn_q) {
+    kernels::set_q4k_interleave(interleave);
+    LoadedModel m = load_model(path, false, weights);
+    kernels::set_q4k_interleave(true);
+    *attn_q = dtype_of(m, weights.empty() ? "blk.1.attn_q.weight" : "model.layers.1.self_attn.q_proj.weight");
+    return greedy(*m.decoder, oracle()["prompt"].get<std::vector<int32_t>>(), oracle()["steps"].get<int>());
+  };
+  const bool pays = kernels::q4k_interleave_pays();
+  for (const auto& [path, weights] : {std::pair{kFixtures + "/tiny-k-Q4_K_M.gguf", std::string()},
+                                      std::pair{tiny().hf.string(), std::string("q4_k_m")}}) {
+    SCOPED_TRACE(path + " " + weights);
+    DType on_type, off_type;
+    const Greedy on = run(path, weights, true, &on_type);
+    const Greedy off = run(path, weights, false, &off_type);
+    EXPECT_EQ(off_type, DType::Q4_K);
+    EXPECT_EQ(on_type, pays ? DType::Q4_K_X16 : DType::Q4_K);
+    EXPECT_EQ(on.tokens, off.tokens);
+    EXPECT_EQ(on.first_logits, off.first_logits);
+  }
+  set_checkpoint_residency(Residency::kMapped);
+  DType mapped_type;
+  run(kFixtures + "/tiny-k-Q4_K_M.gguf", "", true, &mapped_type);
+  set_checkpoint_residency(Residency::kResident);
+  EXPECT_EQ(mapped_type, DType::Q4_K);
 }
 
 // With quantised weights, bit-equal logits cannot last: activations are rounded to 8 bits per

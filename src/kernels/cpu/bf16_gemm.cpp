@@ -334,6 +334,16 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
 void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out) {
   const int64_t in = w.shape[1];
   const auto* base = static_cast<const uint8_t*>(w.data);
+  if (w.dtype == DType::Q4_K_X16) {
+    // Rows interleaved by 16 convert by whole groups (r0 and rows are: tiles are panels of 32 rows
+    // and the matrix whole groups), then pack as floats.
+    thread_local std::vector<float> floats;
+    floats.resize(static_cast<size_t>(rows * in));
+    detail::table_for(active_isa()).to_f32[static_cast<int>(w.dtype)](base + r0 * w.row_bytes(), w.row_bytes(), in, rows,
+                                                                       floats.data());
+    pack_bf16_weights(floats.data(), rows, in, in, 1, out);
+    return;
+  }
   // The kernels' own row conversion (vectorised for f16 and q8_0; the scalar one was a third of
   // an f16 prefill's time).
   const detail::RowsToF32Fn to_f32 = detail::table_for(active_isa()).to_f32[static_cast<int>(w.dtype)];

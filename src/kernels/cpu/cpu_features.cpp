@@ -44,6 +44,17 @@ void set_isa(Isa isa) {
   g_active.store(want < best ? want : best, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<bool> g_interleave_q4k{true};
+}  // namespace
+
+bool q4k_interleave_pays() {
+  return g_interleave_q4k.load(std::memory_order_relaxed) && active_isa() == Isa::Avx512 &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+void set_q4k_interleave(bool enabled) { g_interleave_q4k.store(enabled, std::memory_order_relaxed); }
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";

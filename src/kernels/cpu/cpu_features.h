@@ -22,6 +22,12 @@ Isa active_isa();
 // be chosen. Not meant to be called while kernels are running on other threads.
 void set_isa(Isa isa);
 
+// True when loaders should store q4_k linears interleaved in groups of 16 rows (core/q4k_interleave.h):
+// the active table reads that layout natively (AVX-512 with VNNI); the others go back through the
+// rows, which only costs. set_q4k_interleave(false) (tests, benchmarks) keeps q4_k as stored.
+bool q4k_interleave_pays();
+void set_q4k_interleave(bool enabled);
+
 // "scalar", "avx2", "avx512".
 const char* isa_name(Isa isa);
 

@@ -14,7 +14,7 @@
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
-#include "kernels/cpu/q4k_interleaved.h"
+#include "core/q4k_interleave.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")

@@ -15,7 +15,7 @@
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
-#include "kernels/cpu/q4k_interleaved.h"
+#include "core/q4k_interleave.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
@@ -29,7 +29,7 @@
 
 namespace folio::kernels::detail {
 namespace {
-// KernelTable::qgemv_q4k_x16 (q4k_x16_vnni.h, after kernels_impl.h, whose prefetching it uses).
+// KernelTable::qgemv[Q4_K_X16] (q4k_x16_vnni.h, after kernels_impl.h, whose prefetching it uses).
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy);
 

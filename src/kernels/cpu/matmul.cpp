@@ -27,8 +27,9 @@ namespace {
 constexpr int64_t kDefaultGemmMinRows = 20;
 std::atomic<int64_t> g_gemm_min_rows{kDefaultGemmMinRows};
 
-// Rows per thread chunk are multiples of this, so a chunk holds whole tiles of the block formats' GEMV (4 rows).
-constexpr int64_t kRowGrain = 8;
+// Rows per thread chunk are multiples of this, so a chunk holds whole tiles of the block formats'
+// GEMV (4 rows) and whole groups of interleaved q4_k (16 rows).
+constexpr int64_t kRowGrain = 16;
 // A decode GEMV is cut into this many chunks per thread, taken as threads come free
 // (ThreadPool::parallel_chunks): on a shared machine one core is often slower for a moment, and
 // equal fixed halves left the other waiting, spinning (docs/measurements.md).
@@ -286,6 +287,8 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
                     who + " is " + dtype_name(w.dtype) + " with " + std::to_string(in) +
                         " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
+  FOLIO_CHECK_INPUT(w.dtype != DType::Q4_K_X16 || out % 16 == 0,
+                    who + " is q4_k_x16 with " + std::to_string(out) + " rows, not whole groups of 16");
   if (n == 0 || out == 0) return;
   FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
   if (matmul_takes_bf16_gemm(w, n, precision)) {

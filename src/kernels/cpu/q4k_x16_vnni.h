@@ -1,5 +1,5 @@
 // Internal to kernels_avx512_vnni.cpp (include it there only, after its target pragma): the decode
-// product over q4_k rows interleaved in groups of 16 (q4k_interleaved.h), one 32-bit lane per row.
+// product over q4_k rows interleaved in groups of 16 (core/q4k_interleave.h), one 32-bit lane per row.
 //
 // It keeps the row-by-row kernel's arithmetic (quant_dot_impl.h, "K formats") lane for lane: that
 // kernel's i32 lane k of a block is sum over sub-blocks j of scale_j times the 4-element dot of
@@ -93,7 +93,7 @@ inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
   return _mm512_add_ps(hsum8(lanes), hsum8(offsets));
 }
 
-// KernelTable::qgemv_q4k_x16.
+// KernelTable::qgemv[Q4_K_X16].
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
   const int64_t nb = in / 256;

@@ -458,7 +458,7 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   }
 }
 
-// KernelTable::qgemv_q4k_x16 where the traits have no kernel for the interleaved layout: each group
+// KernelTable::qgemv[Q4_K_X16] where the traits have no kernel for the interleaved layout: each group
 // back into its 16 rows, then the table's own q4_k product (so the same bits by construction).
 template <class I>
 void qgemv_q4k_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
@@ -482,6 +482,16 @@ constexpr QGemvFn qgemv_q4k_x16_of() {
 template <DType T>
 void rows_to_f32_blocks(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
   for (int64_t r = 0; r < rows; ++r) convert_to_f32(T, w + static_cast<size_t>(r) * rb, dst + r * in, in);
+}
+
+// The same for interleaved q4_k: w at a group's start, `rows` whole groups.
+inline void rows_to_f32_q4k_x16(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
+  thread_local std::vector<uint8_t> plain;
+  plain.resize(kQ4kGroupRows * rb);
+  for (int64_t r = 0; r < rows; r += kQ4kGroupRows) {
+    deinterleave_q4k_group(w + static_cast<size_t>(r) * rb, in / 256, plain.data(), rb);
+    rows_to_f32_blocks<DType::Q4_K>(plain.data(), rb, in, kQ4kGroupRows, dst + r * in);
+  }
 }
 
 }  // namespace

@@ -13,17 +13,18 @@
 //                       at 4r .. 4r + 3 (codes of elements 4k .. 4k + 3 of sub-blocks 2i (low
 //                       nibbles) and 2i + 1 (high nibbles))
 //
-// The product (KernelTable::qgemv_q4k_x16) gives the bits of the q4_k product of the same rows on
-// every table: the integer lanes and the float order of quant_dot_impl.h's K-format sums are kept.
+// A matrix in this layout has DType::Q4_K_X16 (row_bytes as q4_k's; rows in whole groups); the
+// decode product over it (kernels/cpu/q4k_x16_vnni.h) gives the bits of the q4_k product of the
+// same rows on every kernel table. Where it pays (kernels::q4k_interleave_pays()), loaders store q4_k
+// linears this way.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/quant_blocks.h"
-#include "core/thread_pool.h"
 
-namespace folio::kernels {
+namespace folio {
 
 inline constexpr int64_t kQ4kGroupRows = 16;
 inline constexpr size_t kQ4kGroupBlockBytes = kQ4kGroupRows * sizeof(BlockQ4K);
@@ -40,10 +41,8 @@ void deinterleave_q4k_group(const uint8_t* group, int64_t nb, uint8_t* rows, siz
 // InvalidInput if rows or in are not such multiples.
 void interleave_q4k(const uint8_t* src, int64_t rows, int64_t in, uint8_t* dst);
 
-// y[g * rows + r] = <row r, row g of x> for the n rows of x ([n, in] f32) against an interleaved
-// q4_k matrix w (interleave_q4k's layout): the bits matmul gives on the q4_k rows, for any n and
-// any pool. Rows are split over `pool` by whole groups. Preconditions as interleave_q4k's.
-void matmul_q4k_interleaved(const uint8_t* w, int64_t rows, int64_t in, const float* x, int64_t n, float* y,
-                            ThreadPool& pool);
+// The inverse, group by group: `rows` rows (a multiple of 16) back into q4_k rows at dst (which
+// must not overlap src).
+void deinterleave_q4k(const uint8_t* src, int64_t rows, int64_t in, uint8_t* dst);
 
-}  // namespace folio::kernels
+}  // namespace folio

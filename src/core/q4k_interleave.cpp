@@ -1,14 +1,12 @@
-#include "kernels/cpu/q4k_interleaved.h"
+#include "core/q4k_interleave.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/kernel_table.h"
 
-namespace folio::kernels {
+namespace folio {
 
 namespace {
 
@@ -67,19 +65,12 @@ void interleave_q4k(const uint8_t* src, int64_t rows, int64_t in, uint8_t* dst) 
   }
 }
 
-void matmul_q4k_interleaved(const uint8_t* w, int64_t rows, int64_t in, const float* x, int64_t n, float* y,
-                            ThreadPool& pool) {
+void deinterleave_q4k(const uint8_t* src, int64_t rows, int64_t in, uint8_t* dst) {
   check_shape(rows, in);
-  if (rows == 0 || n <= 0) return;
-  const detail::KernelTable& table = detail::table_for(active_isa());
   const int64_t nb = in / 256;
-  std::vector<ActQ8K> xq(static_cast<size_t>(n * nb));
-  for (int64_t g = 0; g < n; ++g) table.quantize_act[1](x + g * in, xq.data() + g * nb, in);
-  const size_t row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ4K);
-  const int64_t groups = rows / kQ4kGroupRows;
-  pool.parallel_for(groups, [&](int64_t g0, int64_t g1) {
-    table.qgemv_q4k_x16(w, row_bytes, in, g0 * kQ4kGroupRows, g1 * kQ4kGroupRows, xq.data(), n, y, rows);
-  });
+  const size_t row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ4K), group_bytes = kQ4kGroupRows * row_bytes;
+  for (int64_t g = 0; g < rows / kQ4kGroupRows; ++g)
+    deinterleave_q4k_group(src + static_cast<size_t>(g) * group_bytes, nb, dst + static_cast<size_t>(g) * group_bytes, row_bytes);
 }
 
-}  // namespace folio::kernels
+}  // namespace folio
