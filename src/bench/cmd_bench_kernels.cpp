@@ -1,4 +1,4 @@
-// folio bench kernels: the decode product (matmul with one activation row) per weight format, in
+// folio bench kernels: the decode product (matmul with --inputs activation rows, default one) per weight format, in
 // bytes of weights read per second, where kernel claims ("q4_k reads its bytes at bf16's rate")
 // were measured with throwaway drivers before.
 //
@@ -40,6 +40,7 @@ namespace {
 struct KernelsArgs {
   std::string formats = "bf16,q8_0,q5_0,q4_k,q6_k", json;
   int64_t cols = 1280;  // the Unlimited-OCR decoder's hidden width: its q/k/v, gate and up rows
+  int64_t inputs = 1;   // activation rows per product: sequences decoded together
   int64_t cache_kb = 512, stream_mb = 512;
   int threads = 0, rounds = 3;
   uint64_t seed = 1;
@@ -82,7 +83,8 @@ class BenchWeight {
   }
   double bytes() const { return static_cast<double>(view_.nbytes()); }
   // y = W x for one activation row.
-  void multiply(const float* x, float* y, ThreadPool& pool) const { kernels::matmul(view_, x, 1, y, pool); }
+  // y = x W^T for n activation rows (decode sizes: n below matmul_gemm_min_rows()).
+  void multiply(const float* x, int64_t n, float* y, ThreadPool& pool) const { kernels::matmul(view_, x, n, y, pool); }
 
  private:
   size_t row_bytes_;
@@ -95,12 +97,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // GB/s of weights read by matmul(w, x, 1) on `pool`: the best of `reps` timings of `calls` calls.
-double gemv_gbs(const BenchWeight& w, const std::vector<float>& x, std::vector<float>& y, ThreadPool& pool, int calls, int reps) {
-  w.multiply(x.data(), y.data(), pool);  // warm: pages touched, activations sized
+double gemv_gbs(const BenchWeight& w, const std::vector<float>& x, int64_t n, std::vector<float>& y, ThreadPool& pool, int calls,
+                int reps) {
+  w.multiply(x.data(), n, y.data(), pool);  // warm: pages touched, activations sized
   double best = 0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int c = 0; c < calls; ++c) w.multiply(x.data(), y.data(), pool);
+    for (int c = 0; c < calls; ++c) w.multiply(x.data(), n, y.data(), pool);
     best = std::max(best, w.bytes() * calls / seconds_since(t0) / 1e9);
   }
   return best;
@@ -119,19 +122,19 @@ void time_format(DType t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all
   const size_t row_bytes = dtype_row_bytes(t, a.cols);
   const int64_t cache_rows = rows_for(static_cast<size_t>(a.cache_kb) << 10, row_bytes);
   const int64_t stream_rows = rows_for(static_cast<size_t>(a.stream_mb) << 20, row_bytes);
-  std::vector<float> x(static_cast<size_t>(a.cols));
+  std::vector<float> x(static_cast<size_t>(a.inputs * a.cols));
   std::mt19937_64 rng(a.seed + 7);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float& v : x) v = normal(rng);
-  std::vector<float> y(static_cast<size_t>(std::max(cache_rows, stream_rows)));
+  std::vector<float> y(static_cast<size_t>(a.inputs * std::max(cache_rows, stream_rows)));
   {
     const BenchWeight cache(t, cache_rows, a.cols, a.seed);
     // About 64 MB of weights per timing: long enough to be steady, short enough for many rounds.
     const int calls = std::max(1, static_cast<int>((64 << 20) / std::max(1.0, cache.bytes())));
-    runs.cache_gbs.push_back(gemv_gbs(cache, x, y, one, calls, 3));
+    runs.cache_gbs.push_back(gemv_gbs(cache, x, a.inputs, y, one, calls, 3));
   }
   const BenchWeight stream(t, stream_rows, a.cols, a.seed);
-  runs.stream_gbs.push_back(gemv_gbs(stream, x, y, all, 1, 3));
+  runs.stream_gbs.push_back(gemv_gbs(stream, x, a.inputs, y, all, 1, 3));
   std::fprintf(stderr, "  %-8s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s (%d threads)\n", dtype_name(t),
                runs.cache_gbs.back(), runs.stream_gbs.back(), all.size());
 }
@@ -142,6 +145,8 @@ int run_kernels(const KernelsArgs& a) {
   if (a.cols < 256 || a.cols % 256 != 0) throw_invalid("--cols must be a positive multiple of 256 (every block format's row)");
   if (a.cache_kb < 16) throw_invalid("--cache-kb must be at least 16");
   if (a.stream_mb < 1) throw_invalid("--stream-mb must be at least 1");
+  if (a.inputs < 1 || a.inputs >= kernels::matmul_gemm_min_rows())
+    throw_invalid("--inputs must be 1 to " + std::to_string(kernels::matmul_gemm_min_rows() - 1) + " (decode sizes; more take the prefill's path)");
   const JsonOutput json_out(a.json);
   ThreadPool one(1), all(a.threads);
   std::vector<FormatRuns> runs(formats.size());
@@ -168,6 +173,7 @@ int run_kernels(const KernelsArgs& a) {
                             {"isa", kernels::isa_name(kernels::active_isa())},
                             {"threads", all.size()},
                             {"cols", a.cols},
+                            {"inputs", a.inputs},
                             {"cache_kb", a.cache_kb},
                             {"stream_mb", a.stream_mb},
                             {"rounds", a.rounds},
@@ -185,6 +191,7 @@ SubRunner add_bench_kernels(CLI::App& app) {
   CLI::App* k = app.add_subcommand("kernels", "Decode products (one activation row) per weight format, GB/s of weights in cache and streamed");
   k->add_option("--formats", a->formats, "Comma-separated weight formats")->capture_default_str();
   k->add_option("--cols", a->cols, "Elements per weight row (a multiple of 256)")->capture_default_str();
+  k->add_option("--inputs", a->inputs, "Activation rows per product (sequences decoded together)")->capture_default_str();
   k->add_option("--cache-kb", a->cache_kb, "Size of the in-cache matrix (one thread)")->capture_default_str();
   k->add_option("--stream-mb", a->stream_mb, "Size of the streamed matrix")->capture_default_str();
   k->add_option("--threads", a->threads, "Threads of the streamed product (0 = one per core)")->capture_default_str();

@@ -54,23 +54,63 @@ inline __m512 hsum8(const __m512 v[8]) {
                        _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
 }
 
-// One group's 16 rows (nb block columns at grp) against one activation row: 16 results.
-inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
-  __m512 lanes[8], offsets[8];
-  for (int k = 0; k < 8; ++k) lanes[k] = offsets[k] = _mm512_setzero_ps();
+// A group's float sums against one activation row: the row-by-row kernel's KSums, a row per lane.
+struct GroupSumsK4 {
+  __m512 lanes[8], offsets[4];
   __m512 zero_lanes = _mm512_setzero_ps();  // offsets' lanes 4-7: a product with 0 each block, as there
+  GroupSumsK4() {
+    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_setzero_ps();
+    for (int k = 0; k < 4; ++k) offsets[k] = _mm512_setzero_ps();
+  }
+  // A block's exact lanes (acc), its minima pairs (sub-blocks 2k, 2k + 1) and its d, dmin.
+  void add(const __m512i acc[8], const __m512i mins[4], __m512 d, __m512 dmin, const ActQ8K& a) {
+    const __m512 ad = _mm512_set1_ps(a.d);
+    const __m512 dv = _mm512_mul_ps(d, ad), mv = _mm512_xor_ps(_mm512_mul_ps(dmin, ad), _mm512_set1_ps(-0.0f));
+    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[k]), dv, lanes[k]);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i msum = _mm512_madd_epi16(mins[k], bcast4(a.bsums32 + 2 * k));
+      offsets[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), mv, offsets[k]);
+    }
+    zero_lanes = _mm512_fmadd_ps(_mm512_setzero_ps(), mv, zero_lanes);
+  }
+  __m512 result() const {
+    const __m512 off[8] = {offsets[0], offsets[1], offsets[2], offsets[3], zero_lanes, zero_lanes, zero_lanes, zero_lanes};
+    return _mm512_add_ps(hsum8(lanes), hsum8(off));
+  }
+};
+
+// A group's block column: minima pairs and the two f16 factors, as GroupSumsK4::add takes them.
+struct GroupFactorsK4 {
+  GroupScalesK4 s;
+  __m512i mins[4];
+  __m512 d, dmin;
+  explicit GroupFactorsK4(const uint8_t* col)
+      : s(col + 64),
+        d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col)))),
+        dmin(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 32)))) {
+    for (int k = 0; k < 4; ++k) mins[k] = two_bytes(s.m[2 * k], s.m[2 * k + 1]);
+  }
+};
+
+inline const uint8_t* group_column(const uint8_t* grp, int64_t b) {
+  const uint8_t* col = grp + static_cast<size_t>(b) * kQ4kGroupBlockBytes;
+  prefetch_ahead(col, kQ4kGroupBlockBytes);
+  return col;
+}
+
+// One activation row: each quad's nibbles split as they are loaded.
+inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
+  GroupSumsK4 sums;
   const __m512i nib = _mm512_set1_epi8(0x0f);
-  const __m512 sign = _mm512_set1_ps(-0.0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* col = grp + static_cast<size_t>(b) * kQ4kGroupBlockBytes;
-    prefetch_ahead(col, kQ4kGroupBlockBytes);
+    const uint8_t* col = group_column(grp, b);
     const ActQ8K& a = x[b];
-    const GroupScalesK4 s(col + 64);
+    const GroupFactorsK4 f(col);
     const uint8_t* quads = col + 256;
     __m512i acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
-      const __m512i s_lo = byte_pairs(s.sc[2 * i]), s_hi = byte_pairs(s.sc[2 * i + 1]);
+      const __m512i s_lo = byte_pairs(f.s.sc[2 * i]), s_hi = byte_pairs(f.s.sc[2 * i + 1]);
       for (int k = 0; k < 8; ++k) {
         const __m512i v = _mm512_loadu_si512(quads + 64 * (8 * i + k));
         const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -78,19 +118,44 @@ inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
         acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(hi, bcast4(a.q + 64 * i + 32 + 4 * k)), s_hi);
       }
     }
-    const __m512 ad = _mm512_set1_ps(a.d);
-    const __m512 dv = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col))), ad);
-    const __m512 mv = _mm512_xor_ps(
-        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 32))), ad), sign);
-    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[k]), dv, lanes[k]);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i msum = _mm512_madd_epi16(two_bytes(s.m[2 * k], s.m[2 * k + 1]), bcast4(a.bsums32 + 2 * k));
-      offsets[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), mv, offsets[k]);
-    }
-    zero_lanes = _mm512_fmadd_ps(_mm512_setzero_ps(), mv, zero_lanes);
+    sums.add(acc, f.mins, f.d, f.dmin, a);
   }
-  for (int k = 4; k < 8; ++k) offsets[k] = zero_lanes;
-  return _mm512_add_ps(hsum8(lanes), hsum8(offsets));
+  return sums.result();
+}
+
+// Several activation rows (sequences decoded together): each block column's codes are split and
+// its scales widened once, into L1, and every row reads them from there.
+constexpr int kGroupInputs = 4;
+
+template <int G>
+inline void q4k_group_dots(const uint8_t* grp, int64_t nb, const ActQ8K* x, int64_t xs, __m512 out[G]) {
+  GroupSumsK4 sums[G];
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* col = group_column(grp, b);
+    const GroupFactorsK4 f(col);
+    __m512i codes[64], scale[8];  // quad q's low nibbles at 2q, high at 2q + 1; sub-block j's multiplier
+    for (int q = 0; q < 32; ++q) {
+      const __m512i v = _mm512_loadu_si512(col + 256 + 64 * q);
+      codes[2 * q] = _mm512_and_si512(v, nib);
+      codes[2 * q + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+    }
+    for (int j = 0; j < 8; ++j) scale[j] = byte_pairs(f.s.sc[j]);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      __m512i acc[8];
+      for (int k = 0; k < 8; ++k) acc[k] = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i)
+        for (int k = 0; k < 8; ++k) {
+          const int q = 8 * i + k;
+          acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(codes[2 * q], bcast4(a.q + 64 * i + 4 * k)), scale[2 * i]);
+          acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(codes[2 * q + 1], bcast4(a.q + 64 * i + 32 + 4 * k)),
+                                       scale[2 * i + 1]);
+        }
+      sums[g].add(acc, f.mins, f.d, f.dmin, a);
+    }
+  }
+  for (int g = 0; g < G; ++g) out[g] = sums[g].result();
 }
 
 // KernelTable::qgemv[Q4_K_X16].
@@ -102,7 +167,20 @@ void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
   for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
     const uint8_t* grp = w + static_cast<size_t>(r) * rb;
-    for (int64_t g = 0; g < n; ++g) _mm512_storeu_ps(y + g * ldy + r, q4k_group_dot(grp, nb, x + g * nb));
+    if (n == 1) {
+      _mm512_storeu_ps(y + r, q4k_group_dot(grp, nb, x));
+      continue;
+    }
+    for (int64_t g0 = 0; g0 < n; g0 += kGroupInputs) {
+      __m512 out[kGroupInputs];
+      const int64_t count = std::min<int64_t>(kGroupInputs, n - g0);
+      const ActQ8K* xg = x + g0 * nb;
+      if (count == 4) q4k_group_dots<4>(grp, nb, xg, nb, out);
+      else if (count == 3) q4k_group_dots<3>(grp, nb, xg, nb, out);
+      else if (count == 2) q4k_group_dots<2>(grp, nb, xg, nb, out);
+      else out[0] = q4k_group_dot(grp, nb, xg);
+      for (int64_t g = 0; g < count; ++g) _mm512_storeu_ps(y + (g0 + g) * ldy + r, out[g]);
+    }
   }
 }
 
