@@ -1,7 +1,8 @@
 // q4_k weights with their rows interleaved in groups of 16: the layout a decode product can read
 // with one vector lane per row, so a block's scales, minima and float factors are applied to 16
-// rows by one instruction where the row-by-row kernel spends one on each row (that per-block work,
-// not the bytes, bounds q4_k's decode on cores with modest integer throughput; docs/benchmarks.md).
+// rows by one instruction where the row-by-row kernel spends one on each row. That per-block work
+// bounds q4_k's products wherever memory does not: in cache, and with several sequences per step
+// (docs/benchmarks.md, issue 47's section, has the figures).
 //
 // The bytes are those of the q4_k rows, moved (the same count: 16 x 144 per block column), so a
 // matrix can be interleaved in place of its rows. Group g holds rows 16g .. 16g + 15 and starts
