@@ -27,6 +27,29 @@ std::string raw_safetensors(const std::string& header, const std::string& data) 
   return out + header + data;
 }
 
+// A loader may rearrange a resident copy in place (the q4_k interleaving): the edit is seen through
+// data() and the file on disk is untouched; a mapped file's pages are the page cache's, so it refuses
+// and nothing changes; an edit that throws leaves what it wrote and the file still readable.
+TEST(MappedFile, ResidentCopiesCanBeEditedMappedOnesCannot) {
+  TempDir dir;
+  write_bytes(dir.file("a.bin"), "hello");
+  auto resident = MappedFile::open(dir.file("a.bin"), Residency::kResident);
+  ASSERT_EQ(resident->residency(), Residency::kResident);
+  EXPECT_TRUE(resident->edit_resident([](uint8_t* b) { b[0] = 'j'; }));
+  EXPECT_EQ(std::memcmp(resident->data(), "jello", 5), 0);
+  EXPECT_THROW(resident->edit_resident([](uint8_t* b) {
+    b[1] = 'a';
+    throw std::runtime_error("stop");
+  }),
+               std::runtime_error);
+  EXPECT_EQ(std::memcmp(resident->data(), "jallo", 5), 0);
+  auto mapped = MappedFile::open(dir.file("a.bin"), Residency::kMapped);
+  bool ran = false;
+  EXPECT_FALSE(mapped->edit_resident([&](uint8_t*) { ran = true; }));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(std::memcmp(mapped->data(), "hello", 5), 0);  // the file itself never changed
+}
+
 TEST(MappedFile, MapsContentsAndNamesMissingPath) {
   TempDir dir;
   write_bytes(dir.file("a.bin"), "hello");
