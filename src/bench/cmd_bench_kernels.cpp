@@ -82,7 +82,6 @@ class BenchWeight {
     view_ = TensorView{"bench." + std::string(dtype_name(t)), t, {rows, cols}, bytes_.get()};
   }
   double bytes() const { return static_cast<double>(view_.nbytes()); }
-  // y = W x for one activation row.
   // y = x W^T for n activation rows (decode sizes: n below matmul_gemm_min_rows()).
   void multiply(const float* x, int64_t n, float* y, ThreadPool& pool) const { kernels::matmul(view_, x, n, y, pool); }
 
@@ -96,7 +95,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// GB/s of weights read by matmul(w, x, 1) on `pool`: the best of `reps` timings of `calls` calls.
+// GB/s of weights read by matmul(w, x, n) on `pool`: the best of `reps` timings of `calls` calls.
 double gemv_gbs(const BenchWeight& w, const std::vector<float>& x, int64_t n, std::vector<float>& y, ThreadPool& pool, int calls,
                 int reps) {
   w.multiply(x.data(), n, y.data(), pool);  // warm: pages touched, activations sized
@@ -188,7 +187,7 @@ int run_kernels(const KernelsArgs& a) {
 
 SubRunner add_bench_kernels(CLI::App& app) {
   auto a = std::make_shared<KernelsArgs>();
-  CLI::App* k = app.add_subcommand("kernels", "Decode products (one activation row) per weight format, GB/s of weights in cache and streamed");
+  CLI::App* k = app.add_subcommand("kernels", "Decode products per weight format, GB/s of weights in cache and streamed");
   k->add_option("--formats", a->formats, "Comma-separated weight formats")->capture_default_str();
   k->add_option("--cols", a->cols, "Elements per weight row (a multiple of 256)")->capture_default_str();
   k->add_option("--inputs", a->inputs, "Activation rows per product (sequences decoded together)")->capture_default_str();

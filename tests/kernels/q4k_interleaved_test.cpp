@@ -168,6 +168,10 @@ TEST(Q4kInterleaved, ShapesThatDoNotFitAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("not whole groups of 16"), std::string::npos) << e.what();
   }
   EXPECT_EQ(y, std::vector<float>(24, -1.0f));
+  // The same in matmul_many's fused decode pass, which validates its jobs on its own.
+  const MatmulJob jobs[] = {{&v, x.data(), 1, y.data()}};
+  EXPECT_THROW(matmul_many(jobs, pool), Error);
+  EXPECT_EQ(y, std::vector<float>(24, -1.0f));
 }
 
 }  // namespace

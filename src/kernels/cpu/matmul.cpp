@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/q4k_interleave.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
@@ -184,6 +185,13 @@ std::vector<int64_t> byte_balanced_cuts(const std::vector<const MatmulJob*>& job
   return cuts;
 }
 
+// Interleaved q4_k is cut by whole groups of rows (core/q4k_interleave.h): a view that is not whole
+// groups is refused before anything is read. `who` names the weight.
+void check_whole_groups(const TensorView& w, const std::string& who) {
+  FOLIO_CHECK_INPUT(w.dtype != DType::Q4_K_X16 || w.shape[0] % kQ4kGroupRows == 0,
+                    who + " is q4_k_x16 with " + std::to_string(w.shape[0]) + " rows, not whole groups of 16");
+}
+
 int dtype_index_for_vector_op(DType t, const char* op) {
   if (dtype_is_block_quantized(t))
     throw_invalid(std::string(op) + ": " + dtype_name(t) + " operands are not supported (use f32, f16 or bf16)");
@@ -287,8 +295,7 @@ void matmul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   FOLIO_CHECK_INPUT(in % dtype_block_elems(w.dtype) == 0,
                     who + " is " + dtype_name(w.dtype) + " with " + std::to_string(in) +
                         " columns, not a multiple of the block size " + std::to_string(dtype_block_elems(w.dtype)));
-  FOLIO_CHECK_INPUT(w.dtype != DType::Q4_K_X16 || out % 16 == 0,
-                    who + " is q4_k_x16 with " + std::to_string(out) + " rows, not whole groups of 16");
+  check_whole_groups(w, who);
   if (n == 0 || out == 0) return;
   FOLIO_CHECK_INPUT(w.data != nullptr || in == 0, who + " has no data");
   if (matmul_takes_bf16_gemm(w, n, precision)) {
@@ -313,6 +320,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecisio
     }
     FOLIO_CHECK_INPUT(w.data != nullptr && w.shape[1] % dtype_block_elems(w.dtype) == 0,
                       "matmul: weight '" + w.name + "' has no data or a row length not a multiple of its block");
+    check_whole_groups(w, "matmul: weight '" + w.name + "'");
     fused.push_back(&j);
     start.push_back(start.back() + w.shape[0]);
   }

@@ -460,15 +460,24 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
 
 // KernelTable::qgemv[Q4_K_X16] where the traits have no kernel for the interleaved layout: each group
 // back into its 16 rows, then the table's own q4_k product (so the same bits by construction).
-template <class I>
-void qgemv_q4k_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
-                            float* y, int64_t ldy) {
+// fn(rows, r) for every group of interleaved q4_k rows [r0, r1) (whole groups; w a matrix's start),
+// `rows` the group's 16 rows back as q4_k (rb bytes apart), starting at row r.
+template <class Fn>
+void for_each_group_as_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, Fn fn) {
   thread_local std::vector<uint8_t> rows;
   rows.resize(kQ4kGroupRows * rb);
   for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
     deinterleave_q4k_group(w + static_cast<size_t>(r) * rb, in / 256, rows.data(), rb);
-    qgemv<I, DType::Q4_K>(rows.data(), rb, in, 0, kQ4kGroupRows, xq, n, y + r, ldy);
+    fn(rows.data(), r);
   }
+}
+
+template <class I>
+void qgemv_q4k_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                            float* y, int64_t ldy) {
+  for_each_group_as_rows(w, rb, in, r0, r1, [&](const uint8_t* rows, int64_t r) {
+    qgemv<I, DType::Q4_K>(rows, rb, in, 0, kQ4kGroupRows, xq, n, y + r, ldy);
+  });
 }
 
 template <class I>
@@ -486,12 +495,9 @@ void rows_to_f32_blocks(const uint8_t* w, size_t rb, int64_t in, int64_t rows, f
 
 // The same for interleaved q4_k: w at a group's start, `rows` whole groups.
 inline void rows_to_f32_q4k_x16(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
-  thread_local std::vector<uint8_t> plain;
-  plain.resize(kQ4kGroupRows * rb);
-  for (int64_t r = 0; r < rows; r += kQ4kGroupRows) {
-    deinterleave_q4k_group(w + static_cast<size_t>(r) * rb, in / 256, plain.data(), rb);
-    rows_to_f32_blocks<DType::Q4_K>(plain.data(), rb, in, kQ4kGroupRows, dst + r * in);
-  }
+  for_each_group_as_rows(w, rb, in, 0, rows, [&](const uint8_t* plain, int64_t r) {
+    rows_to_f32_blocks<DType::Q4_K>(plain, rb, in, kQ4kGroupRows, dst + r * in);
+  });
 }
 
 }  // namespace
