@@ -97,8 +97,9 @@ struct LoadQ8 {
 // memory (16 bf16 weights per FMA latency), and a tile of 4 rows x 4 inputs fits in registers.
 //
 // One input row (a single sequence's decode): one weight row at a time, front to back, so each
-// thread's weights are one sequential stream the hardware prefetcher follows (8-row tiles with
-// software prefetch, or two rows side by side, read less; docs/measurements.md).
+// thread's weights are one sequential stream (8-row tiles, or two rows side by side, read less;
+// docs/measurements.md), asked into L2 kPrefetchRows rows ahead: the hardware prefetcher alone
+// left the Intel Xeon's two cores 20-25% below that (docs/benchmarks.md).
 // Several input rows (passes side by side, a server batch): tiles of V::kGemvRows rows x up to
 // V::kGemvInputs inputs, each weight vector loaded once for the tile's inputs and each input vector
 // once for its rows, and the rows kPrefetchRows ahead asked for while the tile works. One row at a
@@ -106,7 +107,8 @@ struct LoadQ8 {
 // 0.6x the bytes per second of these tiles; docs/measurements.md).
 constexpr int64_t kPrefetchRows = 8;
 // Long rows stream well on their own; the prefetch hints are for rows of a few KiB, whose streams
-// end before the hardware prefetcher has ramped up on them (docs/measurements.md).
+// end before the hardware prefetcher has ramped up on them (docs/measurements.md). The hints ask
+// for L2 (prefetcht1; quant_dot_impl.h says why).
 constexpr size_t kPrefetchMaxRowBytes = 4096;
 
 template <class V, class L, int R, int G>
@@ -124,7 +126,7 @@ inline void gemv_tile(const uint8_t* row, size_t rb, int64_t in, const float* x,
   int64_t c = 0;
   for (; c + A * W <= in; c += A * W) {
     if (prefetch && (c * kElemBytes) % 64 == 0)
-      for (int r = 0; r < R; ++r) __builtin_prefetch(reinterpret_cast<const void*>(ahead + r * rb + c * kElemBytes));
+      for (int r = 0; r < R; ++r) __builtin_prefetch(reinterpret_cast<const void*>(ahead + r * rb + c * kElemBytes), 0, 2);
     for (int a = 0; a < A; ++a) {
       reg wv[R];
       for (int r = 0; r < R; ++r) wv[r] = L::load1(row + r * rb, c + a * W);
@@ -164,8 +166,9 @@ template <class V, class L>
 void gemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t n, float* y,
           int64_t ldy) {
   static_assert(!L::kBlocked, "block formats have their own integer GEMV (quant_dot_impl.h)");
+  const bool prefetch = rb <= kPrefetchMaxRowBytes;
   if (n == 1) {
-    for (int64_t r = r0; r < r1; ++r) gemv_tile<V, L, 1, 1>(w + static_cast<size_t>(r) * rb, rb, in, x, y + r, ldy, false);
+    for (int64_t r = r0; r < r1; ++r) gemv_tile<V, L, 1, 1>(w + static_cast<size_t>(r) * rb, rb, in, x, y + r, ldy, prefetch);
     return;
   }
   constexpr int64_t R = V::kGemvRows, P = V::kGemvInputs;
@@ -173,7 +176,6 @@ void gemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const
   // group, so the block's rows come from L1 again (the first group asks for the rows ahead).
   constexpr int64_t kBlockRows = 8;
   static_assert(kBlockRows % R == 0);
-  const bool prefetch = rb <= kPrefetchMaxRowBytes;
   for (int64_t b = r0; b < r1; b += kBlockRows) {
     const int64_t e = std::min(r1, b + kBlockRows);
     for (int64_t g = 0; g < n; g += P) {

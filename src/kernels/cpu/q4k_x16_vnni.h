@@ -98,21 +98,34 @@ inline const uint8_t* group_column(const uint8_t* grp, int64_t b) {
   return col;
 }
 
+// The same for one activation row, whose column is read once: only the factors and scales here,
+// the codes a line at a time as they are read (prefetch_quad). A column's 36 lines asked for at
+// once streamed 25-30% slower than these (docs/benchmarks.md).
+constexpr size_t kQ4kGroupHeadBytes = 256;
+inline const uint8_t* group_column_head(const uint8_t* grp, int64_t b) {
+  const uint8_t* col = grp + static_cast<size_t>(b) * kQ4kGroupBlockBytes;
+  prefetch_ahead(col, kQ4kGroupHeadBytes);
+  return col;
+}
+inline void prefetch_quad(const uint8_t* quad) { prefetch_line(reinterpret_cast<uintptr_t>(quad) + kQPrefetchBytes); }
+
 // One activation row: each quad's nibbles split as they are loaded.
 inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
   GroupSumsK4 sums;
   const __m512i nib = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* col = group_column(grp, b);
+    const uint8_t* col = group_column_head(grp, b);
     const ActQ8K& a = x[b];
     const GroupFactorsK4 f(col);
-    const uint8_t* quads = col + 256;
+    const uint8_t* quads = col + kQ4kGroupHeadBytes;
     __m512i acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
       const __m512i s_lo = byte_pairs(f.s.sc[2 * i]), s_hi = byte_pairs(f.s.sc[2 * i + 1]);
       for (int k = 0; k < 8; ++k) {
-        const __m512i v = _mm512_loadu_si512(quads + 64 * (8 * i + k));
+        const uint8_t* quad = quads + 64 * (8 * i + k);
+        prefetch_quad(quad);
+        const __m512i v = _mm512_loadu_si512(quad);
         const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
         acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(lo, bcast4(a.q + 64 * i + 4 * k)), s_lo);
         acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(hi, bcast4(a.q + 64 * i + 32 + 4 * k)), s_hi);
