@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 #include <limits>
@@ -95,6 +96,41 @@ TEST(Bf16Gemm, MatchesRoundedProductsForEveryWeightDtypeAndEdge) {
           }
         EXPECT_GT(worst_relative(exact, ref, scale), 10 * kSumBound);
       }
+    }
+  }
+}
+
+// Where the CPU has AMX-BF16 and the kernel grants the tile state, the products run on tiles
+// (bf16_amx_active()); set_bf16_amx(false) keeps the AVX-512 kernel. Both meet the rounded
+// products' bound on shapes across the tiles' 32-row, 32-column and 16-pair edges, with and
+// without a bias, and each is the same bits from one call to the next.
+TEST(Bf16Gemm, AmxAndAvx512KernelsBothMeetTheBound) {
+  REQUIRE_BF16();
+  ThreadPool pool(2);
+  struct Reset {
+    ~Reset() { set_bf16_amx(true); }
+  } reset;
+  for (bool amx : {true, false}) {
+    set_bf16_amx(amx);
+    EXPECT_EQ(bf16_amx_active(), amx && bf16_amx_supported());
+    for (const auto& s : {std::array<int64_t, 3>{33, 47, 40}, {64, 64, 32}, {5, 100, 770}}) {
+      const int64_t n = s[0], out = s[1], in = s[2];
+      const std::vector<float> x = random_floats(n * in, 81), bias = random_floats(out, 82);
+      const StoredWeight w = make_weight(DType::BF16, out, in, 83);
+      std::vector<double> ref, scale;
+      rounded_reference(x, w.decoded, n, out, in, ref, scale);
+      const std::vector<float> y = packed_product(x, w, n, out, in, pool);
+      EXPECT_LT(worst_relative(y, ref, scale), kSumBound) << (amx ? "amx " : "avx-512 ") << n << "x" << out << "x" << in;
+      EXPECT_EQ(y, packed_product(x, w, n, out, in, pool));
+      std::vector<float> biased(y.size());
+      matmul(w.view, x.data(), n, biased.data(), pool, GemmPrecision::Bf16, bias.data());
+      if (n < matmul_gemm_min_rows()) continue;  // the GEMV path: not this kernel
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < out; ++c) {
+          ref[static_cast<size_t>(i * out + c)] += bias[static_cast<size_t>(c)];
+          scale[static_cast<size_t>(i * out + c)] += std::fabs(bias[static_cast<size_t>(c)]);
+        }
+      EXPECT_LT(worst_relative(biased, ref, scale), kSumBound) << (amx ? "amx " : "avx-512 ") << "with a bias";
     }
   }
 }

@@ -1,8 +1,12 @@
 #include "kernels/cpu/bf16_gemm.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -26,6 +30,34 @@ bool bf16_gemm_supported() {
 #endif
 }
 
+namespace {
+
+// AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24), and the tile data state granted to
+// this process (Linux asks for it once: arch_prctl ARCH_REQ_XCOMP_PERM, feature 18).
+bool amx_granted() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> g_amx_enabled{true};
+
+}  // namespace
+
+bool bf16_amx_supported() {
+  static const bool ok = bf16_gemm_supported() && amx_granted();
+  return ok;
+}
+
+bool bf16_amx_active() { return g_amx_enabled.load(std::memory_order_relaxed) && bf16_amx_supported(); }
+
+void set_bf16_amx(bool enabled) { g_amx_enabled.store(enabled, std::memory_order_relaxed); }
+
 }  // namespace folio::kernels
 
 // Everything below runs only where bf16_gemm_supported() (the header's precondition).
@@ -36,6 +68,7 @@ bool bf16_gemm_supported() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "kernels/cpu/bf16_amx.h"
 #include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
 #include "kernels/cpu/transpose_avx512.h"
@@ -383,8 +416,57 @@ void pack_bf16_weights(const uint16_t* src, int64_t rows, int64_t in, int64_t ro
   });
 }
 
+namespace {
+
+// The AMX path's three outputs, from each block's f32 sums (detail::amx_blocks): stored, rounded
+// to bf16, or activated and packed, as the AVX-512 path's block_to_* finish theirs.
+void amx_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy, const float* bias) {
+  detail::amx_configure();
+  detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
+    for (int64_t r = 0; r < live_rows; ++r) std::copy_n(sums + r * detail::kAmxCols, live_cols, y + (i0 + r) * ldy + j0);
+  });
+}
+
+void amx_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, uint16_t* y, int64_t ldy,
+                      const float* bias) {
+  detail::amx_configure();
+  detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
+    const __mmask32 cols = live_cols >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << live_cols) - 1);
+    for (int64_t r = 0; r < live_rows; ++r) {
+      const float* s = sums + r * detail::kAmxCols;
+      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + 16), _mm512_loadu_ps(s));
+      _mm512_mask_storeu_epi16(y + (i0 + r) * ldy + j0, cols, reinterpret_cast<__m512i>(b));
+    }
+  });
+}
+
+void amx_gemm_to_activations(const Bf16Activations& x, const uint32_t* packed_w, int64_t r0, int64_t rows,
+                             const float* bias, Activation act, Bf16Activations& y) {
+  detail::amx_configure();
+  detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
+    const __mmask16 lo = lane_mask(live_cols), hi = lane_mask(live_cols - 16);
+    const int64_t words = (live_cols + 1) / 2, first_pair = (r0 + j0) / 2;
+    for (int64_t r = 0; r < live_rows; ++r) {
+      const float* s = sums + r * detail::kAmxCols;
+      const __m512 a = _mm512_maskz_mov_ps(lo, activate(act, _mm512_loadu_ps(s)));
+      const __m512 b = _mm512_maskz_mov_ps(hi, activate(act, _mm512_loadu_ps(s + 16)));
+      alignas(64) uint32_t w[16];
+      _mm512_store_si512(w, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a)));
+      const int64_t row = i0 + r;
+      uint32_t* dst = y.panel(row / MR) + first_pair * MR + row % MR;
+      for (int64_t q = 0; q < words; ++q) dst[q * MR] = w[q];
+    }
+  });
+}
+
+}  // namespace
+
 void bf16_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, uint16_t* y, int64_t ldy,
                        const float* bias) {
+  if (bf16_amx_active()) {
+    amx_gemm_to_bf16(x, packed_w, rows, y, ldy, bias);
+    return;
+  }
   const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
   for (int64_t i = 0; i < x.panels(); ++i) {
     const int64_t r = std::min(MR, x.rows() - i * MR);
@@ -398,6 +480,10 @@ void bf16_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64
 
 void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy,
                const float* bias) {
+  if (bf16_amx_active()) {
+    amx_gemm(x, packed_w, rows, y, ldy, bias);
+    return;
+  }
   const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
   // The input in even chunks of at most kBf16ChunkPairs pairs: an activation panel's chunk stays in
   // L1 while every weight panel's chunk passes over it; later chunks add to what the first stored.
@@ -421,6 +507,10 @@ void bf16_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows,
 
 void bf16_gemm_to_activations(const Bf16Activations& x, const uint32_t* packed_w, int64_t r0, int64_t rows,
                               const float* bias, Activation act, Bf16Activations& y) {
+  if (bf16_amx_active()) {
+    amx_gemm_to_activations(x, packed_w, r0, rows, bias, act, y);
+    return;
+  }
   const int64_t pairs = x.pairs(), panels = (rows + NR - 1) / NR;
   for (int64_t i = 0; i < x.panels(); ++i) {
     const int64_t r = std::min(MR, x.rows() - i * MR);

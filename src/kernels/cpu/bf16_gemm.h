@@ -30,6 +30,15 @@ namespace folio::kernels {
 // True when the CPU reports AVX-512 F/BW/VL/DQ and AVX512-BF16.
 bool bf16_gemm_supported();
 
+// True when the products below can run on AMX tiles: bf16_gemm_supported(), the CPU has AMX-BF16,
+// and the kernel granted this process the tile state (asked once, on the first call). Then
+// bf16_gemm, bf16_gemm_to_bf16 and bf16_gemm_to_activations take them (bf16_amx_active()); their
+// sums keep every promise below but may differ in the last bits from the AVX-512 kernel's.
+bool bf16_amx_supported();
+bool bf16_amx_active();
+// set_bf16_amx(false) (tests, benchmarks) keeps the AVX-512 kernel where AMX is supported.
+void set_bf16_amx(bool enabled);
+
 // Activation rows per micro-kernel panel, and weight rows (output columns) per weight panel.
 inline constexpr int64_t kBf16PanelRows = 14;
 inline constexpr int64_t kBf16PanelCols = 32;

@@ -1,0 +1,126 @@
+// Internal: the bf16 GEMM's products on AMX tiles (bf16_gemm.h), for bf16_gemm.cpp only, which
+// includes it inside its AVX512-BF16 target region. The public switch is in bf16_gemm.h
+// (bf16_amx_active, set_bf16_amx).
+//
+// Where the CPU has AMX-BF16 and the kernel grants this process the tile state, one TDPBF16PS
+// multiplies a 16 x 32 bf16 block of activations with a 32 x 16 block of weights: 16 times the
+// products of vdpbf16ps per instruction. The packed operands stay as they are: a weight panel (pairs
+// major, kBf16PanelCols words a pair) is already two tiles' rows 128 bytes apart; the activation
+// panels (kBf16PanelRows rows, pair major) are copied row major for 32 rows at a time, once for
+// all the weight panels of a call.
+//
+// Each sum is f32, over the pairs in order of k, from the bias or zero, as on the AVX-512 path, so
+// a result does not depend on the thread split or the number of rows; its bits may differ from
+// that path's (the hardware adds a pair's two products in its own order).
+#pragma once
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/bf16_gemm.h"
+
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-bf16")
+
+namespace folio::kernels::detail {
+
+// Rows and columns of the block one call of amx_blocks hands to its epilogue: 2 x 2 tiles.
+inline constexpr int64_t kAmxRows = 32, kAmxCols = 32;
+
+// GCC 12's tile intrinsics tell the compiler neither that ldtilecfg reads the whole 64-byte
+// configuration nor that tileloadd reads memory: without this before them, stores into what they
+// read are dropped as dead.
+inline void memory_read_by_tiles() { __asm__ __volatile__("" ::: "memory"); }
+
+// The tile state: 8 tiles of 16 rows x 64 bytes (C: 0-3, A: 4-5, B: 6-7). Per thread.
+inline void amx_configure() {
+  struct alignas(64) Config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+  } c{};
+  c.palette = 1;
+  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = 16;
+  memory_read_by_tiles();
+  _tile_loadconfig(&c);
+}
+
+// Activation rows [i0, i0 + 32) of x, row major: row r's pair p at a[r * stride + p], stride a
+// multiple of 16 pairs; rows past x.rows() and pairs past x.pairs() zero.
+inline void gather_rows(const Bf16Activations& x, int64_t i0, uint32_t* a, int64_t stride) {
+  std::fill(a, a + kAmxRows * stride, 0u);
+  const int64_t pairs = x.pairs(), live = std::min(kAmxRows, x.rows() - i0);
+  for (int64_t r = 0; r < live; ++r) {
+    const int64_t row = i0 + r;
+    const uint32_t* panel = x.panel(row / kBf16PanelRows) + row % kBf16PanelRows;
+    uint32_t* dst = a + r * stride;
+    for (int64_t p = 0; p < pairs; ++p) dst[p] = panel[p * kBf16PanelRows];
+  }
+}
+
+// For every block of 32 activation rows x 32 weight rows (`rows` weight rows in packed_w): the
+// block's f32 sums, bias[c] first where given, as sums[r * 32 + c], handed to
+// epilogue(i0, j0, sums, live_rows, live_cols) (i0: the block's first activation row, j0: its first
+// weight row within packed_w). Single-threaded; the caller has amx_configure()d this thread.
+template <class Epilogue>
+void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, const float* bias, Epilogue epilogue) {
+  const int64_t pairs = x.pairs(), stride = (pairs + 15) / 16 * 16, panels = (rows + kBf16PanelCols - 1) / kBf16PanelCols;
+  thread_local std::vector<uint32_t> a;
+  a.resize(static_cast<size_t>(kAmxRows * stride));
+  alignas(64) uint32_t tail[16 * kBf16PanelCols];  // the last 16 pairs of a weight panel, zero past `pairs`
+  alignas(64) float sums[kAmxRows * kAmxCols], start[kAmxCols];
+  for (int64_t i0 = 0; i0 < x.rows(); i0 += kAmxRows) {
+    gather_rows(x, i0, a.data(), stride);
+    memory_read_by_tiles();
+    for (int64_t j = 0; j < panels; ++j) {
+      const int64_t j0 = j * kBf16PanelCols, live_cols = std::min(kBf16PanelCols, rows - j0);
+      const uint32_t* b = packed_w + j * kBf16PanelCols * pairs;
+      if (bias) {
+        std::fill(start, start + kAmxCols, 0.f);
+        std::copy_n(bias + j0, live_cols, start);
+        memory_read_by_tiles();
+        _tile_loadd(0, start, 0);  // stride 0: every row of the tile starts from the bias
+        _tile_loadd(1, start + 16, 0);
+        _tile_loadd(2, start, 0);
+        _tile_loadd(3, start + 16, 0);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
+      for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+        const uint32_t* bp = b + p0 * kBf16PanelCols;
+        if (p0 + 16 > pairs) {
+          std::fill(tail, tail + 16 * kBf16PanelCols, 0u);
+          std::copy_n(bp, (pairs - p0) * kBf16PanelCols, tail);
+          memory_read_by_tiles();
+          bp = tail;
+        }
+        _tile_loadd(4, a.data() + p0, stride * 4);
+        _tile_loadd(5, a.data() + 16 * stride + p0, stride * 4);
+        _tile_loadd(6, bp, kBf16PanelCols * 4);
+        _tile_loadd(7, bp + 16, kBf16PanelCols * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, sums, kAmxCols * 4);
+      _tile_stored(1, sums + 16, kAmxCols * 4);
+      _tile_stored(2, sums + 16 * kAmxCols, kAmxCols * 4);
+      _tile_stored(3, sums + 16 * kAmxCols + 16, kAmxCols * 4);
+      epilogue(i0, j0, static_cast<const float*>(sums), std::min(kAmxRows, x.rows() - i0), live_cols);
+    }
+  }
+}
+
+}  // namespace folio::kernels::detail
+
+#pragma GCC pop_options
