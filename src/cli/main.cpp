@@ -8,6 +8,7 @@
 
 #include "cmdline/commands.h"
 #include "core/error.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
 #include "runtime/loaded_model.h"
 
@@ -25,6 +26,16 @@ void apply_isa_override() {
     std::fprintf(stderr, "folio: FOLIO_ISA=%s, but this CPU has at most %s: using %s\n", env,
                  folio::kernels::isa_name(folio::kernels::best_isa()), folio::kernels::isa_name(folio::kernels::best_isa()));
   folio::kernels::set_isa(*isa);
+}
+
+// FOLIO_AMX=0 keeps the bf16 GEMM on its AVX-512 kernel where the CPU has AMX tiles
+// (kernels/cpu/bf16_gemm.h): to measure one against the other, or to get the AVX-512 kernel's bits.
+void apply_amx_override() {
+  const char* env = std::getenv("FOLIO_AMX");
+  if (!env || !*env) return;
+  const std::string v = env;
+  if (v != "0" && v != "1") folio::throw_invalid("FOLIO_AMX='" + v + "': expected 0 or 1");
+  folio::kernels::set_bf16_amx(v == "1");
 }
 
 // Reading a page allocates and frees buffers of the page's size (a rendered page, its gray, ink
@@ -76,6 +87,7 @@ int main(int argc, char** argv) {
   }
   try {
     apply_isa_override();
+    apply_amx_override();
     if (mmap) folio::set_checkpoint_residency(folio::Residency::kMapped);
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();

@@ -101,6 +101,19 @@ TEST_F(MiniOcrCli, FolioIsaAvx2ReadsTheSameMarkdown) {
   EXPECT_TRUE(bad.out.empty());
 }
 
+// FOLIO_AMX=0 keeps the bf16 GEMM on its AVX-512 kernel where the CPU has AMX tiles (a run reads
+// as usual); a value other than 0 or 1 is refused before any work.
+TEST_F(MiniOcrCli, FolioAmxTakesZeroOrOne) {
+  const std::string cmd = "ocr " + kSrc + "/examples/sample-typeset.pdf --quiet";
+  const auto native = run_folio(cmd, scratch), off = run_folio(cmd, scratch, "FOLIO_AMX=0");
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.out, native.out);
+  const auto bad = run_folio(cmd, scratch, "FOLIO_AMX=yes");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("FOLIO_AMX='yes': expected 0 or 1"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
 TEST_F(MiniOcrCli, ReadsTheSamplePdfWithTheShippedModel) {
   for (const std::string name : {"sample-1page", "sample-3page"}) {
     const fs::path json = scratch / (name + ".json");

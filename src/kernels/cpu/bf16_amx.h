@@ -5,9 +5,9 @@
 // Where the CPU has AMX-BF16 and the kernel grants this process the tile state, one TDPBF16PS
 // multiplies a 16 x 32 bf16 block of activations with a 32 x 16 block of weights: 16 times the
 // products of vdpbf16ps per instruction. The packed operands stay as they are: a weight panel (pairs
-// major, kBf16PanelCols words a pair) is already two tiles' rows 128 bytes apart; the activation
-// panels (kBf16PanelRows rows, pair major) are copied row major for 32 rows at a time, once for
-// all the weight panels of a call.
+// major, kBf16PanelCols words a pair) is already two tiles' rows 128 bytes apart; an activation
+// panel (kBf16PanelRows rows, pair major) is one tile's rows once transposed, which is done for two
+// panels at a time, once for all the weight panels of a call.
 //
 // Each sum is f32, over the pairs in order of k, from the bias or zero, as on the AVX-512 path, so
 // a result does not depend on the thread split or the number of rows; its bits may differ from
@@ -24,21 +24,24 @@
 #include <vector>
 
 #include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/transpose_avx512.h"
 
 #pragma GCC push_options
 #pragma GCC target("amx-tile,amx-bf16")
 
 namespace folio::kernels::detail {
 
-// Rows and columns of the block one call of amx_blocks hands to its epilogue: 2 x 2 tiles.
-inline constexpr int64_t kAmxRows = 32, kAmxCols = 32;
+// Rows and columns of the block one call of amx_blocks hands to its epilogue: 2 x 2 tiles, a tile's
+// rows one activation panel.
+inline constexpr int64_t kAmxRows = 2 * kBf16PanelRows, kAmxCols = 32;
 
 // GCC 12's tile intrinsics tell the compiler neither that ldtilecfg reads the whole 64-byte
 // configuration nor that tileloadd reads memory: without this before them, stores into what they
 // read are dropped as dead.
 inline void memory_read_by_tiles() { __asm__ __volatile__("" ::: "memory"); }
 
-// The tile state: 8 tiles of 16 rows x 64 bytes (C: 0-3, A: 4-5, B: 6-7). Per thread.
+// The tile state: 8 tiles of 64 bytes a row (C: 0-3 and A: 4-5 of kBf16PanelRows rows, B: 6-7 of
+// 16 pairs). Per thread.
 inline void amx_configure() {
   struct alignas(64) Config {
     uint8_t palette, start_row, reserved[14];
@@ -46,25 +49,27 @@ inline void amx_configure() {
     uint8_t rows[16];
   } c{};
   c.palette = 1;
-  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = 16;
+  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = t < 6 ? kBf16PanelRows : 16;
   memory_read_by_tiles();
   _tile_loadconfig(&c);
 }
 
-// Activation rows [i0, i0 + 32) of x, row major: row r's pair p at a[r * stride + p], stride a
-// multiple of 16 pairs; rows past x.rows() and pairs past x.pairs() zero.
-inline void gather_rows(const Bf16Activations& x, int64_t i0, uint32_t* a, int64_t stride) {
-  std::fill(a, a + kAmxRows * stride, 0u);
-  const int64_t pairs = x.pairs(), live = std::min(kAmxRows, x.rows() - i0);
-  for (int64_t r = 0; r < live; ++r) {
-    const int64_t row = i0 + r;
-    const uint32_t* panel = x.panel(row / kBf16PanelRows) + row % kBf16PanelRows;
-    uint32_t* dst = a + r * stride;
-    for (int64_t p = 0; p < pairs; ++p) dst[p] = panel[p * kBf16PanelRows];
+// Activation panel i of x, row major: row m's pair p at a[m * stride + p], stride a multiple of 16
+// pairs, pairs past x.pairs() zero (16 pairs of the panel's rows at a time, through transpose16).
+inline void panel_rows(const Bf16Activations& x, int64_t i, uint32_t* a, int64_t stride) {
+  const int64_t pairs = x.pairs();
+  const uint32_t* panel = x.panel(i);
+  const __mmask16 rows = static_cast<__mmask16>((1u << kBf16PanelRows) - 1);
+  for (int64_t p0 = 0; p0 < stride; p0 += 16) {
+    __m512i v[16];
+    for (int64_t k = 0; k < 16; ++k)
+      v[k] = p0 + k < pairs ? _mm512_maskz_loadu_epi32(rows, panel + (p0 + k) * kBf16PanelRows) : _mm512_setzero_si512();
+    transpose16(v);
+    for (int64_t m = 0; m < kBf16PanelRows; ++m) _mm512_storeu_si512(a + m * stride + p0, v[m]);
   }
 }
 
-// For every block of 32 activation rows x 32 weight rows (`rows` weight rows in packed_w): the
+// For every block of kAmxRows activation rows (two panels) x 32 weight rows (`rows` weight rows in packed_w): the
 // block's f32 sums, bias[c] first where given, as sums[r * 32 + c], handed to
 // epilogue(i0, j0, sums, live_rows, live_cols) (i0: the block's first activation row, j0: its first
 // weight row within packed_w). Single-threaded; the caller has amx_configure()d this thread.
@@ -75,8 +80,11 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
   a.resize(static_cast<size_t>(kAmxRows * stride));
   alignas(64) uint32_t tail[16 * kBf16PanelCols];  // the last 16 pairs of a weight panel, zero past `pairs`
   alignas(64) float sums[kAmxRows * kAmxCols], start[kAmxCols];
-  for (int64_t i0 = 0; i0 < x.rows(); i0 += kAmxRows) {
-    gather_rows(x, i0, a.data(), stride);
+  for (int64_t i = 0; i < x.panels(); i += 2) {
+    const int64_t i0 = i * kBf16PanelRows;
+    panel_rows(x, i, a.data(), stride);
+    if (i + 1 < x.panels()) panel_rows(x, i + 1, a.data() + kBf16PanelRows * stride, stride);
+    else std::fill(a.begin() + kBf16PanelRows * stride, a.end(), 0u);
     memory_read_by_tiles();
     for (int64_t j = 0; j < panels; ++j) {
       const int64_t j0 = j * kBf16PanelCols, live_cols = std::min(kBf16PanelCols, rows - j0);
@@ -104,7 +112,7 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
           bp = tail;
         }
         _tile_loadd(4, a.data() + p0, stride * 4);
-        _tile_loadd(5, a.data() + 16 * stride + p0, stride * 4);
+        _tile_loadd(5, a.data() + kBf16PanelRows * stride + p0, stride * 4);
         _tile_loadd(6, bp, kBf16PanelCols * 4);
         _tile_loadd(7, bp + 16, kBf16PanelCols * 4);
         _tile_dpbf16ps(0, 4, 6);
@@ -114,8 +122,8 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
       }
       _tile_stored(0, sums, kAmxCols * 4);
       _tile_stored(1, sums + 16, kAmxCols * 4);
-      _tile_stored(2, sums + 16 * kAmxCols, kAmxCols * 4);
-      _tile_stored(3, sums + 16 * kAmxCols + 16, kAmxCols * 4);
+      _tile_stored(2, sums + kBf16PanelRows * kAmxCols, kAmxCols * 4);
+      _tile_stored(3, sums + kBf16PanelRows * kAmxCols + 16, kAmxCols * 4);
       epilogue(i0, j0, static_cast<const float*>(sums), std::min(kAmxRows, x.rows() - i0), live_cols);
     }
   }
