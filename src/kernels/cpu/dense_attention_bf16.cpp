@@ -16,6 +16,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "kernels/cpu/bf16_amx.h"
 #include "kernels/cpu/bf16_micro_kernel_avx512.h"
 #include "kernels/cpu/bf16_pairs_avx512.h"
 #include "kernels/cpu/transpose_avx512.h"
@@ -87,11 +88,41 @@ __m512 exp2_nonpositive(__m512 t) {
 // biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
 // Kept out of line: inlined into attend_block with write_outputs' transposes, GCC spilled the 28
 // sums (a SAM global block went from 77 to 96 ms).
+// Where the bf16 GEMM runs on AMX tiles (bf16_gemm.h), so do these products: the same scaling,
+// biases and maxima from each block's sums.
+void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
+                        int64_t side_w, float* S, float* m) {
+  const __m512 s = _mm512_set1_ps(scale * kLog2e);
+  amx_configure();
+  amx_blocks(keys, queries, nq, nullptr, [&](int64_t k0, int64_t j0, const float* sums, int64_t live_rows, int64_t) {
+    for (int64_t h = 0; h < NR; h += kLanes) {
+      __m512 mx = _mm512_loadu_ps(m + j0 + h);
+      for (int64_t r = 0; r < live_rows; ++r) {
+        const int64_t k = k0 + r;
+        const __m512 acc = _mm512_loadu_ps(sums + r * kAmxCols + h);
+        __m512 y = _mm512_mul_ps(acc, s);
+        if (rel) {
+          const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j0 + h;
+          const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j0 + h;
+          y = _mm512_fmadd_ps(acc, s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
+        }
+        _mm512_storeu_ps(S + k * kQueryBlock + j0 + h, y);
+        mx = _mm512_max_ps(mx, y);
+      }
+      _mm512_storeu_ps(m + j0 + h, mx);
+    }
+  });
+}
+
 [[gnu::noinline]] void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
                     int64_t side_w, float* S, float* m) {
   const __m512 s = _mm512_set1_ps(scale * kLog2e);
   const int64_t pairs = keys.pairs(), qpanels = (nq + NR - 1) / NR, T = keys.rows();
   for (int64_t v = 0; v < 2 * qpanels; ++v) _mm512_storeu_ps(m + v * kLanes, _mm512_set1_ps(-3.0e38f));
+  if (bf16_amx_active()) {
+    scores_and_max_amx(keys, queries, nq, scale, rel, side_w, S, m);
+    return;
+  }
   for (int64_t i = 0; i < keys.panels(); ++i) {
     const int64_t k0 = i * MR, live = std::min(MR, T - k0);
     for (int64_t j = 0; j < qpanels; ++j) {
