@@ -1,10 +1,10 @@
-// Internal: the bf16 GEMM's products on AMX tiles (bf16_gemm.h), for bf16_gemm.cpp only, which
-// includes it inside its AVX512-BF16 target region. The public switch is in bf16_gemm.h
-// (bf16_amx_active, set_bf16_amx).
+// Internal: the bf16 GEMM's products on AMX tiles (bf16_gemm.h), for bf16_gemm.cpp and the
+// attention's score pass (dense_attention_bf16.cpp), which include it inside their AVX512-BF16
+// target regions. The public switch is in bf16_gemm.h (bf16_amx_active, set_bf16_amx).
 //
 // Where the CPU has AMX-BF16 and the kernel grants this process the tile state, one TDPBF16PS
-// multiplies a 16 x 32 bf16 block of activations with a 32 x 16 block of weights: 16 times the
-// products of vdpbf16ps per instruction. The packed operands stay as they are: a weight panel (pairs
+// multiplies a 14 x 32 bf16 block of activations with a 32 x 16 block of weights: 7,168 products
+// in one instruction, where vdpbf16ps makes 32. The packed operands stay as they are: a weight panel (pairs
 // major, kBf16PanelCols words a pair) is already two tiles' rows 128 bytes apart; an activation
 // panel (kBf16PanelRows rows, pair major) is one tile's rows once transposed, which is done for two
 // panels at a time, once for all the weight panels of a call.
@@ -15,12 +15,9 @@
 #pragma once
 
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/bf16_gemm.h"
@@ -69,8 +66,8 @@ inline void panel_rows(const Bf16Activations& x, int64_t i, uint32_t* a, int64_t
   }
 }
 
-// For every block of kAmxRows activation rows (two panels) x 32 weight rows (`rows` weight rows in packed_w): the
-// block's f32 sums, bias[c] first where given, as sums[r * 32 + c], handed to
+// For every block of kAmxRows activation rows (two panels) x 32 weight rows (`rows` weight rows in
+// packed_w): the block's f32 sums, bias[c] first where given, as sums[r * 32 + c], handed to
 // epilogue(i0, j0, sums, live_rows, live_cols) (i0: the block's first activation row, j0: its first
 // weight row within packed_w). Single-threaded; the caller has amx_configure()d this thread.
 template <class Epilogue>
