@@ -69,7 +69,7 @@ inline void panel_rows(const Bf16Activations& x, int64_t i, uint32_t* a, int64_t
 // For every block of kAmxRows activation rows (two panels) x 32 weight rows (`rows` weight rows in
 // packed_w): the block's f32 sums, bias[c] first where given, as sums[r * 32 + c], handed to
 // epilogue(i0, j0, sums, live_rows, live_cols) (i0: the block's first activation row, j0: its first
-// weight row within packed_w). Single-threaded; the caller has amx_configure()d this thread.
+// weight row within packed_w). Single-threaded; configures this thread's tiles first.
 template <class Epilogue>
 void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, const float* bias, Epilogue epilogue) {
   const int64_t pairs = x.pairs(), stride = (pairs + 15) / 16 * 16, panels = (rows + kBf16PanelCols - 1) / kBf16PanelCols;
@@ -77,6 +77,7 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
   a.resize(static_cast<size_t>(kAmxRows * stride));
   alignas(64) uint32_t tail[16 * kBf16PanelCols];  // the last 16 pairs of a weight panel, zero past `pairs`
   alignas(64) float sums[kAmxRows * kAmxCols], start[kAmxCols];
+  amx_configure();
   for (int64_t i = 0; i < x.panels(); i += 2) {
     const int64_t i0 = i * kBf16PanelRows;
     panel_rows(x, i, a.data(), stride);

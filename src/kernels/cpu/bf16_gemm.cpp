@@ -421,7 +421,6 @@ namespace {
 // The AMX path's three outputs, from each block's f32 sums (detail::amx_blocks): stored, rounded
 // to bf16, or activated and packed, as the AVX-512 path's block_to_* finish theirs.
 void amx_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, float* y, int64_t ldy, const float* bias) {
-  detail::amx_configure();
   detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
     for (int64_t r = 0; r < live_rows; ++r) std::copy_n(sums + r * detail::kAmxCols, live_cols, y + (i0 + r) * ldy + j0);
   });
@@ -429,7 +428,6 @@ void amx_gemm(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, 
 
 void amx_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows, uint16_t* y, int64_t ldy,
                       const float* bias) {
-  detail::amx_configure();
   detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
     const __mmask32 cols = live_cols >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << live_cols) - 1);
     for (int64_t r = 0; r < live_rows; ++r) {
@@ -442,7 +440,6 @@ void amx_gemm_to_bf16(const Bf16Activations& x, const uint32_t* packed_w, int64_
 
 void amx_gemm_to_activations(const Bf16Activations& x, const uint32_t* packed_w, int64_t r0, int64_t rows,
                              const float* bias, Activation act, Bf16Activations& y) {
-  detail::amx_configure();
   detail::amx_blocks(x, packed_w, rows, bias, [&](int64_t i0, int64_t j0, const float* sums, int64_t live_rows, int64_t live_cols) {
     const __mmask16 lo = lane_mask(live_cols), hi = lane_mask(live_cols - 16);
     const int64_t words = (live_cols + 1) / 2, first_pair = (r0 + j0) / 2;

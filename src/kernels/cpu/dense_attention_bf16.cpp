@@ -88,24 +88,25 @@ __m512 exp2_nonpositive(__m512 t) {
 // biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
 // Kept out of line: inlined into attend_block with write_outputs' transposes, GCC spilled the 28
 // sums (a SAM global block went from 77 to 96 ms).
+// Key k's scores of the 16 queries from column c: its sums times s (scale * log2(e)), plus the
+// relative-position terms of key k where given.
+inline __m512 scaled_scores(__m512 sums, __m512 s, const Scratch* rel, int64_t side_w, int64_t k, int64_t c) {
+  if (!rel) return _mm512_mul_ps(sums, s);
+  const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + c;
+  const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + c;
+  return _mm512_fmadd_ps(sums, s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
+}
+
 // Where the bf16 GEMM runs on AMX tiles (bf16_gemm.h), so do these products: the same scaling,
 // biases and maxima from each block's sums.
-void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
+void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, __m512 s, const Scratch* rel,
                         int64_t side_w, float* S, float* m) {
-  const __m512 s = _mm512_set1_ps(scale * kLog2e);
-  amx_configure();
   amx_blocks(keys, queries, nq, nullptr, [&](int64_t k0, int64_t j0, const float* sums, int64_t live_rows, int64_t) {
     for (int64_t h = 0; h < NR; h += kLanes) {
       __m512 mx = _mm512_loadu_ps(m + j0 + h);
       for (int64_t r = 0; r < live_rows; ++r) {
         const int64_t k = k0 + r;
-        const __m512 acc = _mm512_loadu_ps(sums + r * kAmxCols + h);
-        __m512 y = _mm512_mul_ps(acc, s);
-        if (rel) {
-          const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j0 + h;
-          const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j0 + h;
-          y = _mm512_fmadd_ps(acc, s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
-        }
+        const __m512 y = scaled_scores(_mm512_loadu_ps(sums + r * kAmxCols + h), s, rel, side_w, k, j0 + h);
         _mm512_storeu_ps(S + k * kQueryBlock + j0 + h, y);
         mx = _mm512_max_ps(mx, y);
       }
@@ -120,7 +121,7 @@ void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, in
   const int64_t pairs = keys.pairs(), qpanels = (nq + NR - 1) / NR, T = keys.rows();
   for (int64_t v = 0; v < 2 * qpanels; ++v) _mm512_storeu_ps(m + v * kLanes, _mm512_set1_ps(-3.0e38f));
   if (bf16_amx_active()) {
-    scores_and_max_amx(keys, queries, nq, scale, rel, side_w, S, m);
+    scores_and_max_amx(keys, queries, nq, s, rel, side_w, S, m);
     return;
   }
   for (int64_t i = 0; i < keys.panels(); ++i) {
@@ -133,13 +134,8 @@ void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, in
       __m512 max0 = _mm512_loadu_ps(m + j * NR), max1 = _mm512_loadu_ps(m + j * NR + kLanes);
       for (int64_t r = 0; r < live; ++r) {
         const int64_t k = k0 + r;
-        __m512 y0 = _mm512_mul_ps(acc0[r], s), y1 = _mm512_mul_ps(acc1[r], s);
-        if (rel) {
-          const float* bh = rel->bias_h.data() + (k / side_w) * kQueryBlock + j * NR;
-          const float* bw = rel->bias_w.data() + (k % side_w) * kQueryBlock + j * NR;
-          y0 = _mm512_fmadd_ps(acc0[r], s, _mm512_add_ps(_mm512_loadu_ps(bh), _mm512_loadu_ps(bw)));
-          y1 = _mm512_fmadd_ps(acc1[r], s, _mm512_add_ps(_mm512_loadu_ps(bh + kLanes), _mm512_loadu_ps(bw + kLanes)));
-        }
+        const __m512 y0 = scaled_scores(acc0[r], s, rel, side_w, k, j * NR);
+        const __m512 y1 = scaled_scores(acc1[r], s, rel, side_w, k, j * NR + kLanes);
         _mm512_storeu_ps(S + k * kQueryBlock + j * NR, y0);
         _mm512_storeu_ps(S + k * kQueryBlock + j * NR + kLanes, y1);
         max0 = _mm512_max_ps(max0, y0);
