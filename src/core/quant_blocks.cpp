@@ -346,6 +346,7 @@ void quantize_act_q8k(const float* x, ActQ8K* dst, int64_t n) {
     }
     for (int j = 0; j < 8; ++j) b.bsums32[j] = static_cast<int16_t>(b.bsums[2 * j] + b.bsums[2 * j + 1]);
     b.d = 1.f / iscale;
+    std::memset(b.unused, 0, sizeof b.unused);
   }
 }
 

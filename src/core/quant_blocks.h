@@ -90,12 +90,17 @@ struct ActQ8 {
   int8_t q[32];
 };
 
+// The codes first and the size a multiple of 64 bytes: in a buffer that starts on a cache line
+// (kernels/cpu/matmul.cpp's), every block's codes do too, so a 512-bit load of them is never split
+// across two lines (split, they slowed q6_k's decode product; docs/benchmarks.md).
 struct ActQ8K {
-  float d;
   int8_t q[256];
+  float d;
   int16_t bsums[16];    // sum of q[16 g .. 16 g + 15]
   int16_t bsums32[8];   // sum of q[32 j .. 32 j + 31] (the K formats' sub-blocks)
+  uint8_t unused[12];
 };
+static_assert(sizeof(ActQ8K) == 320);
 
 // Sub-block j (0..7) of a Q4_K / Q5_K block: its 6-bit scale and min from the 12 packed bytes.
 // Bytes 0-3 hold scales 0-3 (low 6 bits), bytes 4-7 mins 0-3; scales and mins 4-7 keep their low

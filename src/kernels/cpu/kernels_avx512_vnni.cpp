@@ -140,11 +140,19 @@ struct IVnni : IAvx2 {
     }
     using f32 = __m512;
     static f32 fzero() { return _mm512_setzero_ps(); }
-    // IAvx2::fma with scale s0 on the low half and s1 on the high half.
-    static f32 fma2(i32 v, float s0, float s1, f32 acc) {
-      const __m512 s = _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
-      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), s, acc);
+    // The f16 values at p (lanes 0-7) and q (lanes 8-15).
+    static f32 f16_pair(const void* p, const void* q) {
+      uint16_t u, v;
+      std::memcpy(&u, p, 2);
+      std::memcpy(&v, q, 2);
+      return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(v)), _mm_set1_epi16(static_cast<short>(u))));
     }
+    static f32 pair_splat(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
+    static f32 fmul(f32 a, f32 b) { return _mm512_mul_ps(a, b); }
+    static f32 fma(i32 v, f32 s, f32 acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), s, acc); }
+    static f32 load_f32(const float* p) { return _mm512_load_ps(p); }
+    static void store(void* p, bytes v) { _mm512_storeu_si512(p, v); }
+    static void store_f32(float* p, f32 v) { _mm512_storeu_ps(p, v); }
     static __m256 low(f32 v) { return _mm512_castps512_ps256(v); }
     static __m256 high(f32 v) { return _mm512_extractf32x8_ps(v, 1); }
     static __m256i fold(i32 v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }

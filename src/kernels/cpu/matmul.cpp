@@ -141,6 +141,17 @@ void quantize_activations(DType t, const float* x, int64_t n, int64_t in, uint8_
   for (int64_t g = 0; g < n; ++g) quantize(x + g * in, dst + g * rb, in);
 }
 
+// The quantised activations of a call, starting on a cache line (ActQ8K's codes stay on lines), in
+// a buffer of the calling thread's kept between calls (decode calls hundreds of times per token).
+uint8_t* activation_buffer(size_t bytes) {
+  struct alignas(64) Line {
+    uint8_t b[64];
+  };
+  thread_local std::vector<Line> lines;
+  lines.resize(std::max<size_t>(1, (bytes + 63) / 64));
+  return lines.front().b;
+}
+
 // True when b's activations quantise to the bytes a's did: both block formats of one activation
 // kind (per 32 or per 256 elements), the same shape, and the same input values.
 bool same_quantized_input(const MatmulJob& a, const MatmulJob& b) {
@@ -268,14 +279,13 @@ void matmul_unbiased(const TensorView& w, const float* x, int64_t n, float* y, T
     matmul_gemm(table, w, x, n, y, pool);
     return;
   }
-  // Reused across calls (decode calls this hundreds of times per token). The workers get a pointer:
-  // inside the lambda the name would denote each worker's own, empty, thread_local vector.
-  thread_local std::vector<uint8_t> xq_buffer;
+  // The workers get a pointer: the buffer is the calling thread's.
+  const uint8_t* xq = nullptr;
   if (dtype_is_block_quantized(w.dtype)) {
-    xq_buffer.resize(static_cast<size_t>(n) * act_row_bytes(w.dtype, in));
-    quantize_activations(w.dtype, x, n, in, xq_buffer.data());
+    uint8_t* buffer = activation_buffer(static_cast<size_t>(n) * act_row_bytes(w.dtype, in));
+    quantize_activations(w.dtype, x, n, in, buffer);
+    xq = buffer;
   }
-  const uint8_t* xq = xq_buffer.data();
   const int64_t units = (out + kRowGrain - 1) / kRowGrain;
   const int64_t chunks = std::min<int64_t>(units, kChunksPerThread * pool.size());
   pool.parallel_chunks(chunks, [&](int64_t c) {
@@ -325,7 +335,6 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecisio
     start.push_back(start.back() + w.shape[0]);
   }
   if (fused.empty()) return;
-  thread_local std::vector<uint8_t> xq_buffer;  // as in matmul(): workers see it through `xq`
   // Jobs with the same input (q, k and v; an expert's gate and up; the experts one token chose,
   // each with its own copy of that token) share one quantised copy of it.
   size_t act_bytes = 0;
@@ -338,10 +347,9 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, GemmPrecisio
       if (same_quantized_input(*fused[i], j)) at = act_start[i], fresh = false;
     act_start.push_back(at);
     quantize_here.push_back(fresh);
-    if (fresh) act_bytes += static_cast<size_t>(j.n) * act_row_bytes(j.w->dtype, j.w->shape[1]);
+    if (fresh) act_bytes += (static_cast<size_t>(j.n) * act_row_bytes(j.w->dtype, j.w->shape[1]) + 63) / 64 * 64;
   }
-  xq_buffer.resize(act_bytes);
-  uint8_t* xq = xq_buffer.data();
+  uint8_t* xq = activation_buffer(act_bytes);  // as in matmul(): workers see it through `xq`
   for (size_t k = 0; k < fused.size(); ++k) {
     const TensorView& w = *fused[k]->w;
     if (quantize_here[k]) quantize_activations(w.dtype, fused[k]->x, fused[k]->n, w.shape[1], xq + act_start[k]);

@@ -31,7 +31,9 @@
 //   minima), f16_2(p, q, a, b) (the f16 values at p and q); and for the 32-element formats f32 (16
 //   floats), splat8, flip_sign_bit, dot_u8s8(_add), sub, expand16x2(p, q) and with_bits2(b, p, q)
 //   (expand16 / with_bits32 of two blocks, the first low, the fifth bits' masks at p and q), fzero,
-//   fma2(v, s0, s1, acc) (fma with s0 on the low half, s1 on the high) and low / high (I::f32 halves).
+//   f16_pair(p, q) (the f16 at p in the low half, q's in the high), pair_splat(a, b) (a in the low
+//   half, b in the high), fmul, fma(v, s, acc) (fma of cvt(v) by s), load_f32 (64-byte aligned),
+//   store / store_f32, and low / high (I::f32 halves).
 // With it, the K formats' rows unpack two 32-byte chunks per step: half the vector instructions a
 // byte, where those formats were bound by instructions rather than by memory in decode.
 // The halves hold chunks whose lanes the 256-bit code adds into the same i32 lanes, so fold() gives
@@ -184,12 +186,50 @@ inline void add_block_32(const uint8_t* w, int64_t b, const ActQ8* x, int64_t xs
 template <class I>
 concept HasWide = requires { typename I::Wide; };
 
+// Two activation blocks made ready, once per call, for the 512-bit rows of the formats of 32: their
+// codes (b in the low half, b + 1 in the high), the offset's products that start each lane's sum,
+// and d_x in the lanes that each block's sums take. Each row then reads three aligned vectors per
+// pair of blocks, where it read two 40-byte ActQ8s (half their loads split across cache lines),
+// unpacked their scales one float at a time and took the offset's products again (in cache one
+// core read q8_0 1.5x faster so; docs/benchmarks.md).
+struct alignas(64) ActPair {
+  int8_t q[64];
+  int32_t start[16];  // -K times each lane's 4 codes (K: kPairOffset)
+  float d[16];        // d_x of block b (lanes 0-7) and of b + 1 (lanes 8-15)
+};
+
+// The offset each format's lanes start from: q8_0's signed codes are flipped to unsigned (+128) for
+// the u8 x s8 product, q4_0 and q5_0 store theirs unsigned (+8, +16), q5_1 has a minimum instead.
+template <class F>
+constexpr int kPairOffset = F::kUnsigned ? F::kOffset : 128;
+
+// The pairs of n activation rows of nb blocks (nb / 2 pairs each, row g's at g * (nb / 2)), in a
+// buffer of the calling thread's, valid until its next call.
+template <class W, class F>
+const ActPair* pair_activations(const ActQ8* x, int64_t n, int64_t nb) {
+  thread_local std::vector<ActPair> pairs;
+  const int64_t np = nb / 2;
+  pairs.resize(static_cast<size_t>(n * np));
+  for (int64_t g = 0; g < n; ++g)
+    for (int64_t p = 0; p < np; ++p) {
+      const ActQ8 &a0 = x[g * nb + 2 * p], &a1 = x[g * nb + 2 * p + 1];
+      ActPair& out = pairs[static_cast<size_t>(g * np + p)];
+      const typename W::bytes q = W::load2(a0.q, a1.q);
+      W::store(out.q, q);
+      W::store(out.start, W::sub(W::zero(), W::dot_u8s8(W::splat8(kPairOffset<F>), q)));
+      W::store_f32(out.d, W::pair_splat(a0.d, a1.d));
+    }
+  return pairs.data();
+}
+
 // dot_row_32 with I::Wide: blocks b (low half) and b + 1 (high half) at once, the halves being the
-// even and odd chains. Signed q8_0 codes take the activations offset by 128 as the unsigned side
-// (the offset's product with the weights taken off in the same exact lanes), since AVX-512 has no
-// byte sign instruction.
+// even and odd chains, against the pairs of pair_activations (px, pxs pairs between activation
+// rows; x for an odd last block and q5_1's sums). Signed q8_0 codes are flipped to unsigned, since
+// AVX-512 has no byte sign instruction; the pair's start takes the flip's products off in the same
+// exact lanes. d_w d_x is one rounded product per lane, as the scalar traits' is.
 template <class I, class F, int G>
-inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
+inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, const ActPair* px, int64_t pxs,
+                            float* out) {
   using W = typename I::Wide;
   typename W::f32 pair[G];
   for (int g = 0; g < G; ++g) pair[g] = W::fzero();
@@ -199,21 +239,16 @@ inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_
     const uint8_t* b0 = w + static_cast<size_t>(b) * F::kBytes;
     const uint8_t* b1 = b0 + F::kBytes;
     prefetch_ahead(b0, 2 * F::kBytes);
-    const typename W::bytes wv = F::template weights2<W>(b0, b1);
-    float dw0, dw1;
-    W::f16_2(b0, b1, dw0, dw1);
+    typename W::bytes wv = F::template weights2<W>(b0, b1);
+    if constexpr (!F::kUnsigned) wv = W::flip_sign_bit(wv);
+    const typename W::f32 dw = W::f16_pair(b0, b1);
     for (int g = 0; g < G; ++g) {
-      const ActQ8& a0 = x[g * xs + b];
-      const ActQ8& a1 = x[g * xs + b + 1];
-      const typename W::bytes xv = W::load2(a0.q, a1.q);
-      typename W::i32 dot;
-      if constexpr (F::kOffset != 0) dot = W::dot_u8s8_add(W::sub(W::zero(), W::dot_u8s8(W::splat8(F::kOffset), xv)), wv, xv);
-      else if constexpr (F::kUnsigned) dot = W::dot_u8s8(wv, xv);
-      else dot = W::dot_u8s8_add(W::sub(W::zero(), W::dot_u8s8(W::splat8(128), wv)), W::flip_sign_bit(xv), wv);
-      pair[g] = W::fma2(dot, dw0 * a0.d, dw1 * a1.d, pair[g]);
+      const ActPair& a = px[g * pxs + b / 2];
+      const typename W::i32 dot = W::dot_u8s8_add(W::load(a.start), wv, W::load(a.q));
+      pair[g] = W::fma(dot, W::fmul(dw, W::load_f32(a.d)), pair[g]);
       if constexpr (F::kMin) {
-        mins[g] = std::fma(F::min(b0), a0.s, mins[g]);
-        mins[g] = std::fma(F::min(b1), a1.s, mins[g]);
+        mins[g] = std::fma(F::min(b0), x[g * xs + b].s, mins[g]);
+        mins[g] = std::fma(F::min(b1), x[g * xs + b + 1].s, mins[g]);
       }
     }
   }
@@ -227,9 +262,9 @@ inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_
 }
 
 template <class I, class F, int G>
-inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, float* out) {
+inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, const ActPair* px, float* out) {
   if constexpr (HasWide<I>) {
-    dot_row_32_wide<I, F, G>(w, nb, x, xs, out);
+    dot_row_32_wide<I, F, G>(w, nb, x, xs, px, nb / 2, out);
     return;
   }
   typename I::f32 even[G], odd[G];  // two chains of FMAs, even and odd blocks
@@ -418,14 +453,18 @@ inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t x
   sums.write(out);
 }
 
+// The format struct of each block format of 32.
+template <class I, DType T>
+using Fmt32 = std::conditional_t<T == DType::Q8_0, FmtQ8_0<I>,
+                                 std::conditional_t<T == DType::Q4_0, FmtQ4_0<I>,
+                                                    std::conditional_t<T == DType::Q5_0, FmtQ5_0<I>, FmtQ5_1<I>>>>;
+
+// px: the activations' pairs (pair_activations) where the 512-bit rows of the formats of 32 take them.
 template <class I, DType T, int G>
-inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, float* out) {
+inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, const ActPair* px, float* out) {
   const auto* a8 = static_cast<const ActQ8*>(x);
   const auto* a8k = static_cast<const ActQ8K*>(x);
-  if constexpr (T == DType::Q8_0) dot_row_32<I, FmtQ8_0<I>, G>(w, nb, a8, xs, out);
-  else if constexpr (T == DType::Q4_0) dot_row_32<I, FmtQ4_0<I>, G>(w, nb, a8, xs, out);
-  else if constexpr (T == DType::Q5_0) dot_row_32<I, FmtQ5_0<I>, G>(w, nb, a8, xs, out);
-  else if constexpr (T == DType::Q5_1) dot_row_32<I, FmtQ5_1<I>, G>(w, nb, a8, xs, out);
+  if constexpr (T < DType::Q4_K) dot_row_32<I, Fmt32<I, T>, G>(w, nb, a8, xs, px, out);
   else if constexpr (T == DType::Q4_K) dot_row_k4<I, false, G>(w, nb, a8k, xs, out);
   else if constexpr (T == DType::Q5_K) dot_row_k4<I, true, G>(w, nb, a8k, xs, out);
   else dot_row_q6k<I, G>(w, nb, a8k, xs, out);
@@ -439,11 +478,13 @@ inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, f
 template <class I, DType T>
 void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n, float* y,
            int64_t ldy) {
-  const bool k_format = T >= DType::Q4_K;
+  constexpr bool k_format = T >= DType::Q4_K;
   const int64_t nb = in / (k_format ? 256 : 32);
   const size_t act_bytes = k_format ? sizeof(ActQ8K) : sizeof(ActQ8);
   const auto* xb = static_cast<const uint8_t*>(xq);
   static_assert(kMaxQGroup == 4, "a pass takes 4 activation rows, else 2, else 1");
+  const ActPair* pairs = nullptr;
+  if constexpr (!k_format && HasWide<I>) pairs = pair_activations<typename I::Wide, Fmt32<I, T>>(static_cast<const ActQ8*>(xq), n, nb);
   // The first stretch of the rows, which prefetch_ahead's lookahead never asks for.
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
@@ -451,11 +492,12 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
     const uint8_t* row = w + static_cast<size_t>(r) * rb;
     for (int64_t g0 = 0; g0 < n;) {
       const void* x = xb + static_cast<size_t>(g0 * nb) * act_bytes;
+      const ActPair* px = pairs ? pairs + g0 * (nb / 2) : nullptr;
       float out[kMaxQGroup];
       const int64_t left = n - g0, gn = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-      if (gn == 4) dot_row_q<I, T, 4>(row, nb, x, nb, out);
-      else if (gn == 2) dot_row_q<I, T, 2>(row, nb, x, nb, out);
-      else dot_row_q<I, T, 1>(row, nb, x, nb, out);
+      if (gn == 4) dot_row_q<I, T, 4>(row, nb, x, nb, px, out);
+      else if (gn == 2) dot_row_q<I, T, 2>(row, nb, x, nb, px, out);
+      else dot_row_q<I, T, 1>(row, nb, x, nb, px, out);
       for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r] = out[g];
       g0 += gn;
     }

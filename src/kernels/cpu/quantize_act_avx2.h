@@ -86,6 +86,7 @@ struct QuantizeActAvx2 {
         b.bsums32[g] = static_cast<int16_t>(lo + hi);
       }
       b.d = 1.f / iscale;
+      std::memset(b.unused, 0, sizeof b.unused);
     }
   }
 };
