@@ -4,17 +4,46 @@
 #include <cmath>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/error.h"
 
 namespace folio {
 
+// Two vector passes (a vocabulary of 129K took 0.2 ms a token one compare at a time): the largest
+// value (NaN never wins a > test), then the first index holding it, 16 elements at a time.
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = -1;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) continue;
-    if (best < 0 || logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  const float* x = logits.data();
+  const size_t n = logits.size();
+  float best = -INFINITY;
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128 lanes[4];  // independent chains: one compare-and-select waits on the last
+  for (__m128& l : lanes) l = _mm_set1_ps(-INFINITY);
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 4; ++k) {
+      const __m128 v = _mm_loadu_ps(x + i + 4 * k), wins = _mm_cmpgt_ps(v, lanes[k]);
+      lanes[k] = _mm_or_ps(_mm_and_ps(wins, v), _mm_andnot_ps(wins, lanes[k]));
+    }
+  float lane[16];
+  for (int k = 0; k < 4; ++k) _mm_storeu_ps(lane + 4 * k, lanes[k]);
+  for (float l : lane) best = l > best ? l : best;
+#endif
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  size_t at = 0;
+#if defined(__SSE2__)
+  const __m128 b = _mm_set1_ps(best);
+  for (; at + 16 <= n; at += 16) {
+    __m128 hit = _mm_cmpeq_ps(_mm_loadu_ps(x + at), b);
+    for (size_t k = 4; k < 16; k += 4) hit = _mm_or_ps(hit, _mm_cmpeq_ps(_mm_loadu_ps(x + at + k), b));
+    if (_mm_movemask_ps(hit)) break;
   }
-  return best < 0 ? 0 : best;
+#endif
+  for (; at < n; ++at)
+    if (x[at] == best) return static_cast<int32_t>(at);
+  return 0;  // every logit NaN (or none)
 }
 
 Sampler::Sampler(SamplingParams p) : p_(p), rng_(p.seed) {

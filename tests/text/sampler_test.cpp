@@ -27,6 +27,28 @@ TEST(Sampler, GreedyTakesLowestIndexMaxAndIgnoresNaN) {
   EXPECT_THROW(s.sample(std::vector<float>{}), Error);
 }
 
+// The vectorised argmax against a plain scan, on lengths around its 8 lanes and 64-element stretches,
+// with ties, NaN, and infinities placed anywhere.
+TEST(Sampler, GreedyMatchesAScanOnLongRows) {
+  auto scan = [](const std::vector<float>& v) {
+    int32_t best = -1;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isnan(v[i]) && (best < 0 || v[i] > v[static_cast<size_t>(best)])) best = static_cast<int32_t>(i);
+    return best < 0 ? 0 : best;
+  };
+  std::mt19937 rng(5);
+  const float specials[] = {NAN, INFINITY, -INFINITY, 9.f, -0.f};
+  for (int n : {1, 7, 8, 9, 63, 64, 65, 200, 1031}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      auto v = random_logits(rng, n);
+      for (int k = 0; k < trial % 6; ++k) v[rng() % n] = specials[rng() % 5];
+      if (trial % 7 == 0) std::fill(v.begin(), v.end(), NAN);
+      if (trial % 11 == 0) std::fill(v.begin(), v.end(), -INFINITY);
+      EXPECT_EQ(argmax(v), scan(v)) << "n " << n << " trial " << trial;
+    }
+  }
+}
+
 TEST(Sampler, DeterministicPerSeed) {
   std::mt19937 rng(1);
   const auto logits = random_logits(rng, 50);

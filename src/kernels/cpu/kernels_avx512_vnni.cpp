@@ -145,7 +145,7 @@ struct IVnni : IAvx2 {
       uint16_t u, v;
       std::memcpy(&u, p, 2);
       std::memcpy(&v, q, 2);
-      return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(v)), _mm_set1_epi16(static_cast<short>(u))));
+      return _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(u)), 0xFF00, static_cast<short>(v)));
     }
     static f32 pair_splat(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
     static f32 fmul(f32 a, f32 b) { return _mm512_mul_ps(a, b); }

@@ -234,24 +234,25 @@ inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_
   typename W::f32 pair[G];
   for (int g = 0; g < G; ++g) pair[g] = W::fzero();
   float mins[G] = {};
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const uint8_t* b0 = w + static_cast<size_t>(b) * F::kBytes;
+  const int64_t np = nb / 2;
+  const uint8_t* b0 = w;
+  for (int64_t p = 0; p < np; ++p, b0 += 2 * F::kBytes, ++px) {
     const uint8_t* b1 = b0 + F::kBytes;
     prefetch_ahead(b0, 2 * F::kBytes);
     typename W::bytes wv = F::template weights2<W>(b0, b1);
     if constexpr (!F::kUnsigned) wv = W::flip_sign_bit(wv);
     const typename W::f32 dw = W::f16_pair(b0, b1);
     for (int g = 0; g < G; ++g) {
-      const ActPair& a = px[g * pxs + b / 2];
+      const ActPair& a = px[g * pxs];
       const typename W::i32 dot = W::dot_u8s8_add(W::load(a.start), wv, W::load(a.q));
       pair[g] = W::fma(dot, W::fmul(dw, W::load_f32(a.d)), pair[g]);
       if constexpr (F::kMin) {
-        mins[g] = std::fma(F::min(b0), x[g * xs + b].s, mins[g]);
-        mins[g] = std::fma(F::min(b1), x[g * xs + b + 1].s, mins[g]);
+        mins[g] = std::fma(F::min(b0), x[g * xs + 2 * p].s, mins[g]);
+        mins[g] = std::fma(F::min(b1), x[g * xs + 2 * p + 1].s, mins[g]);
       }
     }
   }
+  const int64_t b = 2 * np;
   typename I::f32 even[G], odd[G];
   for (int g = 0; g < G; ++g) {
     even[g] = W::low(pair[g]);
