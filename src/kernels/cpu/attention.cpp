@@ -20,7 +20,10 @@ namespace {
 // keeps software prefetches a fixed distance ahead in that stream and advances as rows are consumed
 // (docs/measurements.md, "Attention's streaming prefetch"). The distance covers the memory latency
 // at the rate two cores now read: 3 KiB, set when the pass read ~20 GB/s, left a 4K-token
-// reference's attention a fifth slower than 16 KiB does.
+// reference's attention a fifth slower than 16 KiB does. The lines are asked into L2, not L1, as the
+// weights' are (kernels/cpu/quant_dot_impl.h): a prefetch into L1 holds one of the core's few fill
+// buffers until its line arrives from memory, and the pass stalled on them (a 4K reference's
+// attention 1.2-1.3x slower on an Intel Xeon; docs/benchmarks.md).
 constexpr size_t kPrefetchAheadBytes = 16384;
 // Float rows go to the row kernels in pieces of this many bytes per head (at least kChunkRows rows),
 // so the prefetch advances smoothly: 8 rows of a 128-wide bf16 head, 32 of a 32-wide one (smaller
@@ -53,7 +56,7 @@ class StreamPrefetch {
     while (bytes > 0 && si_ < spans_.size()) {
       const size_t take = std::min(bytes, run_ - off_);
       // Line by line from the first line not yet asked for.
-      for (size_t o = (off_ + 63) & ~size_t{63}; o < off_ + take; o += 64) __builtin_prefetch(base_ + o);
+      for (size_t o = (off_ + 63) & ~size_t{63}; o < off_ + take; o += 64) __builtin_prefetch(base_ + o, 0, 2);
       off_ += take;
       bytes -= take;
       if (off_ >= run_) {
