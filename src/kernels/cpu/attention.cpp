@@ -23,7 +23,7 @@ namespace {
 // reference's attention a fifth slower than 16 KiB does. The lines are asked into L2, not L1, as the
 // weights' are (kernels/cpu/quant_dot_impl.h): a prefetch into L1 holds one of the core's few fill
 // buffers until its line arrives from memory, and the pass stalled on them (a 4K reference's
-// attention 1.2-1.3x slower on an Intel Xeon; docs/benchmarks.md).
+// attention read 19-21 GB/s so on an Intel Xeon, 24 into L2; docs/measurements.md).
 constexpr size_t kPrefetchAheadBytes = 16384;
 // Float rows go to the row kernels in pieces of this many bytes per head (at least kChunkRows rows),
 // so the prefetch advances smoothly: 8 rows of a 128-wide bf16 head, 32 of a 32-wide one (smaller
