@@ -92,7 +92,7 @@ struct ActQ8 {
 
 // The codes first and the size a multiple of 64 bytes: in a buffer that starts on a cache line
 // (kernels/cpu/matmul.cpp's), every block's codes do too, so a 512-bit load of them is never split
-// across two lines (split, they slowed q6_k's decode product; docs/benchmarks.md).
+// across two lines (the split loads cost q6_k's decode product ~5% in cache; docs/benchmarks.md).
 struct ActQ8K {
   int8_t q[256];
   float d;

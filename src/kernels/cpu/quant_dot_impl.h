@@ -191,7 +191,7 @@ concept HasWide = requires { typename I::Wide; };
 // and d_x in the lanes that each block's sums take. Each row then reads three aligned vectors per
 // pair of blocks, where it read two 40-byte ActQ8s (half their loads split across cache lines),
 // unpacked their scales one float at a time and took the offset's products again (in cache one
-// core read q8_0 1.5x faster so; docs/benchmarks.md).
+// core read q8_0 1.2-1.4x faster so, q5_0 1.4x; docs/benchmarks.md).
 struct alignas(64) ActPair {
   int8_t q[64];
   int32_t start[16];  // -K times each lane's 4 codes (K: kPairOffset)
