@@ -46,6 +46,20 @@ class MiniOcrCli : public ::testing::Test {
  protected:
   fs::path scratch = fs::temp_directory_path() / ("folio_mini_cli_" + std::to_string(getpid()));
   void TearDown() override { fs::remove_all(scratch); }
+
+  // The sample read with the environment setting `same` gives the default run's bytes; with `bad`,
+  // the run is refused before any work with `message`.
+  void expect_override(const std::string& same, const std::string& bad, const std::string& message) {
+    const std::string cmd = "ocr " + kSrc + "/examples/sample-typeset.pdf --quiet";
+    const auto native = run_folio(cmd, scratch), with = run_folio(cmd, scratch, same);
+    ASSERT_EQ(native.code, 0) << native.err;
+    ASSERT_EQ(with.code, 0) << with.err;
+    EXPECT_EQ(with.out, native.out);
+    const auto refused = run_folio(cmd, scratch, bad);
+    EXPECT_EQ(refused.code, 2);
+    EXPECT_NE(refused.err.find(message), std::string::npos) << refused.err;
+    EXPECT_TRUE(refused.out.empty());
+  }
 };
 
 // The demo: examples/sample-typeset.pdf (text written for it, typeset by WeasyPrint; its source is
@@ -90,28 +104,13 @@ TEST_F(MiniOcrCli, DefaultModelReadsTheTypesetSampleAsItsSource) {
 // (the int8 recognizer and the decoder's kernels give the same bits on every ISA; on an AVX2-only
 // machine both runs take it); a name it does not know is refused before any work.
 TEST_F(MiniOcrCli, FolioIsaAvx2ReadsTheSameMarkdown) {
-  const std::string cmd = "ocr " + kSrc + "/examples/sample-typeset.pdf --quiet";
-  const auto native = run_folio(cmd, scratch), avx2 = run_folio(cmd, scratch, "FOLIO_ISA=avx2");
-  ASSERT_EQ(native.code, 0) << native.err;
-  ASSERT_EQ(avx2.code, 0) << avx2.err;
-  EXPECT_EQ(avx2.out, native.out);
-  const auto bad = run_folio(cmd, scratch, "FOLIO_ISA=neon");
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("FOLIO_ISA='neon': expected scalar, avx2 or avx512"), std::string::npos) << bad.err;
-  EXPECT_TRUE(bad.out.empty());
+  expect_override("FOLIO_ISA=avx2", "FOLIO_ISA=neon", "FOLIO_ISA='neon': expected scalar, avx2 or avx512");
 }
 
 // FOLIO_AMX=0 keeps the bf16 GEMM on its AVX-512 kernel where the CPU has AMX tiles (a run reads
 // as usual); a value other than 0 or 1 is refused before any work.
 TEST_F(MiniOcrCli, FolioAmxTakesZeroOrOne) {
-  const std::string cmd = "ocr " + kSrc + "/examples/sample-typeset.pdf --quiet";
-  const auto native = run_folio(cmd, scratch), off = run_folio(cmd, scratch, "FOLIO_AMX=0");
-  ASSERT_EQ(off.code, 0) << off.err;
-  EXPECT_EQ(off.out, native.out);
-  const auto bad = run_folio(cmd, scratch, "FOLIO_AMX=yes");
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("FOLIO_AMX='yes': expected 0 or 1"), std::string::npos) << bad.err;
-  EXPECT_TRUE(bad.out.empty());
+  expect_override("FOLIO_AMX=0", "FOLIO_AMX=yes", "FOLIO_AMX='yes': expected 0 or 1");
 }
 
 TEST_F(MiniOcrCli, ReadsTheSamplePdfWithTheShippedModel) {

@@ -82,12 +82,6 @@ __m512 exp2_nonpositive(__m512 t) {
   return _mm512_scalef_ps(p, k);
 }
 
-// The block's scores, transposed: S[k * kQueryBlock + q] = log2(e) * (scale * <k, q> + the
-// relative-position terms of key k = (ky, kx) for query q) (softmax in base 2: one multiply fewer
-// per exponential), each K panel against each panel of 32 queries on the bf16 micro-kernel, scaled,
-// biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
-// Kept out of line: inlined into attend_block with write_outputs' transposes, GCC spilled the 28
-// sums (a SAM global block went from 77 to 96 ms).
 // Key k's scores of the 16 queries from column c: its sums times s (scale * log2(e)), plus the
 // relative-position terms of key k where given.
 inline __m512 scaled_scores(__m512 sums, __m512 s, const Scratch* rel, int64_t side_w, int64_t k, int64_t c) {
@@ -115,6 +109,12 @@ void scores_and_max_amx(const Bf16Activations& keys, const uint32_t* queries, in
   });
 }
 
+// The block's scores, transposed: S[k * kQueryBlock + q] = log2(e) * (scale * <k, q> + the
+// relative-position terms of key k = (ky, kx) for query q) (softmax in base 2: one multiply fewer
+// per exponential), each K panel against each panel of 32 queries on the bf16 micro-kernel, scaled,
+// biased and stored from its registers; the per-query maximum goes to m (kQueryBlock floats).
+// Kept out of line: inlined into attend_block with write_outputs' transposes, GCC spilled the 28
+// sums (a SAM global block went from 77 to 96 ms).
 [[gnu::noinline]] void scores_and_max(const Bf16Activations& keys, const uint32_t* queries, int64_t nq, float scale, const Scratch* rel,
                     int64_t side_w, float* S, float* m) {
   const __m512 s = _mm512_set1_ps(scale * kLog2e);
