@@ -196,17 +196,24 @@ void Decoder::set_context(int64_t positions) {
   cfg_.max_positions = positions;
 }
 
+namespace {
+// Weight bytes of one MLP (a read of each of its three matrices).
+size_t mlp_bytes(const TensorView* gate, const TensorView* up, const TensorView* down) {
+  return gate->nbytes() + up->nbytes() + down->nbytes();
+}
+}  // namespace
+
 size_t Decoder::count_active_weight_bytes() const {
   size_t b = lm_head_->nbytes() + embed_->row_bytes();
   for (const Layer& L : layers_) {
     b += L.wq->nbytes() + L.wk->nbytes() + L.wv->nbytes() + L.wo->nbytes();
-    auto mlp_bytes = [](const Mlp& m) { return m.gate->nbytes() + m.up->nbytes() + m.down->nbytes(); };
+    auto mlp_total = [](const Mlp& m) { return mlp_bytes(m.gate, m.up, m.down); };
     if (!L.moe) {
-      b += mlp_bytes(L.dense);
+      b += mlp_total(L.dense);
       continue;
     }
-    b += L.router->nbytes() + static_cast<size_t>(cfg_.top_k) * mlp_bytes(L.experts[0]);
-    if (L.shared.gate) b += mlp_bytes(L.shared);
+    b += L.router->nbytes() + static_cast<size_t>(cfg_.top_k) * mlp_total(L.experts[0]);
+    if (L.shared.gate) b += mlp_total(L.shared);
   }
   return b;
 }
@@ -242,7 +249,7 @@ Decoder::RunState& Decoder::run_state(int64_t rows, int64_t inputs) const {
   return st;
 }
 
-void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
+size_t Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool) {
   const int64_t w = m.gate->shape[0];
   thread_local std::vector<float> g, u;  // kept between calls, as the run state is
   grow(g, n * w);
@@ -251,9 +258,10 @@ void Decoder::mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool&
   kernels::matmul_many(gate_up, pool, prefill_precision_);
   silu_mul_on(pool, g.data(), u.data(), n * w);
   kernels::matmul(*m.down, g.data(), n, y, pool, prefill_precision_);
+  return mlp_bytes(m.gate, m.up, m.down);
 }
 
-void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
+size_t Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // Activations of the experts, kept between calls on the calling thread: fresh buffers per layer
   // cost page faults and zeroing (5% of a long prefill).
   thread_local MoeScratch s;
@@ -282,7 +290,9 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
   run_experts(s.active, s.jobs, pool, prefill_precision_);
   if (L.shared.gate) std::copy_n(shared.ys, n * cfg_.hidden, y);
   else std::fill(y, y + n * cfg_.hidden, 0.f);
+  size_t streamed = L.router->nbytes();
   for (ExpertWork* w : s.active) {
+    streamed += mlp_bytes(w->gate, w->up, w->down);
     if (w == &shared) continue;
     for (size_t i = 0; i < w->tokens.size(); ++i) {
       float* dst = y + w->tokens[i] * cfg_.hidden;
@@ -290,6 +300,7 @@ void Decoder::moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPoo
       for (int64_t j = 0; j < cfg_.hidden; ++j) dst[j] += w->weights[i] * src[j];
     }
   }
+  return streamed;
 }
 
 void Decoder::attend_tasks(const AttentionStep& st, std::span<const AttentionTask> tasks, ThreadPool& pool) const {
@@ -428,13 +439,14 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
   }
 
   if (!split_by_sequence(batch, pool)) {
-    run(batch, first_pos.data(), logits, pool);
+    count_decode_step(batch, run(batch, first_pos.data(), logits, pool));
     return;
   }
   // Each thread runs whole sequences through every layer on its own: one hand-off per step instead
   // of several per layer. Exceptions are carried back to this thread (a worker must not throw).
   const int64_t B = static_cast<int64_t>(batch.size()), parts = std::min<int64_t>(pool.size(), B);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  std::vector<size_t> streamed(static_cast<size_t>(parts));
   const bool row_invariant = kernels::RowInvariantScope::active_on_this_thread();
   pool.run_on_all([&](int tid) {
     if (tid >= parts) return;
@@ -442,13 +454,32 @@ void Decoder::forward(std::span<const Input> batch, float* logits, ThreadPool& p
     try {
       const kernels::RowInvariantScope scope(row_invariant);  // the caller's choice holds on workers too
       ThreadPool solo(1);
-      run(batch.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b)), first_pos.data() + b, logits + b * cfg_.vocab, solo);
+      streamed[static_cast<size_t>(tid)] =
+          run(batch.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b)), first_pos.data() + b, logits + b * cfg_.vocab, solo);
     } catch (...) {
       errors[static_cast<size_t>(tid)] = std::current_exception();
     }
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  count_decode_step(batch, std::accumulate(streamed.begin(), streamed.end(), size_t{0}));
+}
+
+void Decoder::count_decode_step(std::span<const Input> batch, size_t weight_bytes) {
+  size_t kv = 0;
+  for (const Input& in : batch) {
+    if (in.reference || in.count() != 1) return;  // a prefill, or several tokens of one sequence
+    kv += in.kv->active_bytes(in.kv->length() - 1);
+  }
+  decode_steps_.fetch_add(1, std::memory_order_relaxed);
+  decode_tokens_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  decode_weight_bytes_.fetch_add(weight_bytes, std::memory_order_relaxed);
+  decode_kv_bytes_.fetch_add(kv, std::memory_order_relaxed);
+}
+
+Decoder::DecodeReads Decoder::decode_reads() const {
+  return {decode_steps_.load(std::memory_order_relaxed), decode_tokens_.load(std::memory_order_relaxed),
+          decode_weight_bytes_.load(std::memory_order_relaxed), decode_kv_bytes_.load(std::memory_order_relaxed)};
 }
 
 bool Decoder::split_by_sequence(std::span<const Input> batch, const ThreadPool& pool) const {
@@ -458,11 +489,12 @@ bool Decoder::split_by_sequence(std::span<const Input> batch, const ThreadPool& 
   return active_weight_bytes_ <= kSplitBySequenceMaxWeightBytes;
 }
 
-void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool) {
+size_t Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool) {
   const int64_t H = cfg_.hidden, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, hd = cfg_.head_dim;
   int64_t T = 0;
   for (const Input& in : batch) T += in.count();
   RunState& st = run_state(T, static_cast<int64_t>(batch.size()));
+  size_t streamed = lm_head_->nbytes() + static_cast<size_t>(T) * embed_->row_bytes();
   const bool rotated = batch.front().kv->layout().types.rotated;  // one pool per batch
   float *x = st.x.data(), *xn = st.xn.data(), *q = st.q.data(), *k = st.k.data(), *v = st.v.data();
   float *att = st.att.data(), *y = st.y.data();
@@ -497,10 +529,10 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
     if (rotated) kernels::hadamard_rows(att, T * nh, hd);
     kernels::matmul(*L.wo, att, T, y, pool, prefill_precision_);
     kernels::add_inplace(x, y, T * H);
+    streamed += L.wq->nbytes() + L.wk->nbytes() + L.wv->nbytes() + L.wo->nbytes();
 
     kernels::rms_norm(x, L.ffn_norm.data(), xn, T, H, cfg_.rms_eps);
-    if (L.moe) moe(L, xn, T, y, pool);
-    else mlp(L.dense, xn, T, y, pool);
+    streamed += L.moe ? moe(L, xn, T, y, pool) : mlp(L.dense, xn, T, y, pool);
     kernels::add_inplace(x, y, T * H);
   }
   // Logits of each input's last token only.
@@ -510,6 +542,7 @@ void Decoder::run(std::span<const Input> batch, const int64_t* first_pos, float*
     kernels::rms_norm(x + (r - 1) * H, final_norm_.data(), st.last.data() + i * H, 1, H, cfg_.rms_eps);
   }
   kernels::matmul(*lm_head_, st.last.data(), static_cast<int64_t>(batch.size()), logits, pool, prefill_precision_);
+  return streamed;
 }
 
 }  // namespace folio

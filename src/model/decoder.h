@@ -7,6 +7,7 @@
 // read, which is what makes batched decoding cheaper than one sequence at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -86,6 +87,18 @@ class Decoder {
   bool split_by_sequence(std::span<const Input> batch, const ThreadPool& pool) const;
   size_t weight_bytes() const { return weight_bytes_; }
 
+  // What the decode steps (forward() calls whose every input is one generated token) have read
+  // since the decoder was made: the weight matrices each step streamed, counted once per step each
+  // (an expert once however many of the step's tokens chose it; the embedding rows of its tokens),
+  // and the KV each of its tokens attended over (SequenceKV::active_bytes). Over the steps' time
+  // this is the read rate decode reached, to set beside the machine's memory bandwidth. Steps that
+  // throw are not counted. Safe to call while another thread runs forward().
+  struct DecodeReads {
+    int64_t steps = 0, tokens = 0;
+    uint64_t weight_bytes = 0, kv_bytes = 0;
+  };
+  DecodeReads decode_reads() const;
+
  private:
   struct Mlp {
     const TensorView* gate = nullptr;
@@ -116,7 +129,10 @@ class Decoder {
   const TensorView* need(const std::string& name, std::vector<int64_t> shape);
   size_t count_active_weight_bytes() const;
   // The layers and logits of a batch whose KV positions are reserved (first_pos[i]: input i's first).
-  void run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool);
+  // Returns the weight bytes it streamed (DecodeReads).
+  size_t run(std::span<const Input> batch, const int64_t* first_pos, float* logits, ThreadPool& pool);
+  // Adds a finished decode step to the DecodeReads counters.
+  void count_decode_step(std::span<const Input> batch, size_t weight_bytes);
   // Stores the batch's keys and values in layer `layer` and attends every query: single tokens
   // together over the pool, long reference runs as matrix products.
   void attention(int64_t layer, std::span<const Input> batch, const int64_t* first_pos, float* q, float* k,
@@ -140,8 +156,10 @@ class Decoder {
   // n reference tokens from position `first` (rows row..), stored already, as one causal product;
   // one query at a time when the visible rows are not positions 0.. in order.
   void attend_reference_run(const AttentionStep& st, SequenceKV& kv, int64_t row, int64_t first, int64_t n, ThreadPool& pool) const;
-  void mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool);
-  void moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool);
+  // Both return the weight bytes they streamed (moe: the router, the experts its tokens chose, the
+  // shared experts).
+  size_t mlp(const Mlp& m, const float* x, int64_t n, float* y, ThreadPool& pool);
+  size_t moe(const Layer& L, const float* x, int64_t n, float* y, ThreadPool& pool);
 
   ModelConfig cfg_;
   const TensorSource& src_;
@@ -156,6 +174,8 @@ class Decoder {
   size_t weight_bytes_ = 0;
   kernels::GemmPrecision prefill_precision_ = kernels::GemmPrecision::F32;
   size_t active_weight_bytes_ = 0;
+  std::atomic<int64_t> decode_steps_{0}, decode_tokens_{0};
+  std::atomic<uint64_t> decode_weight_bytes_{0}, decode_kv_bytes_{0};
 };
 
 }  // namespace folio

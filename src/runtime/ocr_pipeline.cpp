@@ -117,6 +117,10 @@ KVPolicy policy_for_budget(OcrModel& model, const OcrPages& pages, const OcrOpti
   return p;
 }
 
+double decode_read_gbs(const OcrStats& st) {
+  return st.decode_ms > 0 ? static_cast<double>(st.decode_weight_bytes + st.decode_kv_bytes) / (st.decode_ms * 1e6) : 0.0;
+}
+
 namespace {
 
 // One reading of a document: its pool, reference store, stats and progress. Pages go to the sink
@@ -135,6 +139,7 @@ class OcrRun {
     else if (opt.prefix_cache_bytes > 0) gen_.keep_references(opt.prefix_cache_bytes);
     stats_.pages = pages.size();
     stats_.passes = passes;
+    reads_at_start_ = model.decoder().decode_reads();
     prog_.pages_total = pages.size();
     prog_.passes = passes;
   }
@@ -160,6 +165,7 @@ class OcrRun {
   void count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before);
 
   OcrModel& model_;
+  Decoder::DecodeReads reads_at_start_;  // the decoder's counters before this run
   const OcrPages& pages_;
   const OcrOptions& opt_;
   ThreadPool& threads_;
@@ -372,6 +378,10 @@ nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
           {"prefill_ms", st.prefill_ms},
           {"decode_ms", st.decode_ms},
           {"decode_tokens_per_s", st.tokens_per_s},
+          {"decode_steps", st.decode_steps},
+          {"decode_weight_bytes", st.decode_weight_bytes},
+          {"decode_kv_bytes", st.decode_kv_bytes},
+          {"decode_read_gbs", decode_read_gbs(st)},
           {"kv_bytes_last", st.kv_bytes_last},
           {"kv_bytes_decoding_max", st.kv_bytes_decoding_max},
           {"kv_bytes_peak", st.kv_bytes_peak},
@@ -393,6 +403,10 @@ OcrSummary OcrRun::finish() {
     st.kv_store_cold_reads = ts.tiers[1].hits;
     st.kv_store_promotions = ts.tiers[1].promotions;
   }
+  const Decoder::DecodeReads reads = model_.decoder().decode_reads();
+  st.decode_steps = reads.steps - reads_at_start_.steps;
+  st.decode_weight_bytes = reads.weight_bytes - reads_at_start_.weight_bytes;
+  st.decode_kv_bytes = reads.kv_bytes - reads_at_start_.kv_bytes;
   st.rss_peak_bytes = peak_rss_bytes();
   return {std::move(stats_), std::move(warnings_)};
 }

@@ -84,6 +84,10 @@ struct OcrStats {
   double prefill_ms = 0;           // decoder over the references
   double decode_ms = 0;
   double tokens_per_s = 0;         // decode_tokens / decode time
+  // What the decode steps read (Decoder::DecodeReads, the steps of this run): weights streamed and
+  // KV attended over; their sum over decode_ms is the read rate decode reached (decode_read_gbs).
+  int64_t decode_steps = 0;
+  uint64_t decode_weight_bytes = 0, decode_kv_bytes = 0;
   size_t kv_bytes_last = 0;        // pool bytes in use at the last generated token
   size_t kv_bytes_decoding_max = 0;  // the most pool bytes in use at a pass's 2nd..last token (after --kv-keep's compression)
   size_t kv_bytes_peak = 0;        // the pool's peak
@@ -96,6 +100,9 @@ struct OcrStats {
   std::vector<std::string> stop_reasons;  // per pass
   std::vector<int64_t> pass_tokens;       // generated tokens per pass
 };
+
+// (decode_weight_bytes + decode_kv_bytes) / decode_ms in GB/s; 0 without decode time.
+double decode_read_gbs(const OcrStats& st);
 
 struct OcrResult {
   std::string text;                       // decoded text of all passes, joined by "\n\n"

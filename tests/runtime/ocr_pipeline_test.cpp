@@ -141,6 +141,15 @@ TEST(OcrPipeline, OnePageBaseMatchesIndependentComposition) {
   EXPECT_EQ(r.json["pages"][0]["width"], pages.page(0).width);
   EXPECT_EQ(r.json["pages"][0]["source_page"], 2);
   EXPECT_EQ(r.json["stats"]["decode_tokens"], static_cast<int64_t>(r.tokens.size()));
+  // One sequence: every decode step streams one token's active weights (the first token comes
+  // from the prefill's logits) and reads the whole reference plus at most the window.
+  const Decoder& dec = fx().model->decoder();
+  const int64_t steps = static_cast<int64_t>(r.tokens.size()) - 1;
+  EXPECT_EQ(r.stats.decode_steps, steps);
+  EXPECT_EQ(r.stats.decode_weight_bytes, static_cast<uint64_t>(steps) * dec.active_weight_bytes_per_token());
+  const double ref_bytes = dec.kv_layout(DType::F32).reference_bytes_per_token() * static_cast<double>(r.stats.reference_tokens);
+  EXPECT_GT(static_cast<double>(r.stats.decode_kv_bytes), static_cast<double>(steps) * ref_bytes);
+  EXPECT_GT(r.json["stats"]["decode_read_gbs"].get<double>(), 0.0);
 }
 
 TEST(OcrPipeline, TwoPagesBaseMatchIndependentComposition) {
