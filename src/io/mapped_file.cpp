@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -47,6 +48,33 @@ std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t s
   return {start, length};
 }
 
+// The file mapped read-only at a 2 MiB-aligned address and advised for huge pages. Where the
+// filesystem keeps large folios (ext4 on recent kernels), the page cache then reads the file in 2 MiB
+// folios on faults and maps them whole, so a mapped checkpoint gets the TLB reach of the resident
+// copy without a copy; elsewhere the advice is ignored and this is a plain mapping. Folios the
+// page cache already holds stay as they are (a file last read with read(2) maps in small pages).
+const uint8_t* map_file_huge_aligned(int fd, const std::string& path, size_t size) {
+  void* area = ::mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area == MAP_FAILED) throw_invalid("cannot map '" + path + "': " + std::strerror(errno));
+  auto* raw = static_cast<uint8_t*>(area);
+  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
+  void* p = ::mmap(start, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    ::munmap(area, size + kHugePage);
+    throw_invalid("cannot map '" + path + "': " + std::strerror(err));
+  }
+  // Give back the reservation around the mapping.
+  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  uint8_t* end = start + (size + page - 1) / page * page;
+  if (raw + size + kHugePage > end) ::munmap(end, static_cast<size_t>(raw + size + kHugePage - end));
+#ifdef MADV_HUGEPAGE
+  ::madvise(start, size, MADV_HUGEPAGE);  // advisory
+#endif
+  return start;
+}
+
 // MemAvailable of /proc/meminfo in bytes (what the kernel can hand out without swapping, page cache
 // included), or SIZE_MAX when it cannot be read.
 size_t available_memory() {
@@ -60,16 +88,43 @@ size_t available_memory() {
   return found ? kib * 1024 : SIZE_MAX;
 }
 
-// Reads all `size` bytes of fd into dst; throws naming the path on an error or a short file.
-void read_whole(int fd, const std::string& path, uint8_t* dst, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    const size_t want = std::min<size_t>(size - done, size_t{1} << 30);
-    const ssize_t got = ::pread(fd, dst + done, want, static_cast<off_t>(done));
+// Reads [done, done + want) of fd into dst + done; throws naming the path on an error or a short file.
+void read_range(int fd, const std::string& path, uint8_t* dst, size_t done, size_t want, size_t size) {
+  const size_t end = done + want;
+  while (done < end) {
+    const ssize_t got = ::pread(fd, dst + done, std::min<size_t>(end - done, size_t{1} << 30), static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) throw_invalid("cannot read '" + path + "': " + std::strerror(errno));
     if (got == 0) throw_invalid("'" + path + "' ended at byte " + std::to_string(done) + " while being read (" + std::to_string(size) + " expected): it changed");
     done += static_cast<size_t>(got);
+  }
+}
+
+// Reads all `size` bytes of fd into the huge-page region at dst (map_aligned_anonymous), `length`
+// bytes long. Huge pages are kept only while they come cheaply: under some hypervisors the host
+// backs each of a guest's huge pages on its first touch, and a 2 GB checkpoint then took 16 s to
+// read instead of 1 (and decoded no faster: docs/measurements.md). So each 64 MiB is touched
+// before it is read, and once a part's pages arrive slower than 1 GB/s (zeroing memory runs at
+// several GB/s) the rest of the region is advised for small pages.
+void read_whole(int fd, const std::string& path, uint8_t* dst, size_t size, size_t length) {
+  constexpr size_t kPart = size_t{64} << 20;
+  constexpr double kCheapBytesPerSecond = 1e9;
+  bool huge = true;
+  for (size_t done = 0; done < size; done += kPart) {
+    const size_t want = std::min(kPart, size - done);
+#ifdef MADV_NOHUGEPAGE
+    if (huge) {
+      const auto begin = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < want; i += 4096) dst[done + i] = 0;  // fresh anonymous memory reads as zero anyway
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      const bool cheap = static_cast<double>(want) >= kCheapBytesPerSecond * seconds;
+      if (!cheap && done + kPart < length) {
+        huge = false;
+        ::madvise(dst + done + kPart, length - done - kPart, MADV_NOHUGEPAGE);
+      }
+    }
+#endif
+    read_range(fd, path, dst, done, want, size);
   }
 }
 
@@ -92,7 +147,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
   if (residency == Residency::kResident) {
     auto [base, length] = map_aligned_anonymous(path, size);
     try {
-      read_whole(fd, path, static_cast<uint8_t*>(base), size);
+      read_whole(fd, path, static_cast<uint8_t*>(base), size, length);
     } catch (...) {
       ::munmap(base, length);
       throw;
@@ -100,12 +155,11 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
     ::mprotect(base, length, PROT_READ);  // as read-only as a mapping; failure changes nothing we rely on
     return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(base), size, length, residency));
   }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (p == MAP_FAILED) throw_invalid("cannot map '" + path + "': " + std::strerror(errno));
+  const uint8_t* p = map_file_huge_aligned(fd, path, size);
   // No access hint here: MADV_SEQUENTIAL would let the kernel drop weight pages right after use
   // (they are re-read every token), and MADV_WILLNEED would pull in a whole multi-GB file when a
   // caller only wants its tokenizer. Loaders that want everything call prefetch().
-  return std::shared_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(p), size, size, residency));
+  return std::shared_ptr<MappedFile>(new MappedFile(path, p, size, size, residency));
 }
 
 MappedFile::MappedFile(std::string path, const uint8_t* data, size_t size, size_t map_length, Residency residency)

@@ -19,12 +19,14 @@ namespace folio {
 // How a file's bytes are held.
 enum class Residency {
   // mmap of the file: opens at once, reads pages on first touch, shares them with the page cache
-  // and other processes; 4 KiB pages.
+  // and other processes. Mapped at a 2 MiB boundary and advised for huge pages, so where the page
+  // cache holds the file in 2 MiB folios (ext4 on recent kernels reads it so on such faults) they
+  // are mapped whole; otherwise 4 KiB pages.
   kMapped,
   // Read whole at open into private anonymous memory aligned to 2 MiB and advised for transparent
-  // huge pages (the kernel's THP setting decides whether it gets them), then made read-only. Costs
-  // the read at open (about 1 s per 5 GB from the page cache) and memory of its own besides the
-  // page cache's evictable copy. A file larger than half of the memory the kernel reports available
+  // huge pages (the kernel's THP setting decides whether it gets them) for as long as they come
+  // cheaply (see read_whole in the .cpp), then made read-only. Costs the read at open (about 1 s per
+  // 5 GB from the page cache) and memory of its own besides the page cache's evictable copy. A file larger than half of the memory the kernel reports available
   // (MemAvailable) is mapped instead: residency() says which it got.
   kResident,
 };

@@ -83,6 +83,9 @@ TEST(MappedFile, ResidentHoldsACopyAlignedForHugePages) {
   ASSERT_EQ(resident->size(), bytes.size());
   EXPECT_EQ(std::memcmp(resident->data(), bytes.data(), bytes.size()), 0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(resident->data()) % (uintptr_t{2} << 20), 0u);
+  // The mapping starts on a huge page too (the page cache may then map its 2 MiB folios whole).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mapped->data()) % (uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(std::memcmp(mapped->data(), bytes.data(), bytes.size()), 0);
 
   std::string changed = bytes;
   changed[(size_t{2} << 20) + 7] = static_cast<char>(~changed[(size_t{2} << 20) + 7]);
@@ -99,6 +102,19 @@ TEST(MappedFile, ResidentHoldsACopyAlignedForHugePages) {
   EXPECT_EQ(MappedFile::open(dir.file("empty.bin"), Residency::kResident)->data(), nullptr);
   EXPECT_CONTAINS(invalid_input_message([&] { MappedFile::open(dir.file("nope.bin"), Residency::kResident); }),
                   dir.file("nope.bin"));
+}
+
+// A resident copy is read in parts of 64 MiB (each part's pages touched first, to see whether huge
+// pages come cheaply): a file a little over one part arrives whole, its last partial page too.
+TEST(MappedFile, ResidentReadsAFileOfSeveralPartsWhole) {
+  TempDir dir;
+  std::string bytes((size_t{64} << 20) + 4097, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  write_bytes(dir.file("big.bin"), bytes);
+  auto resident = MappedFile::open(dir.file("big.bin"), Residency::kResident);
+  ASSERT_EQ(resident->residency(), Residency::kResident);
+  ASSERT_EQ(resident->size(), bytes.size());
+  EXPECT_EQ(std::memcmp(resident->data(), bytes.data(), bytes.size()), 0);
 }
 
 TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
