@@ -12,6 +12,7 @@
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
 #include "io/safetensors.h"
+#include "token_ids.h"
 
 namespace folio {
 namespace {
@@ -29,11 +30,7 @@ struct Model {
   Decoder dec;
 };
 
-std::vector<int32_t> ids(int n, int seed) {
-  std::vector<int32_t> v;
-  for (int i = 0; i < n; ++i) v.push_back((seed * 31 + i * 17) % 250 + 2);
-  return v;
-}
+std::vector<int32_t> ids(int n, int seed) { return test_token_ids(n, seed); }
 
 std::vector<float> step(Decoder& dec, SequenceKV& kv, const std::vector<int32_t>& toks, bool ref, ThreadPool& pool) {
   std::vector<float> logits(static_cast<size_t>(dec.config().vocab));

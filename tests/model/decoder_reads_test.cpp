@@ -14,6 +14,7 @@
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "model/decoder.h"
+#include "token_ids.h"
 
 namespace folio {
 namespace {
@@ -56,11 +57,7 @@ struct Tiny {
   Decoder dec;
 };
 
-std::vector<int32_t> ids(int n, int seed) {
-  std::vector<int32_t> v;
-  for (int i = 0; i < n; ++i) v.push_back((seed * 31 + i * 17) % 250 + 2);
-  return v;
-}
+std::vector<int32_t> ids(int n, int seed) { return test_token_ids(n, seed); }
 
 void step(Decoder& dec, std::vector<SequenceKV*> kvs, const std::vector<std::vector<int32_t>>& toks, bool ref, ThreadPool& pool) {
   std::vector<Decoder::Input> in(kvs.size());
