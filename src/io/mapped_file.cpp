@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <utility>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace folio {
 
@@ -101,29 +101,17 @@ void read_range(int fd, const std::string& path, uint8_t* dst, size_t done, size
 }
 
 // Reads all `size` bytes of fd into the huge-page region at dst (map_aligned_anonymous), `length`
-// bytes long. Huge pages are kept only while they come cheaply: under some hypervisors the host
-// backs each of a guest's huge pages on its first touch, and a 2 GB checkpoint then took 16 s to
-// read instead of 1 (and decoded no faster: docs/measurements.md). So each 64 MiB is touched
-// before it is read, and once a part's pages arrive slower than 1 GB/s (zeroing memory runs at
-// several GB/s) the rest of the region is advised for small pages.
+// bytes long, 64 MiB at a time, each part's pages touched first: once a part's huge pages come
+// slowly (core/huge_pages.h), the rest of the region is advised for small pages.
 void read_whole(int fd, const std::string& path, uint8_t* dst, size_t size, size_t length) {
   constexpr size_t kPart = size_t{64} << 20;
-  constexpr double kCheapBytesPerSecond = 1e9;
   bool huge = true;
   for (size_t done = 0; done < size; done += kPart) {
     const size_t want = std::min(kPart, size - done);
-#ifdef MADV_NOHUGEPAGE
-    if (huge) {
-      const auto begin = std::chrono::steady_clock::now();
-      for (size_t i = 0; i < want; i += 4096) dst[done + i] = 0;  // fresh anonymous memory reads as zero anyway
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-      const bool cheap = static_cast<double>(want) >= kCheapBytesPerSecond * seconds;
-      if (!cheap && done + kPart < length) {
-        huge = false;
-        ::madvise(dst + done + kPart, length - done - kPart, MADV_NOHUGEPAGE);
-      }
+    if (huge && !touch_pages_quickly(dst + done, want) && done + kPart < length) {
+      huge = false;
+      advise_small_pages(dst + done + kPart, length - done - kPart);
     }
-#endif
     read_range(fd, path, dst, done, want, size);
   }
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/huge_pages.h"
+
 namespace folio {
 
 namespace {
@@ -30,8 +32,13 @@ bool BlockArena::add_chunk(size_t at_least) {
   c.base = reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
   c.size = size;
 #ifdef MADV_HUGEPAGE
-  // Advice only: without THP (or when refused) the chunk stays on normal pages.
-  ::madvise(c.base, c.size, MADV_HUGEPAGE);
+  // Advice only: without THP (or when refused) the chunk stays on normal pages. Once a chunk's first
+  // huge page came slowly (core/huge_pages.h), its rest and later chunks take small pages.
+  if (huge_pages_) {
+    ::madvise(c.base, c.size, MADV_HUGEPAGE);
+    huge_pages_ = touch_pages_quickly(c.base, kHugePage);
+    if (!huge_pages_) advise_small_pages(c.base + kHugePage, c.size - kHugePage);
+  }
 #endif
   chunks_.push_back(c);
   reserved_ += size;

@@ -1,16 +1,19 @@
 // BlockArena: where the KV pool's block memory comes from.
 //
 // Blocks are carved one after another out of large chunks reserved with mmap, 2 MiB aligned and
-// marked for transparent huge pages (MADV_HUGEPAGE). Why not one malloc per block:
+// marked for transparent huge pages (MADV_HUGEPAGE) while they come cheaply (core/huge_pages.h: a
+// chunk's first huge page is touched when the chunk is reserved; once one came slowly, the rest
+// and later chunks take small pages). Why not one malloc per block:
 //   - attention reads a sequence's reference block by block, 4 KiB per head of a 16-row bf16 block:
 //     with 4 KiB pages nearly every run of rows costs a TLB miss and starts a new page for the
 //     hardware prefetcher; on huge pages a whole layer's blocks are a few TLB entries;
 //   - blocks allocated in a row (a prefill) lie next to each other instead of between allocator
 //     headers.
-// Memory is reserved, not committed: untouched parts of a chunk cost no RSS. A piece is never given
-// back on its own (the pool recycles blocks through its free lists); chunks are unmapped when the
-// arena is destroyed. Where huge pages are off or the kernel refuses, the same code runs on normal
-// pages. Not thread-safe (the pool's callers serialise allocation).
+// Memory is reserved, not committed: untouched parts of a chunk cost no RSS (its first 2 MiB are
+// touched as the probe). A piece is never given back on its own (the pool recycles blocks through
+// its free lists); chunks are unmapped when the arena is destroyed. Where huge pages are off or the
+// kernel refuses, the same code runs on normal pages. Not thread-safe (the pool's callers serialise
+// allocation).
 #pragma once
 
 #include <cstddef>
@@ -48,6 +51,7 @@ class BlockArena {
   size_t chunk_bytes_;
   std::vector<Chunk> chunks_;
   size_t reserved_ = 0, used_ = 0;
+  bool huge_pages_ = true;  // false once a chunk's first huge page came slowly
 };
 
 }  // namespace folio
