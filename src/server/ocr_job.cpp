@@ -189,10 +189,16 @@ std::shared_ptr<const CachedPass> find_or_prepare(const OcrEngine& engine, const
   try {
     fresh = lay_out_pass(engine, pages, first, count);
     shared = engine.remote && remote_pass_eligible(fresh->pass);
-    if (shared) remote_hit = fill_from_remote(engine, key, fresh->pass);
-    if (shared && !remote_hit) {
+    if (shared) {
+      // Claim first, then look: a pass another replica stored (dropping its claim) between a look
+      // and a claim would otherwise be encoded again.
       claimed = engine.remote->claim("pass", key);
-      if (!claimed) {
+      remote_hit = fill_from_remote(engine, key, fresh->pass);
+      if (remote_hit && claimed) {
+        engine.remote->release("pass", key);
+        claimed = false;
+      }
+      if (!claimed && !remote_hit) {
         lk.unlock();  // other documents may encode meanwhile
         const bool ready = engine.remote->wait_for("pass", key);
         lk.lock();
@@ -225,13 +231,16 @@ std::string fetch_remote_prefix(const OcrEngine& engine, const SequenceRequest& 
   const std::vector<std::string> keys = prefix_keys(sr.reference);
   if (keys.empty() || keys.size() != sr.reference.size()) return "";
   const std::string layout = engine.scheduler->prefix_layout_id();
+  // Claim first, then look: parts another replica finished writing (dropping its claim) between a
+  // look and a claim would otherwise be prefilled again.
+  const std::string whole = remote_prefix_key(layout, keys.back());
+  const bool claim = engine.remote->claim("kv", whole);
   std::optional<PrefixKVCache::Entry> entry = take_remote_prefix(*engine.remote, layout, keys);
+  const bool complete = entry && entry->keys.size() == keys.size();
   std::string claimed;
-  if (!entry || entry->keys.size() < keys.size()) {
-    const std::string whole = remote_prefix_key(layout, keys.back());
-    if (engine.remote->claim("kv", whole)) claimed = whole;
-    else if (engine.remote->wait_for("kv", whole)) entry = take_remote_prefix(*engine.remote, layout, keys);
-  }
+  if (claim && complete) engine.remote->release("kv", whole);
+  else if (claim) claimed = whole;
+  else if (!complete && engine.remote->wait_for("kv", whole)) entry = take_remote_prefix(*engine.remote, layout, keys);
   if (entry) engine.scheduler->offer_prefix(std::move(*entry));
   return claimed;
 }
