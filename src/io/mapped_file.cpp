@@ -101,10 +101,11 @@ void read_range(int fd, const std::string& path, uint8_t* dst, size_t done, size
 }
 
 // Reads all `size` bytes of fd into the huge-page region at dst (map_aligned_anonymous), `length`
-// bytes long, 64 MiB at a time, each part's pages touched first: once a part's huge pages come
-// slowly (core/huge_pages.h), the rest of the region is advised for small pages.
+// bytes long, 16 MiB at a time, each part's pages touched first: once a part's huge pages come
+// slowly (core/huge_pages.h), the rest of the region is advised for small pages. Small parts keep
+// the cost of the slow part that tells small.
 void read_whole(int fd, const std::string& path, uint8_t* dst, size_t size, size_t length) {
-  constexpr size_t kPart = size_t{64} << 20;
+  constexpr size_t kPart = size_t{16} << 20;
   bool huge = true;
   for (size_t done = 0; done < size; done += kPart) {
     const size_t want = std::min(kPart, size - done);

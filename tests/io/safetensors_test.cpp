@@ -104,11 +104,11 @@ TEST(MappedFile, ResidentHoldsACopyAlignedForHugePages) {
                   dir.file("nope.bin"));
 }
 
-// A resident copy is read in parts of 64 MiB (each part's pages touched first, to see whether huge
+// A resident copy is read in parts of 16 MiB (each part's pages touched first, to see whether huge
 // pages come cheaply): a file a little over one part arrives whole, its last partial page too.
 TEST(MappedFile, ResidentReadsAFileOfSeveralPartsWhole) {
   TempDir dir;
-  std::string bytes((size_t{64} << 20) + 4097, '\0');
+  std::string bytes((size_t{16} << 20) + 4097, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
   write_bytes(dir.file("big.bin"), bytes);
   auto resident = MappedFile::open(dir.file("big.bin"), Residency::kResident);
