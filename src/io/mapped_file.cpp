@@ -29,19 +29,30 @@ struct FdGuard {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-// Anonymous memory of `size` bytes whose start is 2 MiB-aligned (so the kernel can back it with
-// huge pages from its first byte), advised for them. Returns its start and its length (whole huge
-// pages), the region to unmap.
+// `length` bytes (a whole number of pages) of address space starting on a 2 MiB boundary, so the
+// kernel can back what is put there with huge pages from its first byte: reserved (no access, no
+// memory) for the caller to open up or map over. nullptr, with errno set, when there is none.
+uint8_t* reserve_huge_aligned(size_t length) {
+  void* area = ::mmap(nullptr, length + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area == MAP_FAILED) return nullptr;
+  auto* raw = static_cast<uint8_t*>(area);
+  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
+  // Give back the unaligned head and the tail past the aligned range.
+  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
+  if (raw + length + kHugePage > start + length) ::munmap(start + length, static_cast<size_t>(raw + length + kHugePage - (start + length)));
+  return start;
+}
+
+// Anonymous memory of `size` bytes whose start is 2 MiB-aligned, advised for huge pages. Returns
+// its start and its length (whole huge pages), the region to unmap.
 std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t size) {
   const size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw_invalid("cannot allocate " + std::to_string(size) + " bytes to read '" + path + "' into: " + std::strerror(errno));
-  auto* raw = static_cast<uint8_t*>(p);
-  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
-  // Give back the unaligned head and the tail past the aligned region.
-  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
-  const size_t tail = static_cast<size_t>(raw + length + kHugePage - (start + length));
-  if (tail > 0) ::munmap(start + length, tail);
+  uint8_t* start = reserve_huge_aligned(length);
+  if (!start || ::mprotect(start, length, PROT_READ | PROT_WRITE) != 0) {
+    const int err = errno;
+    if (start) ::munmap(start, length);
+    throw_invalid("cannot allocate " + std::to_string(size) + " bytes to read '" + path + "' into: " + std::strerror(err));
+  }
 #ifdef MADV_HUGEPAGE
   ::madvise(start, length, MADV_HUGEPAGE);  // advisory: without THP the copy still works
 #endif
@@ -54,21 +65,14 @@ std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t s
 // copy without a copy; elsewhere the advice is ignored and this is a plain mapping. Folios the
 // page cache already holds stay as they are (a file last read with read(2) maps in small pages).
 const uint8_t* map_file_huge_aligned(int fd, const std::string& path, size_t size) {
-  void* area = ::mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (area == MAP_FAILED) throw_invalid("cannot map '" + path + "': " + std::strerror(errno));
-  auto* raw = static_cast<uint8_t*>(area);
-  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
-  void* p = ::mmap(start, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
-  if (p == MAP_FAILED) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t length = (size + page - 1) / page * page;
+  uint8_t* start = reserve_huge_aligned(length);
+  if (!start || ::mmap(start, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
     const int err = errno;
-    ::munmap(area, size + kHugePage);
+    if (start) ::munmap(start, length);
     throw_invalid("cannot map '" + path + "': " + std::strerror(err));
   }
-  // Give back the reservation around the mapping.
-  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  uint8_t* end = start + (size + page - 1) / page * page;
-  if (raw + size + kHugePage > end) ::munmap(end, static_cast<size_t>(raw + size + kHugePage - end));
 #ifdef MADV_HUGEPAGE
   ::madvise(start, size, MADV_HUGEPAGE);  // advisory
 #endif

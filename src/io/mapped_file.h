@@ -26,8 +26,9 @@ enum class Residency {
   // Read whole at open into private anonymous memory aligned to 2 MiB and advised for transparent
   // huge pages (the kernel's THP setting decides whether it gets them) for as long as they come
   // cheaply (see read_whole in the .cpp), then made read-only. Costs the read at open (about 1 s per
-  // 5 GB from the page cache) and memory of its own besides the page cache's evictable copy. A file larger than half of the memory the kernel reports available
-  // (MemAvailable) is mapped instead: residency() says which it got.
+  // 5 GB from the page cache) and memory of its own besides the page cache's evictable copy. A file
+  // larger than half of the memory the kernel reports available (MemAvailable) is mapped instead:
+  // residency() says which it got.
   kResident,
 };
 
