@@ -28,14 +28,16 @@ void apply_isa_override() {
   folio::kernels::set_isa(*isa);
 }
 
-// FOLIO_AMX=0 keeps the bf16 GEMM on its AVX-512 kernel where the CPU has AMX tiles
-// (kernels/cpu/bf16_gemm.h): to measure one against the other, or to get the AVX-512 kernel's bits.
+// FOLIO_AMX=0 keeps the bf16 GEMM and the q4_k products on their AVX-512 kernels where the CPU has
+// AMX tiles (kernels/cpu/bf16_gemm.h, cpu_features.h): to measure one against the other, or to get
+// the bf16 AVX-512 kernel's bits (the q4_k products' are the same either way).
 void apply_amx_override() {
   const char* env = std::getenv("FOLIO_AMX");
   if (!env || !*env) return;
   const std::string v = env;
   if (v != "0" && v != "1") folio::throw_invalid("FOLIO_AMX='" + v + "': expected 0 or 1");
   folio::kernels::set_bf16_amx(v == "1");
+  folio::kernels::set_q4k_amx(v == "1");
 }
 
 // Reading a page allocates and frees buffers of the page's size (a rendered page, its gray, ink

@@ -57,33 +57,56 @@ TEST(Q4kInterleaved, LayoutMovesBytesOnlyInPlaceOrNot) {
   EXPECT_EQ(back, w.bytes);
 }
 
+// Every code 15, every scale and minimum 63: with activations at +127 each row's block sum S is
+// 256 x 15 x 127 x 63, past 2^24, where its float is rounded (the same way on every path).
+testing::StoredWeight saturated_q4k(int64_t rows, int64_t in) {
+  testing::StoredWeight w = random_q4k(rows, in, 1);
+  auto* blocks = reinterpret_cast<BlockQ4K*>(w.bytes.data());
+  for (int64_t b = 0; b < rows * in / 256; ++b) {
+    std::memset(blocks[b].scales, 0xff, sizeof(blocks[b].scales));
+    std::memset(blocks[b].qs, 0xff, sizeof(blocks[b].qs));
+  }
+  return w;
+}
+
+// The interleaved product of rows 16 .. 47 on every table (AMX tiles on and off where the CPU has
+// them: q4k_amx_active) against the scalar q4_k product, bit for bit.
+void expect_tables_match_q4k(const testing::StoredWeight& w, int64_t n, const std::vector<float>& x, const char* what) {
+  const int64_t rows = w.view.shape[0], in = w.view.shape[1], blocks = in / 256;
+  const std::vector<uint8_t> inter = interleaved(w);
+  const size_t rb = dtype_row_bytes(DType::Q4_K, in);
+  std::vector<ActQ8K> xq(static_cast<size_t>(n * blocks));
+  for (int64_t g = 0; g < n; ++g) quantize_act_q8k(x.data() + g * in, xq.data() + g * blocks, in);
+  std::vector<float> want(static_cast<size_t>(n * rows));
+  const int q4k = static_cast<int>(DType::Q4_K) - static_cast<int>(DType::Q8_0);
+  const int x16 = static_cast<int>(DType::Q4_K_X16) - static_cast<int>(DType::Q8_0);
+  detail::scalar_table().qgemv[q4k](w.bytes.data(), rb, in, 0, rows, xq.data(), n, want.data(), rows);
+  for (bool amx : {true, false}) {
+    set_q4k_amx(amx);
+    for (const detail::KernelTable* table : all_tables()) {
+      std::vector<float> y(want.size(), -1.0f);
+      table->qgemv[x16](inter.data(), rb, in, 16, rows, xq.data(), n, y.data(), rows);
+      for (int64_t g = 0; g < n; ++g) {
+        EXPECT_EQ(y[g * rows], -1.0f) << "a row outside the range was written";
+        EXPECT_EQ(0, std::memcmp(y.data() + g * rows + 16, want.data() + g * rows + 16, 32 * sizeof(float)))
+            << what << ": blocks " << blocks << " n " << n << " activation row " << g << " amx " << amx;
+      }
+    }
+  }
+  set_q4k_amx(true);
+}
+
 TEST(Q4kInterleaved, EveryTableGivesTheQ4kProductsBits) {
+  if (!q4k_amx_active()) std::printf("note: no AMX int8 tiles here; the VNNI and row kernels only\n");
   uint32_t seed = 11;
   for (int64_t blocks : {1, 2, 5}) {
     const int64_t in = 256 * blocks, rows = 48;
     const testing::StoredWeight w = random_q4k(rows, in, seed++);
-    const std::vector<uint8_t> inter = interleaved(w);
-    const size_t rb = dtype_row_bytes(DType::Q4_K, in);
-    for (int64_t n : {1, 2, 3, 5}) {
-      std::vector<ActQ8K> xq(static_cast<size_t>(n * blocks));
-      const std::vector<float> x = random_floats(n * in, seed++);
-      for (int64_t g = 0; g < n; ++g) quantize_act_q8k(x.data() + g * in, xq.data() + g * blocks, in);
-      std::vector<float> want(static_cast<size_t>(n * rows));
-      const int q4k = static_cast<int>(DType::Q4_K) - static_cast<int>(DType::Q8_0);
-      detail::scalar_table().qgemv[q4k](w.bytes.data(), rb, in, 0, rows, xq.data(), n, want.data(), rows);
-      for (const detail::KernelTable* table : all_tables()) {
-        // Rows 16 .. 47 only: a range that starts past the first group.
-        std::vector<float> y(want.size(), -1.0f);
-        table->qgemv[static_cast<int>(DType::Q4_K_X16) - static_cast<int>(DType::Q8_0)](inter.data(), rb, in, 16, rows, xq.data(),
-                                                                                     n, y.data(), rows);
-        for (int64_t g = 0; g < n; ++g) {
-          EXPECT_EQ(y[g * rows], -1.0f) << "a row outside the range was written";
-          EXPECT_EQ(0, std::memcmp(y.data() + g * rows + 16, want.data() + g * rows + 16, 32 * sizeof(float)))
-              << "blocks " << blocks << " n " << n << " activation row " << g;
-        }
-      }
-    }
+    // 16 activation rows fill a tile; 19 take a second pass over the weights.
+    for (int64_t n : {1, 2, 3, 5, 16, 19}) expect_tables_match_q4k(w, n, random_floats(n * in, seed++), "random");
   }
+  const testing::StoredWeight w = saturated_q4k(48, 512);
+  expect_tables_match_q4k(w, 3, std::vector<float>(3 * 512, 1.0f), "saturated");
 }
 
 // The interleaved twin of a q4_k weight: the same shape, its own bytes.

@@ -1,9 +1,6 @@
 #include "kernels/cpu/bf16_gemm.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 
 namespace folio::kernels {
@@ -32,25 +30,12 @@ bool bf16_gemm_supported() {
 
 namespace {
 
-// AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24), and the tile data state granted to
-// this process (Linux asks for it once: arch_prctl ARCH_REQ_XCOMP_PERM, feature 18).
-bool amx_granted() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return false;
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
-
 std::atomic<bool> g_amx_enabled{true};
 
 }  // namespace
 
 bool bf16_amx_supported() {
-  static const bool ok = bf16_gemm_supported() && amx_granted();
+  static const bool ok = bf16_gemm_supported() && amx_granted(AmxType::Bf16);
   return ok;
 }
 

@@ -1,5 +1,11 @@
 #include "kernels/cpu/cpu_features.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <atomic>
 
 namespace folio::kernels {
@@ -54,6 +60,43 @@ bool q4k_interleave_pays() {
 }
 
 void set_q4k_interleave(bool enabled) { g_interleave_q4k.store(enabled, std::memory_order_relaxed); }
+
+namespace {
+
+bool tile_state_granted() {
+#if defined(__x86_64__)
+  static const bool ok = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> g_q4k_amx{true};
+
+}  // namespace
+
+bool amx_granted(AmxType type) {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const unsigned products = type == AmxType::Bf16 ? 1u << 22 : 1u << 25, tiles = 1u << 24;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & products) || !(d & tiles)) return false;
+  return tile_state_granted();
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+bool q4k_amx_active() {
+  static const bool supported = amx_granted(AmxType::Int8);
+  return supported && g_q4k_amx.load(std::memory_order_relaxed) && q4k_interleave_pays();
+}
+
+void set_q4k_amx(bool enabled) { g_q4k_amx.store(enabled, std::memory_order_relaxed); }
 
 const char* isa_name(Isa isa) {
   switch (isa) {

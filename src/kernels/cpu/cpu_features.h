@@ -28,6 +28,19 @@ void set_isa(Isa isa);
 bool q4k_interleave_pays();
 void set_q4k_interleave(bool enabled);
 
+// AMX tiles for one data type: true when the CPU reports AMX-TILE and that type's products (CPUID
+// leaf 7, EDX bit 22 for bf16, 25 for int8) and Linux granted this process the tile data state
+// (asked for on the first call, once per process; arch_prctl ARCH_REQ_XCOMP_PERM). A thread that
+// uses tiles loads its own configuration first.
+enum class AmxType { Bf16, Int8 };
+bool amx_granted(AmxType type);
+
+// True when the interleaved q4_k products of two activation rows and more run on AMX int8 tiles
+// (kernels/cpu/q4k_x16_amx.h): amx_granted(Int8), the AVX-512 VNNI table active, and not switched
+// off by set_q4k_amx(false) (tests, benchmarks, FOLIO_AMX=0). Same bits either way.
+bool q4k_amx_active();
+void set_q4k_amx(bool enabled);
+
 // "scalar", "avx2", "avx512".
 const char* isa_name(Isa isa);
 

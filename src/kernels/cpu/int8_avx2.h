@@ -82,6 +82,7 @@ struct IAvx2 {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
   }
+  static int32_t hsum_i32(i32 v) { return hsum4(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
   static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
     const __m128i a = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m)));
     return _mm256_zextsi128_si256(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));

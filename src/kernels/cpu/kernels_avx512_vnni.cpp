@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
 #include "core/q4k_interleave.h"
 
@@ -168,6 +169,7 @@ struct GAvx512Vnni : GAvx512 {
 
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q4k_x16_vnni.h"
+#include "kernels/cpu/q4k_x16_amx.h"
 
 namespace folio::kernels::detail {
 namespace {

@@ -187,6 +187,11 @@ struct IScalar {
     return t;
   }
   static i16 scale_pair(const scales& t, int a, int b) { return scale16(t.v[a], t.v[b]); }
+  static int32_t hsum_i32(i32 a) {
+    int32_t s = 0;
+    for (int k = 0; k < 8; ++k) s += a.v[k];
+    return s;
+  }
   static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
     i32 r{};
     for (int k = 0; k < 4; ++k)

@@ -1,13 +1,12 @@
 // Internal to kernels_avx512_vnni.cpp (include it there only, after its target pragma): the decode
 // product over q4_k rows interleaved in groups of 16 (core/q4k_interleave.h), one 32-bit lane per row.
 //
-// It keeps the row-by-row kernel's arithmetic (quant_dot_impl.h, "K formats") lane for lane: that
-// kernel's i32 lane k of a block is sum over sub-blocks j of scale_j times the 4-element dot of
-// elements 4k .. 4k + 3 of sub-block j; here acc[k] holds that sum for 16 rows, built by the same
-// maddubs (pairs) and dpwssd (times the scale, pairs added) from one quad of codes and the 4
-// activation bytes broadcast. The floats then take the same FMAs per lane k and block, and the same
-// horizontal sum, done across the 8 lane vectors, so every row gets the q4_k product's bits.
-// Per 16 rows and block: 64 maddubs + 64 dpwssd, one scale unpacking, 12 FMAs and conversions,
+// It keeps the q4_k contract (quant_dot_impl.h, "q4_k, q5_k"): acc[k] holds, for 16 rows, the sum
+// over sub-blocks j of scale_j times the 4-element dot of elements 4k .. 4k + 3 of sub-block j,
+// built by maddubs (pairs) and dpwssd (times the scale, pairs added) from one quad of codes and the
+// 4 activation bytes broadcast; the 8 vectors added are each row's exact S, and the floats take the
+// contract's two FMAs, so every row gets the q4_k product's bits.
+// Per 16 rows and block: 64 maddubs + 64 dpwssd, one scale unpacking, 2 FMAs and conversions,
 // where the row-by-row kernel spends about 50 instructions on each row's block.
 
 namespace folio::kernels::detail {
@@ -48,35 +47,27 @@ inline __m512i bcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)): IAvx2::hsum's order, per lane.
-inline __m512 hsum8(const __m512 v[8]) {
-  return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
-                       _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
+// The sum of 8 vectors of exact i32 lanes (any order: integers).
+inline __m512i add8(const __m512i v[8]) {
+  return _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(v[0], v[1]), _mm512_add_epi32(v[2], v[3])),
+                          _mm512_add_epi32(_mm512_add_epi32(v[4], v[5]), _mm512_add_epi32(v[6], v[7])));
 }
 
-// A group's float sums against one activation row: the row-by-row kernel's KSums, a row per lane.
+// A group's two floats per row against one activation row (quant_dot_impl.h's K4Sums, a row per
+// lane): each block's exact S and M of the 16 rows, taken with one FMA each.
 struct GroupSumsK4 {
-  __m512 lanes[8], offsets[4];
-  __m512 zero_lanes = _mm512_setzero_ps();  // offsets' lanes 4-7: a product with 0 each block, as there
-  GroupSumsK4() {
-    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_setzero_ps();
-    for (int k = 0; k < 4; ++k) offsets[k] = _mm512_setzero_ps();
-  }
-  // A block's exact lanes (acc), its minima pairs (sub-blocks 2k, 2k + 1) and its d, dmin.
-  void add(const __m512i acc[8], const __m512i mins[4], __m512 d, __m512 dmin, const ActQ8K& a) {
+  __m512 scaled, minima;
+  GroupSumsK4() : scaled(_mm512_setzero_ps()), minima(_mm512_setzero_ps()) {}
+  // A block's exact S of 16 rows, its minima pairs (sub-blocks 2k, 2k + 1) and its d, dmin.
+  void add(__m512i s, const __m512i mins[4], __m512 d, __m512 dmin, const ActQ8K& a) {
     const __m512 ad = _mm512_set1_ps(a.d);
     const __m512 dv = _mm512_mul_ps(d, ad), mv = _mm512_xor_ps(_mm512_mul_ps(dmin, ad), _mm512_set1_ps(-0.0f));
-    for (int k = 0; k < 8; ++k) lanes[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[k]), dv, lanes[k]);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i msum = _mm512_madd_epi16(mins[k], bcast4(a.bsums32 + 2 * k));
-      offsets[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), mv, offsets[k]);
-    }
-    zero_lanes = _mm512_fmadd_ps(_mm512_setzero_ps(), mv, zero_lanes);
+    __m512i m = _mm512_madd_epi16(mins[0], bcast4(a.bsums32));
+    for (int k = 1; k < 4; ++k) m = _mm512_add_epi32(m, _mm512_madd_epi16(mins[k], bcast4(a.bsums32 + 2 * k)));
+    scaled = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dv, scaled);
+    minima = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), mv, minima);
   }
-  __m512 result() const {
-    const __m512 off[8] = {offsets[0], offsets[1], offsets[2], offsets[3], zero_lanes, zero_lanes, zero_lanes, zero_lanes};
-    return _mm512_add_ps(hsum8(lanes), hsum8(off));
-  }
+  __m512 result() const { return _mm512_add_ps(scaled, minima); }
 };
 
 // A group's block column: minima pairs and the two f16 factors, as GroupSumsK4::add takes them.
@@ -131,7 +122,7 @@ inline __m512 q4k_group_dot(const uint8_t* grp, int64_t nb, const ActQ8K* x) {
         acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(hi, bcast4(a.q + 64 * i + 32 + 4 * k)), s_hi);
       }
     }
-    sums.add(acc, f.mins, f.d, f.dmin, a);
+    sums.add(add8(acc), f.mins, f.d, f.dmin, a);
   }
   return sums.result();
 }
@@ -165,15 +156,27 @@ inline void q4k_group_dots(const uint8_t* grp, int64_t nb, const ActQ8K* x, int6
           acc[k] = _mm512_dpwssd_epi32(acc[k], _mm512_maddubs_epi16(codes[2 * q + 1], bcast4(a.q + 64 * i + 32 + 4 * k)),
                                        scale[2 * i + 1]);
         }
-      sums[g].add(acc, f.mins, f.d, f.dmin, a);
+      sums[g].add(add8(acc), f.mins, f.d, f.dmin, a);
     }
   }
   for (int g = 0; g < G; ++g) out[g] = sums[g].result();
 }
 
+// Two activation rows and more on AMX tiles where the CPU has them (q4k_x16_amx.h, below; declared
+// with the target it is defined with, else GCC takes the two for different versions of it).
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-int8")
+void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                       float* y, int64_t ldy);
+#pragma GCC pop_options
+
 // KernelTable::qgemv[Q4_K_X16].
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
+  if (n >= 2 && q4k_amx_active()) {
+    qgemv_q4k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
+    return;
+  }
   const int64_t nb = in / 256;
   const auto* x = static_cast<const ActQ8K*>(xq);
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),

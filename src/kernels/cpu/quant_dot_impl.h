@@ -14,7 +14,7 @@
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
 //   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
 //   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
+//   add(i32, i32), sub(i32, i32), set1(int), hsum_i32(i32) (the exact sum of the 8 lanes), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
 //   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
 //   s[2k+1] v[2k+1]; int8 s), exact,
 //   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
@@ -47,8 +47,12 @@
 //   rounding differs from llama.cpp's in the last bits, enough to move an 8-bit activation code now
 //   and then: tests/runtime/gguf_deepseek_test.cpp allows for it.)
 //   q5_1: the same, and one float adding fma(m_w, s_x) per block in order; out = hsum + that float.
-//   K formats: per 256-block, lanes = fma(isum, dw * dx, lanes) and offsets = fma(offset lanes, -(dmin dx)
-//   or -32 dw dx, offsets); out = hsum(lanes) + hsum(offsets).
+//   q4_k, q5_k: per 256-block, one exact integer S (the scaled sums of all 8 sub-blocks) and one M
+//   (the minima against the activations' sub-block sums); scaled = fma(float(S), dw * dx, scaled) and
+//   minima = fma(float(M), -(dmin dx), minima), two floats in block order; out = scaled + minima.
+//   No lane structure: tiles (AMX) give a sub-block's sum whole, and every kernel can meet them there.
+//   q6_k: per 256-block, lanes = fma(isum, dw * dx, lanes) and offsets = fma(offset lanes, -32 dw dx,
+//   offsets); out = hsum(lanes) + hsum(offsets).
 
 namespace folio::kernels::detail {
 namespace {
@@ -280,12 +284,10 @@ inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs,
   for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
 }
 
-// K formats: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by
-// d_w d_x; the block's offset term (q4_k / q5_k: the minima against the activations' sub-block
-// sums, 4 lanes of two sub-blocks each, times -dmin_w d_x; q6_k: its scales against the 16-sums, 8
-// lanes of two groups each, times -32 d_w d_x) joins 8 more float lanes with another FMA. Out:
-// hsum(lanes) + hsum(offsets). No horizontal sum per block: those were half the time, then a fifth.
-// KSums holds those G accumulators.
+// q6_k: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by d_w d_x;
+// the block's offset term (its scales against the 16-sums, 8 lanes of two groups each, times -32
+// d_w d_x) joins 8 more float lanes with another FMA. Out: hsum(lanes) + hsum(offsets). No
+// horizontal sum per block: those were half the time, then a fifth. KSums holds those G accumulators.
 template <class I, int G>
 struct KSums {
   typename I::f32 lanes[G], offsets[G];
@@ -305,14 +307,21 @@ inline const Block& k_block(const uint8_t* w, int64_t b) {
   return *reinterpret_cast<const Block*>(p);
 }
 
-// A q4_k / q5_k block's exact sums (isum: 8 i32 lanes; msums: the minima's, lanes 4-7 zero)
-// against activation row g into `sums`.
-template <class I, int G>
-inline void add_k4_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, float dmin, typename I::i32 msums,
-                         const ActQ8K& a) {
-  sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
-  sums.offsets[g] = I::fma(msums, -(dmin * a.d), sums.offsets[g]);
-}
+// q4_k / q5_k: the two floats of the contract above per activation row. A block's lanes are summed
+// to its one integer first (exact), which costs the row kernels a horizontal integer sum per block
+// and saves the interleaved kernels their float lanes.
+template <int G>
+struct K4Sums {
+  float scaled[G] = {}, minima[G] = {};
+  // A block's exact sums S and M against activation row g (a) with the block's factors d, dmin.
+  void add(int g, int32_t s, int32_t m, float d, float dmin, const ActQ8K& a) {
+    scaled[g] = std::fma(static_cast<float>(s), d * a.d, scaled[g]);
+    minima[g] = std::fma(static_cast<float>(m), -(dmin * a.d), minima[g]);
+  }
+  void write(float* out) const {
+    for (int g = 0; g < G; ++g) out[g] = scaled[g] + minima[g];
+  }
+};
 
 // The same for a q6_k block (its codes' offset of 32 against the activations' 16-sums).
 template <class I, int G>
@@ -329,7 +338,7 @@ template <class I, bool kFifth, int G>
 inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using W = typename I::Wide;
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  KSums<I, G> sums;
+  K4Sums<G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const typename W::k4_params sm = W::k4_scales_mins(blk.scales);
@@ -354,9 +363,10 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
     }
     float d, dmin;
     W::f16_2(&blk.d, &blk.dmin, d, dmin);
-    for (int g = 0; g < G; ++g)
-      add_k4_block(sums, g, W::fold(W::add(lo_sum[g], hi_sum[g])), d, dmin, W::k4_min_lanes(sm, x[g * xs + b].bsums32),
-                   x[g * xs + b]);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.add(g, I::hsum_i32(W::fold(W::add(lo_sum[g], hi_sum[g]))), I::hsum_i32(W::k4_min_lanes(sm, a.bsums32)), d, dmin, a);
+    }
   }
   sums.write(out);
 }
@@ -368,7 +378,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
     return;
   }
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  KSums<I, G> sums;
+  K4Sums<G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
@@ -392,8 +402,10 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
       }
     }
     const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
-    for (int g = 0; g < G; ++g)
-      add_k4_block(sums, g, I::add(lo_sum[g], hi_sum[g]), d, dmin, I::k4_min_lanes(sm.m, x[g * xs + b].bsums32), x[g * xs + b]);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8K& a = x[g * xs + b];
+      sums.add(g, I::hsum_i32(I::add(lo_sum[g], hi_sum[g])), I::hsum_i32(I::k4_min_lanes(sm.m, a.bsums32)), d, dmin, a);
+    }
   }
   sums.write(out);
 }
