@@ -82,7 +82,22 @@ struct IAvx2 {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
   }
-  static int32_t hsum_i32(i32 v) { return hsum4(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
+  // Each vector's 8 lanes summed into one lane, G of them and their G twins at once: every hadd
+  // halves the lanes of two vectors, and the halves' partial sums meet in one add at the end.
+  template <int G>
+  static i32 block_sums(const i32* s, const i32* m) {
+    if constexpr (G == 1) {
+      const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], m[0]), _mm256_setzero_si256());
+      return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 0x81));  // lanes: S, M, 0, 0 | 0..
+    } else if constexpr (G == 2) {
+      const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(m[0], m[1]));
+      return _mm256_add_epi32(h, _mm256_permute2x128_si256(h, h, 0x81));  // S0 S1 M0 M1 | 0..
+    } else {
+      const __m256i hs = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+      const __m256i hm = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+      return _mm256_add_epi32(_mm256_permute2x128_si256(hs, hm, 0x20), _mm256_permute2x128_si256(hs, hm, 0x31));
+    }
+  }
   static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
     const __m128i a = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m)));
     return _mm256_zextsi128_si256(_mm_madd_epi16(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v))));
@@ -94,6 +109,21 @@ struct IAvx2 {
   static f32 fzero() { return _mm256_setzero_ps(); }
   static f32 fadd(f32 a, f32 b) { return _mm256_add_ps(a, b); }
   static f32 fma(i32 v, float s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
+  static f32 fma_lanes(i32 v, f32 s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), s, acc); }
+  // Built in registers: 8 floats stored one by one and loaded as a vector wait for the stores.
+  // -dmin times dx is -(dmin dx) exactly.
+  template <int G>
+  static f32 block_factors(float d, float dmin, const float* dx) {
+    __m128 f;
+    if constexpr (G == 1) f = _mm_mul_ps(_mm_setr_ps(d, -dmin, 0.f, 0.f), _mm_set1_ps(dx[0]));
+    else if constexpr (G == 2) f = _mm_mul_ps(_mm_setr_ps(d, d, -dmin, -dmin), _mm_setr_ps(dx[0], dx[1], dx[0], dx[1]));
+    else {
+      const __m128 x = _mm_loadu_ps(dx);
+      return _mm256_mul_ps(_mm256_setr_m128(_mm_set1_ps(d), _mm_set1_ps(-dmin)), _mm256_setr_m128(x, x));
+    }
+    return _mm256_zextps128_ps256(f);
+  }
+  static void store8(float* p, f32 v) { _mm256_store_ps(p, v); }
   static float hsum(f32 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -187,10 +187,15 @@ struct IScalar {
     return t;
   }
   static i16 scale_pair(const scales& t, int a, int b) { return scale16(t.v[a], t.v[b]); }
-  static int32_t hsum_i32(i32 a) {
-    int32_t s = 0;
-    for (int k = 0; k < 8; ++k) s += a.v[k];
-    return s;
+  template <int G>
+  static i32 block_sums(const i32* s, const i32* m) {
+    i32 r{};
+    for (int g = 0; g < G; ++g)
+      for (int k = 0; k < 8; ++k) {
+        r.v[g] += s[g].v[k];
+        r.v[G + g] += m[g].v[k];
+      }
+    return r;
   }
   static i32 k4_min_lanes(uint64_t m, const int16_t* v) {
     i32 r{};
@@ -207,6 +212,22 @@ struct IScalar {
   static f32 fadd(f32 a, f32 b) {
     for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
     return a;
+  }
+  static f32 fma_lanes(i32 v, f32 s, f32 acc) {
+    for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s.v[k], acc.v[k]);
+    return acc;
+  }
+  template <int G>
+  static f32 block_factors(float d, float dmin, const float* dx) {
+    f32 r{};
+    for (int g = 0; g < G; ++g) {
+      r.v[g] = d * dx[g];
+      r.v[G + g] = -(dmin * dx[g]);
+    }
+    return r;
+  }
+  static void store8(float* p, f32 a) {
+    for (int k = 0; k < 8; ++k) p[k] = a.v[k];
   }
   static f32 fma(i32 v, float s, f32 acc) {
     for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s, acc.v[k]);

@@ -14,10 +14,12 @@
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
 //   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
 //   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), hsum_i32(i32) (the exact sum of the 8 lanes), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
+//   add(i32, i32), sub(i32, i32), set1(int), block_sums<G>(s, m) (lane g < G: the exact sum of s[g]'s 8 lanes, lane G + g: of m[g]'s; G = 1, 2 or 4), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
 //   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
 //   s[2k+1] v[2k+1]; int8 s), exact,
-//   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
+//   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), fma_lanes(cvt(i32) by f32, f32),
+//   block_factors<G>(d, dmin, dx) (lane g < G: d dx[g], lane G + g: -(dmin dx[g]), each one rounded
+//   product; the rest 0), store8(p, f32) (8 floats), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
 //
 // A traits struct may also supply I::Wide, the same work 512 bits at a time (kernels_avx512_vnni.cpp):
 //   bytes / i32 (64 bytes, 16 x int32), load(p) (64 bytes), load2(p, q) (32 bytes from each, p's
@@ -307,19 +309,25 @@ inline const Block& k_block(const uint8_t* w, int64_t b) {
   return *reinterpret_cast<const Block*>(p);
 }
 
-// q4_k / q5_k: the two floats of the contract above per activation row. A block's lanes are summed
-// to its one integer first (exact), which costs the row kernels a horizontal integer sum per block
-// and saves the interleaved kernels their float lanes.
-template <int G>
+// q4_k / q5_k: the two floats of the contract above per activation row, as lanes of one vector
+// (lane g: row g's scaled sum, lane G + g: its minima), so that a block's G pairs of integer lanes
+// are summed together (block_sums: a few horizontal adds for all of them) and take one vector FMA.
+template <class I, int G>
 struct K4Sums {
-  float scaled[G] = {}, minima[G] = {};
-  // A block's exact sums S and M against activation row g (a) with the block's factors d, dmin.
-  void add(int g, int32_t s, int32_t m, float d, float dmin, const ActQ8K& a) {
-    scaled[g] = std::fma(static_cast<float>(s), d * a.d, scaled[g]);
-    minima[g] = std::fma(static_cast<float>(m), -(dmin * a.d), minima[g]);
+  static_assert(G == 1 || G == 2 || G == 4);
+  typename I::f32 acc;
+  K4Sums() : acc(I::fzero()) {}
+  // A block's exact sums (s[g]: the scaled dots, m[g]: the minima's, 8 lanes each) against the
+  // activation rows a[g], with the block's factors d, dmin.
+  void add(const typename I::i32* s, const typename I::i32* m, float d, float dmin, const ActQ8K* const* a) {
+    float dx[G];
+    for (int g = 0; g < G; ++g) dx[g] = a[g]->d;
+    acc = I::fma_lanes(I::template block_sums<G>(s, m), I::template block_factors<G>(d, dmin, dx), acc);
   }
   void write(float* out) const {
-    for (int g = 0; g < G; ++g) out[g] = scaled[g] + minima[g];
+    alignas(32) float v[8];
+    I::store8(v, acc);
+    for (int g = 0; g < G; ++g) out[g] = v[g] + v[G + g];
   }
 };
 
@@ -338,7 +346,7 @@ template <class I, bool kFifth, int G>
 inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using W = typename I::Wide;
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  K4Sums<G> sums;
+  K4Sums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const typename W::k4_params sm = W::k4_scales_mins(blk.scales);
@@ -363,10 +371,14 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
     }
     float d, dmin;
     W::f16_2(&blk.d, &blk.dmin, d, dmin);
+    typename I::i32 dots[G], mins[G];
+    const ActQ8K* a[G];
     for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.add(g, I::hsum_i32(W::fold(W::add(lo_sum[g], hi_sum[g]))), I::hsum_i32(W::k4_min_lanes(sm, a.bsums32)), d, dmin, a);
+      a[g] = &x[g * xs + b];
+      dots[g] = W::fold(W::add(lo_sum[g], hi_sum[g]));
+      mins[g] = W::k4_min_lanes(sm, a[g]->bsums32);
     }
+    sums.add(dots, mins, d, dmin, a);
   }
   sums.write(out);
 }
@@ -378,7 +390,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
     return;
   }
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  K4Sums<G> sums;
+  K4Sums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
@@ -402,10 +414,14 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
       }
     }
     const float d = I::f16(blk.d), dmin = I::f16(blk.dmin);
+    typename I::i32 dots[G], mins[G];
+    const ActQ8K* a[G];
     for (int g = 0; g < G; ++g) {
-      const ActQ8K& a = x[g * xs + b];
-      sums.add(g, I::hsum_i32(I::add(lo_sum[g], hi_sum[g])), I::hsum_i32(I::k4_min_lanes(sm.m, a.bsums32)), d, dmin, a);
+      a[g] = &x[g * xs + b];
+      dots[g] = I::add(lo_sum[g], hi_sum[g]);
+      mins[g] = I::k4_min_lanes(sm.m, a[g]->bsums32);
     }
+    sums.add(dots, mins, d, dmin, a);
   }
   sums.write(out);
 }
