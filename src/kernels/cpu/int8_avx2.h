@@ -77,6 +77,7 @@ struct IAvx2 {
   static i32 add(i32 a, i32 b) { return _mm256_add_epi32(a, b); }
   static i32 sub(i32 a, i32 b) { return _mm256_sub_epi32(a, b); }
   static i32 set1(int v) { return _mm256_set1_epi32(v); }
+  static i32 sub_times32(i32 a, i32 b) { return _mm256_sub_epi32(a, _mm256_slli_epi32(b, 5)); }
   static int32_t hsum4(__m128i s) {
     s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));

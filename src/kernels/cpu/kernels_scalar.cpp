@@ -166,6 +166,10 @@ struct IScalar {
     return a;
   }
   static i32 set1(int v) { return scale16(v, v); }
+  static i32 sub_times32(i32 a, i32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] -= 32 * b.v[k];
+    return a;
+  }
   static i16 scale16(int a, int b) { return {{a, a, a, a, b, b, b, b}}; }
   static i32 dot_scaled(bytes u, bytes s, i16 scale) {
     i32 r = dot_u8s8(u, s);

@@ -14,7 +14,7 @@
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
 //   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
 //   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), block_sums<G>(s, m) (lane g < G: the exact sum of s[g]'s 8 lanes, lane G + g: of m[g]'s; G = 1, 2 or 4), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
+//   add(i32, i32), sub(i32, i32), set1(int), sub_times32(a, b) (a - 32 b), block_sums<G>(s, m) (lane g < G: the exact sum of s[g]'s 8 lanes, lane G + g: of m[g]'s; G = 1, 2 or 4), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
 //   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
 //   s[2k+1] v[2k+1]; int8 s), exact,
 //   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), fma_lanes(cvt(i32) by f32, f32),
@@ -53,8 +53,9 @@
 //   (the minima against the activations' sub-block sums); scaled = fma(float(S), dw * dx, scaled) and
 //   minima = fma(float(M), -(dmin dx), minima), two floats in block order; out = scaled + minima.
 //   No lane structure: tiles (AMX) give a sub-block's sum whole, and every kernel can meet them there.
-//   q6_k: per 256-block, lanes = fma(isum, dw * dx, lanes) and offsets = fma(offset lanes, -32 dw dx,
-//   offsets); out = hsum(lanes) + hsum(offsets).
+//   q6_k: per 256-block, one exact integer S = sum over groups of 16 of scale times the dot of
+//   (code - 32) with the activations (the codes' dots less 32 times the scaled 16-sums);
+//   out = fma(float(S), dw * dx, out) in block order.
 
 namespace folio::kernels::detail {
 namespace {
@@ -286,21 +287,6 @@ inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs,
   for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
 }
 
-// q6_k: each 256-block's exact integer sums (8 lanes) join 8 float lanes with one FMA by d_w d_x;
-// the block's offset term (its scales against the 16-sums, 8 lanes of two groups each, times -32
-// d_w d_x) joins 8 more float lanes with another FMA. Out: hsum(lanes) + hsum(offsets). No
-// horizontal sum per block: those were half the time, then a fifth. KSums holds those G accumulators.
-template <class I, int G>
-struct KSums {
-  typename I::f32 lanes[G], offsets[G];
-  KSums() {
-    for (int g = 0; g < G; ++g) lanes[g] = offsets[g] = I::fzero();
-  }
-  void write(float* out) const {
-    for (int g = 0; g < G; ++g) out[g] = I::hsum(lanes[g]) + I::hsum(offsets[g]);
-  }
-};
-
 // Block b of a row of K-format blocks, prefetched ahead.
 template <class Block>
 inline const Block& k_block(const uint8_t* w, int64_t b) {
@@ -309,33 +295,46 @@ inline const Block& k_block(const uint8_t* w, int64_t b) {
   return *reinterpret_cast<const Block*>(p);
 }
 
-// q4_k / q5_k: the two floats of the contract above per activation row, as lanes of one vector
-// (lane g: row g's scaled sum, lane G + g: its minima), so that a block's G pairs of integer lanes
-// are summed together (block_sums: a few horizontal adds for all of them) and take one vector FMA.
+// The K formats' floats of the contract above per activation row, as lanes of one vector (lane
+// g: row g's scaled sum, lane G + g: its minima, q4_k / q5_k only), so that a block's integer lanes
+// of all G rows are summed together (block_sums: a few horizontal adds for all of them) and take
+// one vector FMA.
 template <class I, int G>
-struct K4Sums {
+struct KSums {
   static_assert(G == 1 || G == 2 || G == 4);
   typename I::f32 acc;
-  K4Sums() : acc(I::fzero()) {}
-  // A block's exact sums (s[g]: the scaled dots, m[g]: the minima's, 8 lanes each) against the
-  // activation rows a[g], with the block's factors d, dmin.
+  KSums() : acc(I::fzero()) {}
+  // q4_k / q5_k: a block's exact sums (s[g]: the scaled dots, m[g]: the minima's, 8 lanes each)
+  // against the activation rows a[g], with the block's factors d, dmin.
   void add(const typename I::i32* s, const typename I::i32* m, float d, float dmin, const ActQ8K* const* a) {
     float dx[G];
     for (int g = 0; g < G; ++g) dx[g] = a[g]->d;
     acc = I::fma_lanes(I::template block_sums<G>(s, m), I::template block_factors<G>(d, dmin, dx), acc);
   }
-  void write(float* out) const {
+  // q6_k: a block's exact sums s[g], with its factor d (the minima's lanes stay 0).
+  void add(const typename I::i32* s, float d, const ActQ8K* const* a) {
+    typename I::i32 none[G];
+    for (int g = 0; g < G; ++g) none[g] = I::set1(0);
+    add(s, none, d, 0.0f, a);
+  }
+  void write(float* out, bool minima) const {
     alignas(32) float v[8];
     I::store8(v, acc);
-    for (int g = 0; g < G; ++g) out[g] = v[g] + v[G + g];
+    for (int g = 0; g < G; ++g) out[g] = minima ? v[g] + v[G + g] : v[g];
   }
 };
 
-// The same for a q6_k block (its codes' offset of 32 against the activations' 16-sums).
+// A q6_k block's lanes of unsigned codes' dots (isum[g]) against activation row g into `sums`: the
+// offset of 32 taken off in the integers (32 times the scales against the 16-sums).
 template <class I, int G>
-inline void add_q6k_block(KSums<I, G>& sums, int g, typename I::i32 isum, float d, const int8_t* scales, const ActQ8K& a) {
-  sums.lanes[g] = I::fma(isum, d * a.d, sums.lanes[g]);
-  sums.offsets[g] = I::fma(I::q6k_offset_lanes(scales, a.bsums), -32.f * (d * a.d), sums.offsets[g]);
+inline void add_q6k_block(KSums<I, G>& sums, typename I::i32* isum, float d, const int8_t* scales, const ActQ8K* x,
+                          int64_t xs, int64_t b) {
+  const ActQ8K* a[G];
+  for (int g = 0; g < G; ++g) {
+    a[g] = &x[g * xs + b];
+    isum[g] = I::sub_times32(isum[g], I::q6k_offset_lanes(scales, a[g]->bsums));
+  }
+  sums.add(isum, d, a);
 }
 
 // q4_k (kFifth = false) and q5_k: unsigned codes, 8 sub-blocks of 32 with 6-bit scales and mins.
@@ -346,7 +345,7 @@ template <class I, bool kFifth, int G>
 inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs, float* out) {
   using W = typename I::Wide;
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  K4Sums<I, G> sums;
+  KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const typename W::k4_params sm = W::k4_scales_mins(blk.scales);
@@ -380,7 +379,7 @@ inline void dot_row_k4_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int64
     }
     sums.add(dots, mins, d, dmin, a);
   }
-  sums.write(out);
+  sums.write(out, true);
 }
 
 template <class I, bool kFifth, int G>
@@ -390,7 +389,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
     return;
   }
   using Block = std::conditional_t<kFifth, BlockQ5K, BlockQ4K>;
-  K4Sums<I, G> sums;
+  KSums<I, G> sums;
   for (int64_t b = 0; b < nb; ++b) {
     const Block& blk = k_block<Block>(w, b);
     const ScalesMinsK4 sm = scales_mins_k4(blk.scales);
@@ -423,7 +422,7 @@ inline void dot_row_k4(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t xs
     }
     sums.add(dots, mins, d, dmin, a);
   }
-  sums.write(out);
+  sums.write(out, true);
 }
 
 // dot_row_q6k with I::Wide: quarters 0 and 1 (then 2 and 3) of each half at once.
@@ -447,9 +446,11 @@ inline void dot_row_q6k_wide(const uint8_t* w, int64_t nb, const ActQ8K* x, int6
       }
     }
     const float d = I::f16(blk.d);
-    for (int g = 0; g < G; ++g) add_q6k_block(sums, g, W::fold(sum[g]), d, blk.scales, x[g * xs + b]);
+    typename I::i32 folded[G];
+    for (int g = 0; g < G; ++g) folded[g] = W::fold(sum[g]);
+    add_q6k_block<I, G>(sums, folded, d, blk.scales, x, xs, b);
   }
-  sums.write(out);
+  sums.write(out, false);
 }
 
 // q6_k: 6-bit codes offset by 32, 16 groups of 16 with signed 8-bit scales.
@@ -477,9 +478,11 @@ inline void dot_row_q6k(const uint8_t* w, int64_t nb, const ActQ8K* x, int64_t x
       }
     }
     const float d = I::f16(blk.d);
-    for (int g = 0; g < G; ++g) add_q6k_block(sums, g, I::add(half_sum[0][g], half_sum[1][g]), d, blk.scales, x[g * xs + b]);
+    typename I::i32 sum[G];
+    for (int g = 0; g < G; ++g) sum[g] = I::add(half_sum[0][g], half_sum[1][g]);
+    add_q6k_block<I, G>(sums, sum, d, blk.scales, x, xs, b);
   }
-  sums.write(out);
+  sums.write(out, false);
 }
 
 // The format struct of each block format of 32.
