@@ -37,7 +37,7 @@ void apply_amx_override() {
   const std::string v = env;
   if (v != "0" && v != "1") folio::throw_invalid("FOLIO_AMX='" + v + "': expected 0 or 1");
   folio::kernels::set_bf16_amx(v == "1");
-  folio::kernels::set_q4k_amx(v == "1");
+  folio::kernels::set_int8_amx(v == "1");
 }
 
 // Reading a page allocates and frees buffers of the page's size (a rendered page, its gray, ink

@@ -70,7 +70,7 @@ testing::StoredWeight saturated_q4k(int64_t rows, int64_t in) {
 }
 
 // The interleaved product of rows 16 .. 47 on every table (AMX tiles on and off where the CPU has
-// them: q4k_amx_active) against the scalar q4_k product, bit for bit.
+// them: int8_amx_active) against the scalar q4_k product, bit for bit.
 void expect_tables_match_q4k(const testing::StoredWeight& w, int64_t n, const std::vector<float>& x, const char* what) {
   const int64_t rows = w.view.shape[0], in = w.view.shape[1], blocks = in / 256;
   const std::vector<uint8_t> inter = interleaved(w);
@@ -82,7 +82,7 @@ void expect_tables_match_q4k(const testing::StoredWeight& w, int64_t n, const st
   const int x16 = static_cast<int>(DType::Q4_K_X16) - static_cast<int>(DType::Q8_0);
   detail::scalar_table().qgemv[q4k](w.bytes.data(), rb, in, 0, rows, xq.data(), n, want.data(), rows);
   for (bool amx : {true, false}) {
-    set_q4k_amx(amx);
+    set_int8_amx(amx);
     for (const detail::KernelTable* table : all_tables()) {
       std::vector<float> y(want.size(), -1.0f);
       table->qgemv[x16](inter.data(), rb, in, 16, rows, xq.data(), n, y.data(), rows);
@@ -93,11 +93,11 @@ void expect_tables_match_q4k(const testing::StoredWeight& w, int64_t n, const st
       }
     }
   }
-  set_q4k_amx(true);
+  set_int8_amx(true);
 }
 
 TEST(Q4kInterleaved, EveryTableGivesTheQ4kProductsBits) {
-  if (!q4k_amx_active()) std::printf("note: no AMX int8 tiles here; the VNNI and row kernels only\n");
+  if (!int8_amx_active()) std::printf("note: no AMX int8 tiles here; the VNNI and row kernels only\n");
   uint32_t seed = 11;
   for (int64_t blocks : {1, 2, 5}) {
     const int64_t in = 256 * blocks, rows = 48;

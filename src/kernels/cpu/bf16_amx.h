@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/transpose_avx512.h"
 
@@ -32,23 +33,12 @@ namespace folio::kernels::detail {
 // rows one activation panel.
 inline constexpr int64_t kAmxRows = 2 * kBf16PanelRows, kAmxCols = 32;
 
-// GCC 12's tile intrinsics tell the compiler neither that ldtilecfg reads the whole 64-byte
-// configuration nor that tileloadd reads memory: without this before them, stores into what they
-// read are dropped as dead.
-inline void memory_read_by_tiles() { __asm__ __volatile__("" ::: "memory"); }
-
 // The tile state: 8 tiles of 64 bytes a row (C: 0-3 and A: 4-5 of kBf16PanelRows rows, B: 6-7 of
 // 16 pairs). Per thread.
 inline void amx_configure() {
-  struct alignas(64) Config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-  } c{};
-  c.palette = 1;
-  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = t < 6 ? kBf16PanelRows : 16;
-  memory_read_by_tiles();
-  _tile_loadconfig(&c);
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) c.tile(t, t < 6 ? kBf16PanelRows : 16, 64);
+  c.load();
 }
 
 // Activation panel i of x, row major: row m's pair p at a[m * stride + p], stride a multiple of 16
@@ -83,14 +73,14 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
     panel_rows(x, i, a.data(), stride);
     if (i + 1 < x.panels()) panel_rows(x, i + 1, a.data() + kBf16PanelRows * stride, stride);
     else std::fill(a.begin() + kBf16PanelRows * stride, a.end(), 0u);
-    memory_read_by_tiles();
+    tile_memory_fence();
     for (int64_t j = 0; j < panels; ++j) {
       const int64_t j0 = j * kBf16PanelCols, live_cols = std::min(kBf16PanelCols, rows - j0);
       const uint32_t* b = packed_w + j * kBf16PanelCols * pairs;
       if (bias) {
         std::fill(start, start + kAmxCols, 0.f);
         std::copy_n(bias + j0, live_cols, start);
-        memory_read_by_tiles();
+        tile_memory_fence();
         _tile_loadd(0, start, 0);  // stride 0: every row of the tile starts from the bias
         _tile_loadd(1, start + 16, 0);
         _tile_loadd(2, start, 0);
@@ -106,7 +96,7 @@ void amx_blocks(const Bf16Activations& x, const uint32_t* packed_w, int64_t rows
         if (p0 + 16 > pairs) {
           std::fill(tail, tail + 16 * kBf16PanelCols, 0u);
           std::copy_n(bp, (pairs - p0) * kBf16PanelCols, tail);
-          memory_read_by_tiles();
+          tile_memory_fence();
           bp = tail;
         }
         _tile_loadd(4, a.data() + p0, stride * 4);

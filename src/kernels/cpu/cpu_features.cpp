@@ -75,7 +75,7 @@ bool tile_state_granted() {
 #endif
 }
 
-std::atomic<bool> g_q4k_amx{true};
+std::atomic<bool> g_int8_amx{true};
 
 }  // namespace
 
@@ -91,12 +91,12 @@ bool amx_granted(AmxType type) {
 #endif
 }
 
-bool q4k_amx_active() {
+bool int8_amx_active() {
   static const bool supported = amx_granted(AmxType::Int8);
-  return supported && g_q4k_amx.load(std::memory_order_relaxed) && q4k_interleave_pays();
+  return supported && g_int8_amx.load(std::memory_order_relaxed);
 }
 
-void set_q4k_amx(bool enabled) { g_q4k_amx.store(enabled, std::memory_order_relaxed); }
+void set_int8_amx(bool enabled) { g_int8_amx.store(enabled, std::memory_order_relaxed); }
 
 const char* isa_name(Isa isa) {
   switch (isa) {

@@ -35,11 +35,11 @@ void set_q4k_interleave(bool enabled);
 enum class AmxType { Bf16, Int8 };
 bool amx_granted(AmxType type);
 
-// True when the interleaved q4_k products of two activation rows and more run on AMX int8 tiles
-// (kernels/cpu/q4k_x16_amx.h): amx_granted(Int8), the AVX-512 VNNI table active, and not switched
-// off by set_q4k_amx(false) (tests, benchmarks, FOLIO_AMX=0). Same bits either way.
-bool q4k_amx_active();
-void set_q4k_amx(bool enabled);
+// True when the AVX-512 VNNI table runs its interleaved q4_k products of two activation rows and
+// more on AMX int8 tiles (kernels/cpu/q4k_x16_amx.h): amx_granted(Int8) and not switched off by
+// set_int8_amx(false) (tests, benchmarks, FOLIO_AMX=0). Same bits either way.
+bool int8_amx_active();
+void set_int8_amx(bool enabled);
 
 // "scalar", "avx2", "avx512".
 const char* isa_name(Isa isa);

@@ -1,6 +1,6 @@
 // Internal to kernels_avx512_vnni.cpp (include it there only, after q4k_x16_vnni.h, whose column
 // helpers it uses): the interleaved q4_k product (core/q4k_interleave.h) of two activation rows and
-// more on AMX int8 tiles, where q4k_amx_active() (cpu_features.h).
+// more on AMX int8 tiles, where int8_amx_active() (cpu_features.h).
 //
 // With several rows the VNNI kernel is bound by its 512-bit integer multiplies, which one port
 // runs: per 16 weight rows and block, 128 of them for each activation row. Here one TDPBSSD
@@ -13,31 +13,20 @@
 // two FMAs (GroupSumsK4).
 #pragma once
 
+#include "kernels/cpu/amx_tiles.h"
+
 #pragma GCC push_options
 #pragma GCC target("amx-tile,amx-int8")
 
 namespace folio::kernels::detail {
 namespace {
 
-// GCC 12's tile intrinsics tell the compiler neither that ldtilecfg / tileloadd read memory nor
-// that tilestored writes it: without this around them, stores into what they read are dropped as
-// dead and loads of what they wrote are moved before them.
-inline void tile_memory_fence() { __asm__ __volatile__("" ::: "memory"); }
-
 // Tiles 0-3: sums (rows: activation rows, 16 i32 columns: weight rows); 4 and 6: a sub-block's
 // activations (rows x 32 bytes); 5 and 7: its codes (8 rows of 4 elements x 16 weight rows).
 inline void q4k_amx_configure(int rows) {
-  struct alignas(64) Config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-  } c{};
-  c.palette = 1;
-  for (int t = 0; t < 4; ++t) c.colsb[t] = 64, c.rows[t] = static_cast<uint8_t>(rows);
-  for (int t : {4, 6}) c.colsb[t] = 32, c.rows[t] = static_cast<uint8_t>(rows);
-  for (int t : {5, 7}) c.colsb[t] = 64, c.rows[t] = 8;
-  tile_memory_fence();
-  _tile_loadconfig(&c);
+  TileConfig c;
+  for (int t = 0; t < 4; ++t) c.tile(t, rows, 64);
+  c.tile(4, rows, 32).tile(6, rows, 32).tile(5, 8, 64).tile(7, 8, 64).load();
 }
 
 constexpr int kAmxInputs = 16;  // activation rows per pass over the weights (a tile's rows)
@@ -104,7 +93,7 @@ inline void q4k_group_tiles(const uint8_t* grp, int64_t nb, const ActQ8K* x, int
   for (int g = 0; g < rows; ++g) _mm512_storeu_ps(y + g * ldy, sums[g].result());
 }
 
-// qgemv_q4k_x16_vnni's work where n >= 2 and q4k_amx_active(): kAmxInputs activation rows per pass.
+// qgemv_q4k_x16_vnni's work where n >= 2 and int8_amx_active(): kAmxInputs activation rows per pass.
 void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                        float* y, int64_t ldy) {
   const int64_t nb = in / 256;

@@ -173,7 +173,7 @@ void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
 // KernelTable::qgemv[Q4_K_X16].
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
-  if (n >= 2 && q4k_amx_active()) {
+  if (n >= 2 && int8_amx_active()) {
     qgemv_q4k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
     return;
   }
