@@ -45,8 +45,8 @@ void expect_tables_agree(DType t, const testing::StoredWeight& w, const std::vec
     set_int8_amx(amx);
     for (size_t i = 0; i < tables.size(); ++i) {
       std::vector<float> y(static_cast<size_t>(n * out), -1.0f);
-      tables[i]->qgemv[static_cast<int>(t) - static_cast<int>(DType::Q8_0)](w.bytes.data(), dtype_row_bytes(t, in), in, 3, out,
-                                                                    xq.data(), n, y.data(), out);
+      const int entry = static_cast<int>(t) - static_cast<int>(DType::Q8_0);
+      tables[i]->qgemv[entry](w.bytes.data(), dtype_row_bytes(t, in), in, 3, out, xq.data(), n, y.data(), out);
       if (want.empty()) {
         want = y;
         continue;
@@ -85,7 +85,8 @@ TEST(QuantGemv, Q6kBlocksPastTwoToThe24AgreeOnEveryTable) {
     std::memset(blocks[b].qh, 0, sizeof(blocks[b].qh));
     std::memset(blocks[b].scales, 0x80, sizeof(blocks[b].scales));
   }
-  expect_tables_agree(DType::Q6_K, w, quantised_rows(DType::Q6_K, std::vector<float>(n * in, -1.0f), n, in), n, "saturated");
+  const std::vector<uint8_t> xq = quantised_rows(DType::Q6_K, std::vector<float>(n * in, -1.0f), n, in);
+  expect_tables_agree(DType::Q6_K, w, xq, n, "saturated");
 }
 
 // The activation quantisers of every table write the reference's bytes (core/quant_blocks.h):

@@ -14,7 +14,9 @@
 //   dot_scaled(u, s, scale16(a, b)) -> the same lanes times a (lanes 0-3) or b (lanes 4-7), exactly,
 //   dot_scaled_add(acc, u, s, scale) = add(acc, dot_scaled(u, s, scale)), scales_u8(u64) / scales_i8(p)
 //   (8 scale bytes unpacked once; u64: byte i is scale i) and scale_pair(scales, a, b) = scale16(scale a, scale b),
-//   add(i32, i32), sub(i32, i32), set1(int), sub_times32(a, b) (a - 32 b), block_sums<G>(s, m) (lane g < G: the exact sum of s[g]'s 8 lanes, lane G + g: of m[g]'s; G = 1, 2 or 4), k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
+//   add(i32, i32), sub(i32, i32), set1(int), sub_times32(a, b) (a - 32 b), block_sums<G>(s, m)
+//   (lane g < G: the exact sum of s[g]'s 8 lanes, lane G + g: of m[g]'s; G = 1, 2 or 4),
+//   k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
 //   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
 //   s[2k+1] v[2k+1]; int8 s), exact,
 //   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), fma_lanes(cvt(i32) by f32, f32),
