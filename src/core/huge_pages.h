@@ -13,6 +13,14 @@
 
 namespace folio {
 
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// `length` bytes (a whole number of pages) of address space starting on a 2 MiB boundary, so the
+// kernel can back what is put there with huge pages from its first byte: reserved (no access, no
+// memory) for the caller to open up (mprotect) or map over (MAP_FIXED), and to unmap as
+// munmap(start, length). nullptr, with errno set, when there is none.
+uint8_t* reserve_huge_aligned(size_t length);
+
 // Writes a zero into every 4 KiB page of [p, p + n) (memory that reads as zero already: fresh
 // anonymous memory, or memory about to be overwritten) and returns whether the n bytes came at
 // kCheapPagesBytesPerSecond or faster. Where the pages were present already it is only a few stores.

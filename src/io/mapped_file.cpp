@@ -27,26 +27,10 @@ struct FdGuard {
   }
 };
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// `length` bytes (a whole number of pages) of address space starting on a 2 MiB boundary, so the
-// kernel can back what is put there with huge pages from its first byte: reserved (no access, no
-// memory) for the caller to open up or map over. nullptr, with errno set, when there is none.
-uint8_t* reserve_huge_aligned(size_t length) {
-  void* area = ::mmap(nullptr, length + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (area == MAP_FAILED) return nullptr;
-  auto* raw = static_cast<uint8_t*>(area);
-  auto* start = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
-  // Give back the unaligned head and the tail past the aligned range.
-  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
-  if (raw + length + kHugePage > start + length) ::munmap(start + length, static_cast<size_t>(raw + length + kHugePage - (start + length)));
-  return start;
-}
-
 // Anonymous memory of `size` bytes whose start is 2 MiB-aligned, advised for huge pages. Returns
 // its start and its length (whole huge pages), the region to unmap.
 std::pair<void*, size_t> map_aligned_anonymous(const std::string& path, size_t size) {
-  const size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t length = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   uint8_t* start = reserve_huge_aligned(length);
   if (!start || ::mprotect(start, length, PROT_READ | PROT_WRITE) != 0) {
     const int err = errno;

@@ -17,20 +17,19 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 BlockArena::BlockArena(size_t chunk_bytes) : chunk_bytes_(round_up(chunk_bytes == 0 ? kHugePage : chunk_bytes, kHugePage)) {}
 
 BlockArena::~BlockArena() {
-  for (const Chunk& c : chunks_) ::munmap(c.map, c.map_len);
+  for (const Chunk& c : chunks_) ::munmap(c.base, c.size);
 }
 
 bool BlockArena::add_chunk(size_t at_least) {
   const size_t size = std::max(chunk_bytes_, round_up(at_least, kHugePage));
-  // One huge page more than needed, so the usable part can start on a 2 MiB boundary.
-  const size_t map_len = size + kHugePage;
-  void* p = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
   Chunk c;
-  c.map = p;
-  c.map_len = map_len;
-  c.base = reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
+  c.base = reserve_huge_aligned(size);
   c.size = size;
+  if (!c.base) return false;
+  if (::mprotect(c.base, size, PROT_READ | PROT_WRITE) != 0) {
+    ::munmap(c.base, size);
+    return false;
+  }
 #ifdef MADV_HUGEPAGE
   // Advice only: without THP (or when refused) the chunk stays on normal pages. Once a chunk's first
   // huge page came slowly (core/huge_pages.h), its rest and later chunks take small pages.

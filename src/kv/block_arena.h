@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_pages.h"
+
 namespace folio {
 
 class BlockArena {
@@ -37,13 +39,11 @@ class BlockArena {
   size_t reserved_bytes() const { return reserved_; }
   size_t used_bytes() const { return used_; }
 
-  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kHugePage = kHugePageBytes;
 
  private:
   struct Chunk {
-    void* map = nullptr;  // as mmap returned it
-    size_t map_len = 0;
-    uint8_t* base = nullptr;  // 2 MiB aligned start
+    uint8_t* base = nullptr;  // 2 MiB aligned start (reserve_huge_aligned)
     size_t size = 0, next = 0;
   };
   bool add_chunk(size_t at_least);
