@@ -27,7 +27,7 @@
 #include "cmdline/commands.h"
 #include "core/error.h"
 #include "core/median.h"
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_features.h"
@@ -51,18 +51,19 @@ std::vector<DType> parse_formats(const std::string& list) {
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
-    // q4_k_x16 is no file's type (dtype.h), so parse_dtype does not take it.
-    const std::optional<DType> t = name == "q4_k_x16" ? DType::Q4_K_X16 : parse_dtype(name);
+    // The interleaved formats are no file's type (dtype.h), so parse_dtype does not take them.
+    const std::optional<DType> t = name == "q4_k_x16" ? DType::Q4_K_X16 : name == "q6_k_x16" ? DType::Q6_K_X16 : parse_dtype(name);
     if (!t || *t == DType::F32)
-      throw_invalid("--formats: '" + name + "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_x16)");
+      throw_invalid("--formats: '" + name +
+                    "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_x16, q6_k_x16)");
     out.push_back(*t);
   }
   if (out.empty()) throw_invalid("--formats names no format");
   return out;
 }
 
-// A [rows, cols] weight of `t` whose rows repeat 64 random rows (quantised once; q4_k_x16: as
-// q4_k, then interleaved).
+// A [rows, cols] weight of `t` whose rows repeat 64 random rows (quantised once; an interleaved
+// format: in its row format, then interleaved).
 class BenchWeight {
  public:
   BenchWeight(DType t, int64_t rows, int64_t cols, uint64_t seed) : row_bytes_(dtype_row_bytes(t, cols)) {
@@ -74,11 +75,11 @@ class BenchWeight {
     for (float& v : src) v = normal(rng);
     TensorView f32{"bench", DType::F32, {distinct, cols}, src.data()};
     std::vector<uint8_t> q(row_bytes_ * static_cast<size_t>(distinct));
-    convert_tensor(f32, t == DType::Q4_K_X16 ? DType::Q4_K : t, q.data());
+    convert_tensor(f32, row_dtype(t), q.data());
     bytes_.reset(new uint8_t[row_bytes_ * static_cast<size_t>(rows)]);
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(bytes_.get() + row_bytes_ * static_cast<size_t>(r), q.data() + row_bytes_ * static_cast<size_t>(r % distinct), row_bytes_);
-    if (t == DType::Q4_K_X16) interleave_q4k(bytes_.get(), rows, cols, bytes_.get());
+    if (dtype_is_interleaved(t)) interleave_rows(row_dtype(t), bytes_.get(), rows, cols, bytes_.get());
     view_ = TensorView{"bench." + std::string(dtype_name(t)), t, {rows, cols}, bytes_.get()};
   }
   double bytes() const { return static_cast<double>(view_.nbytes()); }
@@ -114,7 +115,7 @@ struct FormatRuns {
 
 // Rows filling `bytes`, whole groups of 16 for every format (the interleaved one needs them).
 int64_t rows_for(size_t bytes, size_t row_bytes) {
-  return std::max<int64_t>(1, static_cast<int64_t>(bytes / row_bytes / kQ4kGroupRows)) * kQ4kGroupRows;
+  return std::max<int64_t>(1, static_cast<int64_t>(bytes / row_bytes / kGroupRows)) * kGroupRows;
 }
 
 void time_format(DType t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all, FormatRuns& runs) {

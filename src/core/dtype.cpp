@@ -18,7 +18,8 @@ int64_t dtype_block_elems(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-    case DType::Q4_K_X16: return 256;
+    case DType::Q4_K_X16:
+    case DType::Q6_K_X16: return 256;
     default: return 1;
   }
 }
@@ -36,6 +37,7 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q5_K: return sizeof(BlockQ5K);
     case DType::Q6_K: return sizeof(BlockQ6K);
     case DType::Q4_K_X16: return sizeof(BlockQ4K);  // per row, on average: a group holds 16 rows' blocks
+    case DType::Q6_K_X16: return sizeof(BlockQ6K);
   }
   return 0;
 }
@@ -60,6 +62,7 @@ const char* dtype_name(DType t) {
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
     case DType::Q4_K_X16: return "q4_k_x16";
+    case DType::Q6_K_X16: return "q6_k_x16";
   }
   return "?";
 }
@@ -157,9 +160,11 @@ void convert_to_f32(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q4_K: dequantize_q4_k(src, dst, n); return;
     case DType::Q5_K: dequantize_q5_k(src, dst, n); return;
     case DType::Q6_K: dequantize_q6_k(src, dst, n); return;
-    case DType::Q4_K_X16: break;
+    case DType::Q4_K_X16:
+    case DType::Q6_K_X16: break;
   }
-  throw_invalid("convert_to_f32: q4_k_x16 converts by groups of 16 rows (convert_tensor), not as a run of elements");
+  throw_invalid(std::string("convert_to_f32: ") + dtype_name(t) +
+                " converts by groups of 16 rows (convert_tensor), not as a run of elements");
 }
 
 void convert_from_f32(DType t, const float* src, void* dst, int64_t n) {
@@ -196,9 +201,10 @@ void convert_from_f32(DType t, const float* src, void* dst, int64_t n) {
     case DType::Q4_K: quantize_q4_k(src, dst, n); return;
     case DType::Q5_K: quantize_q5_k(src, dst, n); return;
     case DType::Q6_K: quantize_q6_k(src, dst, n); return;
-    case DType::Q4_K_X16: break;
+    case DType::Q4_K_X16:
+    case DType::Q6_K_X16: break;
   }
-  throw_invalid("convert_from_f32: q4_k_x16 is made from q4_k rows (interleave_q4k), not from floats");
+  throw_invalid(std::string("convert_from_f32: ") + dtype_name(t) + " is made from rows (interleave_rows), not from floats");
 }
 
 }  // namespace folio

@@ -14,11 +14,12 @@
 
 namespace folio {
 
-// Q4_K_X16 is q4_k with its rows interleaved in groups of 16 (core/q4k_interleave.h): a layout
-// loaders make in memory where the kernels read it faster, never a file's type. Its rows are not
+// Q4_K_X16 and Q6_K_X16 are q4_k and q6_k with their rows interleaved in groups of 16
+// (core/row_interleave.h): layouts loaders make in memory where the kernels read them faster, never
+// a file's type. Its rows are not
 // contiguous, so it converts by whole groups of rows (convert_tensor, to_f32_vector), not through
 // convert_to_f32.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16 };
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16, Q6_K_X16 };
 
 // True for the block-quantised weight formats (q8_0 and after): their matmuls quantise the
 // activations to 8 bits and take integer dot products (kernels/cpu/matmul.h).

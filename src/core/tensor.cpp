@@ -1,6 +1,6 @@
 #include "core/tensor.h"
 
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 #include "core/thread_pool.h"
 
 namespace folio {
@@ -16,11 +16,11 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
 
 namespace {
 
-// An interleaved q4_k tensor's rows back as q4_k (every 2-D slice is whole groups).
-std::vector<uint8_t> q4k_rows_of(const TensorView& t) {
+// An interleaved tensor's rows back in their row format (every 2-D slice is whole groups).
+std::vector<uint8_t> rows_of(const TensorView& t) {
   const int64_t cols = t.cols(), rows = cols > 0 ? t.numel() / cols : 0;
   std::vector<uint8_t> bytes(t.nbytes());
-  deinterleave_q4k(static_cast<const uint8_t*>(t.data), rows, cols, bytes.data());
+  deinterleave_rows(row_dtype(t.dtype), static_cast<const uint8_t*>(t.data), rows, cols, bytes.data());
   return bytes;
 }
 
@@ -28,16 +28,16 @@ std::vector<uint8_t> q4k_rows_of(const TensorView& t) {
 
 std::vector<float> to_f32_vector(const TensorView& t) {
   std::vector<float> v(static_cast<size_t>(t.numel()));
-  if (t.dtype == DType::Q4_K_X16) convert_to_f32(DType::Q4_K, q4k_rows_of(t).data(), v.data(), t.numel());
+  if (dtype_is_interleaved(t.dtype)) convert_to_f32(row_dtype(t.dtype), rows_of(t).data(), v.data(), t.numel());
   else convert_to_f32(t.dtype, t.data, v.data(), t.numel());
   return v;
 }
 
 void convert_tensor(const TensorView& t, DType target, void* dst, ThreadPool* pool) {
-  if (t.dtype == DType::Q4_K_X16) {
-    const std::vector<uint8_t> rows = q4k_rows_of(t);
+  if (dtype_is_interleaved(t.dtype)) {
+    const std::vector<uint8_t> rows = rows_of(t);
     TensorView plain = t;
-    plain.dtype = DType::Q4_K;
+    plain.dtype = row_dtype(t.dtype);
     plain.data = rows.data();
     convert_tensor(plain, target, dst, pool);
     return;

@@ -30,7 +30,7 @@ struct TensorView {
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
   size_t row_bytes() const { return dtype_row_bytes(dtype, cols()); }
   size_t nbytes() const { return static_cast<size_t>(numel() / dtype_block_elems(dtype)) * dtype_block_bytes(dtype); }
-  // Row r's bytes; for Q4_K_X16 (rows interleaved by 16) only where row r's group starts (r % 16 == 0).
+  // Row r's bytes; for an interleaved format (rows by 16) only where row r's group starts (r % 16 == 0).
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
 };
 

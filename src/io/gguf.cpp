@@ -1,6 +1,6 @@
 #include "io/gguf.h"
 
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -354,22 +354,23 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Residency resi
   return f;
 }
 
-int GgufFile::interleave_q4k() {
+int GgufFile::interleave_rows() {
   std::vector<TensorView*> chosen;
   for (auto& [name, t] : tensors_) {
-    if (t.dtype != DType::Q4_K || name == "token_embd.weight" || t.shape.size() < 2 || t.cols() % 256 != 0) continue;
-    if (t.shape[t.shape.size() - 2] % kQ4kGroupRows == 0) chosen.push_back(&t);
+    if (!interleaved_dtype(t.dtype) || name == "token_embd.weight" || t.shape.size() < 2 || t.cols() % 256 != 0) continue;
+    if (t.shape[t.shape.size() - 2] % kGroupRows == 0) chosen.push_back(&t);
   }
   if (chosen.empty()) return 0;
   const uint8_t* base = file_->data();
   const bool edited = file_->edit_resident([&](uint8_t* bytes) {
     for (const TensorView* t : chosen) {
       uint8_t* at = bytes + (static_cast<const uint8_t*>(t->data) - base);
-      ::folio::interleave_q4k(at, t->numel() / t->cols(), t->cols(), at);  // slices are whole groups: so is the stack
+      // Slices are whole groups: so is the stack.
+      ::folio::interleave_rows(t->dtype, at, t->numel() / t->cols(), t->cols(), at);
     }
   });
   if (!edited) return 0;
-  for (TensorView* t : chosen) t->dtype = DType::Q4_K_X16;
+  for (TensorView* t : chosen) t->dtype = *interleaved_dtype(t->dtype);
   return static_cast<int>(chosen.size());
 }
 
@@ -531,9 +532,10 @@ uint32_t ggml_type_of(DType t) {
     case DType::Q4_K: return kGgmlQ4_K;
     case DType::Q5_K: return kGgmlQ5_K;
     case DType::Q6_K: return kGgmlQ6_K;
-    case DType::Q4_K_X16: break;
+    case DType::Q4_K_X16:
+    case DType::Q6_K_X16: break;
   }
-  throw_invalid(std::string("GGUF writer: ") + dtype_name(t) + " is an in-memory layout, no file's type (write q4_k rows)");
+  throw_invalid(std::string("GGUF writer: ") + dtype_name(t) + " is an in-memory layout, no file's type (write its rows)");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #include "model/quantized_weights.h"
 
 #include "core/error.h"
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_features.h"
 
@@ -73,10 +73,10 @@ void QuantizedWeights::quantize(const std::string& name, DType target, ThreadPoo
   if (target == t->dtype || !dtype_is_block_quantized(target)) return;
   std::vector<uint8_t> bytes(static_cast<size_t>(t->shape[0]) * dtype_row_bytes(target, t->cols()));
   convert_tensor(*t, target, bytes.data(), &pool);
-  // The decode kernels read q4_k faster with rows interleaved by 16 (the same bytes, moved).
-  if (target == DType::Q4_K && t->shape[0] % kQ4kGroupRows == 0 && kernels::q4k_interleave_pays()) {
-    interleave_q4k(bytes.data(), t->shape[0], t->cols(), bytes.data());
-    target = DType::Q4_K_X16;
+  // The decode kernels read q4_k and q6_k faster with rows interleaved by 16 (the same bytes, moved).
+  if (interleaved_dtype(target) && t->shape[0] % kGroupRows == 0 && kernels::interleave_pays()) {
+    interleave_rows(target, bytes.data(), t->shape[0], t->cols(), bytes.data());
+    target = *interleaved_dtype(target);
   }
   TensorView v = *t;
   v.dtype = target;

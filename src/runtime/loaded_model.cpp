@@ -49,8 +49,8 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer, const std::
   if (fs::is_regular_file(path) && fs::path(path).extension() == ".gguf") {
     m.format = "gguf";
     auto g = GgufFile::open(path, residency_for(weights));
-    // The decode kernels read q4_k faster with rows interleaved by 16 (the same bytes, moved).
-    if (kernels::q4k_interleave_pays()) g->interleave_q4k();
+    // The decode kernels read q4_k and q6_k faster with rows interleaved by 16 (the same bytes, moved).
+    if (kernels::interleave_pays()) g->interleave_rows();
     m.config = ModelConfig::from_gguf(*g);
     if (need_tokenizer) m.tokenizer = tokenizer_from_gguf(*g);
     // llama.cpp stacks each MoE layer's experts in one tensor; the decoder reads them one by one.

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/row_interleave.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
 #include "runtime/loaded_model.h"
@@ -41,12 +42,9 @@ const Checkpoint& checkpoint() {
   return c;
 }
 
-// The format a linear was re-stored in; q4_k interleaved by 16 rows (where the CPU reads it faster,
-// core/q4k_interleave.h) is q4_k's format in another layout.
-DType type_of(const LoadedModel& m, const std::string& name) {
-  const DType t = m.quantized->find(name)->dtype;
-  return t == DType::Q4_K_X16 ? DType::Q4_K : t;
-}
+// The format a linear was re-stored in; q4_k or q6_k interleaved by 16 rows (where the CPU reads it
+// faster, core/row_interleave.h) is the same format in another layout.
+DType type_of(const LoadedModel& m, const std::string& name) { return row_dtype(m.quantized->find(name)->dtype); }
 
 TEST(QuantizedWeights, Q4_K_MChoosesFormatsAsLlamaCpp) {
   LoadedModel m = load_model(checkpoint().dir.string(), false, "q4_k_m");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/row_interleave.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
 #include "kv/sequence_kv.h"
@@ -126,38 +127,48 @@ TEST(GgufDeepseek, ResidentAndMappedCheckpointsDecodeTheSameBits) {
 }
 
 // Where the CPU reads it faster (AVX-512 VNNI), loading a resident GGUF or re-storing linears in q4_k
-// interleaves the q4_k linears by 16 rows (core/q4k_interleave.h); the products keep their bits, so
-// the logits are the same bits as with the rows as stored. A mapped file keeps its pages as they are.
-TEST(GgufDeepseek, InterleavedQ4kDecodesTheSameBits) {
-  auto dtype_of = [](const LoadedModel& m, const char* name) {
-    const TensorSource& src = m.quantized ? *m.quantized : *m.weights;
-    const TensorView* t = src.find(name);
-    return t ? t->dtype : DType::F32;
+// interleaves the q4_k and q6_k linears by 16 rows (core/row_interleave.h); the products keep their
+// bits, so the logits are the same bits as with the rows as stored. A mapped file keeps its pages as
+// they are.
+TEST(GgufDeepseek, InterleavedRowsDecodeTheSameBits) {
+  struct Types {
+    DType attn_q, head;
+    int64_t head_rows;
   };
-  auto run = [&](const std::string& path, const std::string& weights, bool interleave, DType* attn_q) {
-    kernels::set_q4k_interleave(interleave);
+  auto view_of = [](const LoadedModel& m, const char* name) {
+    const TensorSource& src = m.quantized ? *m.quantized : *m.weights;
+    return src.find(name);
+  };
+  auto run = [&](const std::string& path, const std::string& weights, bool interleave, Types* types) {
+    kernels::set_interleave(interleave);
     LoadedModel m = load_model(path, false, weights);
-    kernels::set_q4k_interleave(true);
-    *attn_q = dtype_of(m, weights.empty() ? "blk.1.attn_q.weight" : "model.layers.1.self_attn.q_proj.weight");
+    kernels::set_interleave(true);
+    const TensorView* q = view_of(m, weights.empty() ? "blk.1.attn_q.weight" : "model.layers.1.self_attn.q_proj.weight");
+    const TensorView* head = view_of(m, weights.empty() ? "output.weight" : "lm_head.weight");
+    *types = {q ? q->dtype : DType::F32, head ? head->dtype : DType::F32, head ? head->shape[0] : 0};
     return greedy(*m.decoder, oracle()["prompt"].get<std::vector<int32_t>>(), oracle()["steps"].get<int>());
   };
-  const bool pays = kernels::q4k_interleave_pays();
+  const bool pays = kernels::interleave_pays();
   for (const auto& [path, weights] : {std::pair{kFixtures + "/tiny-k-Q4_K_M.gguf", std::string()},
                                       std::pair{tiny().hf.string(), std::string("q4_k_m")}}) {
     SCOPED_TRACE(path + " " + weights);
-    DType on_type, off_type;
-    const Greedy on = run(path, weights, true, &on_type);
-    const Greedy off = run(path, weights, false, &off_type);
-    EXPECT_EQ(off_type, DType::Q4_K);
-    EXPECT_EQ(on_type, pays ? DType::Q4_K_X16 : DType::Q4_K);
+    Types on_types, off_types;
+    const Greedy on = run(path, weights, true, &on_types);
+    const Greedy off = run(path, weights, false, &off_types);
+    EXPECT_EQ(off_types.attn_q, DType::Q4_K);
+    EXPECT_EQ(on_types.attn_q, pays ? DType::Q4_K_X16 : DType::Q4_K);
+    // The head is q6_k in Q4_K_M; it is interleaved where its rows are whole groups.
+    EXPECT_EQ(off_types.head, DType::Q6_K);
+    EXPECT_EQ(on_types.head, pays && on_types.head_rows % kGroupRows == 0 ? DType::Q6_K_X16 : DType::Q6_K);
     EXPECT_EQ(on.tokens, off.tokens);
     EXPECT_EQ(on.first_logits, off.first_logits);
   }
   set_checkpoint_residency(Residency::kMapped);
-  DType mapped_type;
-  run(kFixtures + "/tiny-k-Q4_K_M.gguf", "", true, &mapped_type);
+  Types mapped_types;
+  run(kFixtures + "/tiny-k-Q4_K_M.gguf", "", true, &mapped_types);
   set_checkpoint_residency(Residency::kResident);
-  EXPECT_EQ(mapped_type, DType::Q4_K);
+  EXPECT_EQ(mapped_types.attn_q, DType::Q4_K);
+  EXPECT_EQ(mapped_types.head, DType::Q6_K);
 }
 
 // With quantised weights, bit-equal logits cannot last: activations are rounded to 8 bits per

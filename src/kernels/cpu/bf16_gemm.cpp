@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/row_interleave.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
@@ -352,7 +353,7 @@ void pack_rows(int64_t rows, int64_t in, std::vector<uint32_t>& out, RowFn row) 
 void pack_bf16_weights(const TensorView& w, int64_t r0, int64_t rows, std::vector<uint32_t>& out) {
   const int64_t in = w.shape[1];
   const auto* base = static_cast<const uint8_t*>(w.data);
-  if (w.dtype == DType::Q4_K_X16) {
+  if (dtype_is_interleaved(w.dtype)) {
     // Rows interleaved by 16 convert by whole groups (r0 and rows are: tiles are panels of 32 rows
     // and the matrix whole groups), then pack as floats.
     thread_local std::vector<float> floats;

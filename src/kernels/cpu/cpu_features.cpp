@@ -51,15 +51,15 @@ void set_isa(Isa isa) {
 }
 
 namespace {
-std::atomic<bool> g_interleave_q4k{true};
+std::atomic<bool> g_interleave{true};
 }  // namespace
 
-bool q4k_interleave_pays() {
-  return g_interleave_q4k.load(std::memory_order_relaxed) && active_isa() == Isa::Avx512 &&
+bool interleave_pays() {
+  return g_interleave.load(std::memory_order_relaxed) && active_isa() == Isa::Avx512 &&
          __builtin_cpu_supports("avx512vnni");
 }
 
-void set_q4k_interleave(bool enabled) { g_interleave_q4k.store(enabled, std::memory_order_relaxed); }
+void set_interleave(bool enabled) { g_interleave.store(enabled, std::memory_order_relaxed); }
 
 namespace {
 

@@ -22,11 +22,12 @@ Isa active_isa();
 // be chosen. Not meant to be called while kernels are running on other threads.
 void set_isa(Isa isa);
 
-// True when loaders should store q4_k linears interleaved in groups of 16 rows (core/q4k_interleave.h):
-// the active table reads that layout natively (AVX-512 with VNNI); the others go back through the
-// rows, which only costs. set_q4k_interleave(false) (tests, benchmarks) keeps q4_k as stored.
-bool q4k_interleave_pays();
-void set_q4k_interleave(bool enabled);
+// True when loaders should store q4_k and q6_k linears interleaved in groups of 16 rows
+// (core/row_interleave.h): the active table reads that layout natively (AVX-512 with VNNI); the
+// others go back through the rows, which only costs. set_interleave(false) (tests, benchmarks) keeps
+// them as stored.
+bool interleave_pays();
+void set_interleave(bool enabled);
 
 // AMX tiles for one data type: true when the CPU reports AMX-TILE and that type's products (CPUID
 // leaf 7, EDX bit 22 for bf16, 25 for int8) and Linux granted this process the tile data state

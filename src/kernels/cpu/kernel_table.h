@@ -67,10 +67,11 @@ using LayerNormFn = void (*)(const float* x, const float* w, const float* b, flo
 
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
-  // Indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16. Q4_K_X16's r0 and r1
-  // are multiples of 16 (whole groups) and its results the bits of Q4_K's on the same rows.
-  QGemvFn qgemv[8];
-  RowsToF32Fn to_f32[11];  // indexed by DType (Q4_K_X16: whole groups of rows)
+  // Indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16, Q6_K_X16. The
+  // interleaved formats' r0 and r1 are multiples of 16 (whole groups) and their results the bits of
+  // their row format's on the same rows.
+  QGemvFn qgemv[9];
+  RowsToF32Fn to_f32[12];  // indexed by DType (the interleaved formats: whole groups of rows)
   DotFn dot[3];            // F32, F16, BF16
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16

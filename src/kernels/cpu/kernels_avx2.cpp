@@ -14,7 +14,7 @@
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")

@@ -14,9 +14,9 @@
 
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
+#include "core/row_interleave.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
-#include "core/q4k_interleave.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
@@ -30,12 +30,16 @@
 
 namespace folio::kernels::detail {
 namespace {
-// KernelTable::qgemv[Q4_K_X16] (q4k_x16_vnni.h, after kernels_impl.h, whose prefetching it uses).
+// KernelTable::qgemv[Q4_K_X16] and [Q6_K_X16] (q4k_x16_vnni.h, q6k_x16_vnni.h, after kernels_impl.h,
+// whose prefetching they use).
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                        float* y, int64_t ldy);
+void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy);
 
 struct IVnni : IAvx2 {
   static constexpr QGemvFn qgemv_q4k_x16 = &qgemv_q4k_x16_vnni;
+  static constexpr QGemvFn qgemv_q6k_x16 = &qgemv_q6k_x16_vnni;
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
   static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm256_dpbusd_epi32(acc, u, s); }
   // The fifth bits of q5 codes as a byte mask (AVX-512BW/VL): 16 added where set, in one masked add
@@ -170,6 +174,7 @@ struct GAvx512Vnni : GAvx512 {
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q4k_x16_vnni.h"
 #include "kernels/cpu/q4k_x16_amx.h"
+#include "kernels/cpu/q6k_x16_vnni.h"
 
 namespace folio::kernels::detail {
 namespace {

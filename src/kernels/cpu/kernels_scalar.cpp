@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/kernel_table.h"
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 
 namespace folio::kernels::detail {
 namespace {

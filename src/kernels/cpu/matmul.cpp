@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/q4k_interleave.h"
+#include "core/row_interleave.h"
 #include "core/quant_blocks.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_features.h"
@@ -196,11 +196,12 @@ std::vector<int64_t> byte_balanced_cuts(const std::vector<const MatmulJob*>& job
   return cuts;
 }
 
-// Interleaved q4_k is cut by whole groups of rows (core/q4k_interleave.h): a view that is not whole
-// groups is refused before anything is read. `who` names the weight.
+// Interleaved rows are cut by whole groups (core/row_interleave.h): a view that is not whole groups
+// is refused before anything is read. `who` names the weight.
 void check_whole_groups(const TensorView& w, const std::string& who) {
-  FOLIO_CHECK_INPUT(w.dtype != DType::Q4_K_X16 || w.shape[0] % kQ4kGroupRows == 0,
-                    who + " is q4_k_x16 with " + std::to_string(w.shape[0]) + " rows, not whole groups of 16");
+  FOLIO_CHECK_INPUT(!dtype_is_interleaved(w.dtype) || w.shape[0] % kGroupRows == 0,
+                    who + " is " + dtype_name(w.dtype) + " with " + std::to_string(w.shape[0]) +
+                        " rows, not whole groups of 16");
 }
 
 int dtype_index_for_vector_op(DType t, const char* op) {

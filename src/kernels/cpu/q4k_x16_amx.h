@@ -1,5 +1,5 @@
 // Internal to kernels_avx512_vnni.cpp (include it there only, after q4k_x16_vnni.h, whose column
-// helpers it uses): the interleaved q4_k product (core/q4k_interleave.h) of two activation rows and
+// helpers it uses): the interleaved q4_k product (core/row_interleave.h) of two activation rows and
 // more on AMX int8 tiles, where int8_amx_active() (cpu_features.h).
 //
 // With several rows the VNNI kernel is bound by its 512-bit integer multiplies, which one port
@@ -103,7 +103,7 @@ void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
     q4k_amx_configure(rows);
     prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                    std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
-    for (int64_t r = r0; r < r1; r += kQ4kGroupRows)
+    for (int64_t r = r0; r < r1; r += kGroupRows)
       q4k_group_tiles(w + static_cast<size_t>(r) * rb, nb, x + g0 * nb, nb, rows, y + g0 * ldy + r, ldy);
   }
 }

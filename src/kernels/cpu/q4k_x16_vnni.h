@@ -1,5 +1,5 @@
 // Internal to kernels_avx512_vnni.cpp (include it there only, after its target pragma): the decode
-// product over q4_k rows interleaved in groups of 16 (core/q4k_interleave.h), one 32-bit lane per row.
+// product over q4_k rows interleaved in groups of 16 (core/row_interleave.h), one 32-bit lane per row.
 //
 // It keeps the q4_k contract (quant_dot_impl.h, "q4_k, q5_k"): acc[k] holds, for 16 rows, the sum
 // over sub-blocks j of scale_j times the 4-element dot of elements 4k .. 4k + 3 of sub-block j,
@@ -181,7 +181,7 @@ void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int
   const auto* x = static_cast<const ActQ8K*>(xq);
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
-  for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
+  for (int64_t r = r0; r < r1; r += kGroupRows) {
     const uint8_t* grp = w + static_cast<size_t>(r) * rb;
     if (n == 1) {
       _mm512_storeu_ps(y + r, q4k_group_dot(grp, nb, x));

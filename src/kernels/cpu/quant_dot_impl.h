@@ -156,8 +156,14 @@ constexpr size_t kQPrefetchBytes = 16384;
 // of their use, where L1 would only hold them at the cost of lines in use, and a prefetch into L1
 // holds one of its few fill buffers until the line is there (prefetcht0 streamed these formats
 // 10-35% slower on an Intel Xeon; docs/benchmarks.md). Addresses past the matrix are formed as
-// integers and only prefetched (which cannot fault).
+// integers and only prefetched (which cannot fault). The instruction is written out: GCC 12 dropped
+// __builtin_prefetch from the interleaved q6_k kernel's loops (no prefetch left in its code; its
+// 1-row product streamed at 8 GB/s on one core where the row kernel read 12), the other kernels kept theirs.
+#if defined(__x86_64__)
+inline void prefetch_line(uintptr_t p) { asm volatile("prefetcht1 (%0)" ::"r"(p)); }
+#else
 inline void prefetch_line(uintptr_t p) { __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2); }
+#endif
 inline void prefetch_lines(uintptr_t p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) prefetch_line(p + o);
 }
@@ -538,32 +544,39 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   }
 }
 
-// KernelTable::qgemv[Q4_K_X16] where the traits have no kernel for the interleaved layout: each group
-// back into its 16 rows, then the table's own q4_k product (so the same bits by construction).
-// fn(rows, r) for every group of interleaved q4_k rows [r0, r1) (whole groups; w a matrix's start),
-// `rows` the group's 16 rows back as q4_k (rb bytes apart), starting at row r.
-template <class Fn>
+// KernelTable::qgemv[Q4_K_X16 / Q6_K_X16] where the traits have no kernel for the interleaved
+// layout: each group back into its 16 rows, then the table's own product of the row format (so the
+// same bits by construction).
+// fn(rows, r) for every group of interleaved rows [r0, r1) of format X (whole groups; w a matrix's
+// start), `rows` the group's 16 rows back in the row format (rb bytes apart), starting at row r.
+template <DType X, class Fn>
 void for_each_group_as_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, Fn fn) {
   thread_local std::vector<uint8_t> rows;
-  rows.resize(kQ4kGroupRows * rb);
-  for (int64_t r = r0; r < r1; r += kQ4kGroupRows) {
-    deinterleave_q4k_group(w + static_cast<size_t>(r) * rb, in / 256, rows.data(), rb);
+  rows.resize(kGroupRows * rb);
+  for (int64_t r = r0; r < r1; r += kGroupRows) {
+    deinterleave_group(row_dtype(X), w + static_cast<size_t>(r) * rb, in / 256, rows.data(), rb);
     fn(rows.data(), r);
   }
 }
 
-template <class I>
-void qgemv_q4k_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
-                            float* y, int64_t ldy) {
-  for_each_group_as_rows(w, rb, in, r0, r1, [&](const uint8_t* rows, int64_t r) {
-    qgemv<I, DType::Q4_K>(rows, rb, in, 0, kQ4kGroupRows, xq, n, y + r, ldy);
+template <class I, DType X>
+void qgemv_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n, float* y,
+                        int64_t ldy) {
+  for_each_group_as_rows<X>(w, rb, in, r0, r1, [&](const uint8_t* rows, int64_t r) {
+    qgemv<I, row_dtype(X)>(rows, rb, in, 0, kGroupRows, xq, n, y + r, ldy);
   });
 }
 
 template <class I>
 constexpr QGemvFn qgemv_q4k_x16_of() {
   if constexpr (requires { I::qgemv_q4k_x16; }) return I::qgemv_q4k_x16;
-  else return &qgemv_q4k_x16_via_rows<I>;
+  else return &qgemv_x16_via_rows<I, DType::Q4_K_X16>;
+}
+
+template <class I>
+constexpr QGemvFn qgemv_q6k_x16_of() {
+  if constexpr (requires { I::qgemv_q6k_x16; }) return I::qgemv_q6k_x16;
+  else return &qgemv_x16_via_rows<I, DType::Q6_K_X16>;
 }
 
 // Prefill converts tiles of quantised weights to f32 for sgemm: the reference dequantisers suffice
@@ -573,10 +586,11 @@ void rows_to_f32_blocks(const uint8_t* w, size_t rb, int64_t in, int64_t rows, f
   for (int64_t r = 0; r < rows; ++r) convert_to_f32(T, w + static_cast<size_t>(r) * rb, dst + r * in, in);
 }
 
-// The same for interleaved q4_k: w at a group's start, `rows` whole groups.
-inline void rows_to_f32_q4k_x16(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
-  for_each_group_as_rows(w, rb, in, 0, rows, [&](const uint8_t* plain, int64_t r) {
-    rows_to_f32_blocks<DType::Q4_K>(plain, rb, in, kQ4kGroupRows, dst + r * in);
+// The same for interleaved rows: w at a group's start, `rows` whole groups.
+template <DType X>
+void rows_to_f32_x16(const uint8_t* w, size_t rb, int64_t in, int64_t rows, float* dst) {
+  for_each_group_as_rows<X>(w, rb, in, 0, rows, [&](const uint8_t* plain, int64_t r) {
+    rows_to_f32_blocks<row_dtype(X)>(plain, rb, in, kGroupRows, dst + r * in);
   });
 }
 
