@@ -175,6 +175,7 @@ struct GAvx512Vnni : GAvx512 {
 #include "kernels/cpu/q4k_x16_vnni.h"
 #include "kernels/cpu/q4k_x16_amx.h"
 #include "kernels/cpu/q6k_x16_vnni.h"
+#include "kernels/cpu/q6k_x16_amx.h"
 
 namespace folio::kernels::detail {
 namespace {

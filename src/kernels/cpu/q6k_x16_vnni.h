@@ -111,9 +111,22 @@ inline void q6k_group_dots(const uint8_t* grp, int64_t nb, const ActQ8K* x, int6
   for (int g = 0; g < G; ++g) out[g] = acc[g];
 }
 
+// Four activation rows and more on AMX tiles where the CPU has them (q6k_x16_amx.h, included after
+// this; declared with the target it is defined with, as q4k_x16_vnni.h does). With two or three the
+// VNNI kernel below is faster (docs/benchmarks.md).
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-int8")
+void qgemv_q6k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                       float* y, int64_t ldy);
+#pragma GCC pop_options
+
 // KernelTable::qgemv[Q6_K_X16].
 void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
+  if (n >= 4 && int8_amx_active()) {
+    qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
+    return;
+  }
   const int64_t nb = in / 256;
   const auto* x = static_cast<const ActQ8K*>(xq);
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
