@@ -69,7 +69,10 @@ inline void q6k_amx_configure() {
 constexpr int kQ6kAmxRows = 16;
 
 // Every group's exact dots of one block column against one pass's activation rows: group 4q + jl
-// of activation row g at sums[q][4 g + jl]. codes: chunk q's B tile at codes + 1024 q.
+// of activation row g at sums[q][4 g + jl]. codes: chunk q's B tile at codes + 1024 q. Written out:
+// GCC's tile intrinsics paste their register numbers into the instruction's text, so they take
+// literals only (no template parameters); two A/B pairs alternate, so that a chunk's loads need not
+// wait for the product before it.
 inline void q6k_tile_dots(const uint8_t* codes, const Q6kDiagRows& a, int32_t (*sums)[16][16]) {
   _tile_loadd(4, a.q[0], 64);
   _tile_loadd(5, codes, 64);

@@ -120,30 +120,19 @@ void qgemv_q6k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
                        float* y, int64_t ldy);
 #pragma GCC pop_options
 
+struct Q6kGroupDots {
+  static __m512 one(const uint8_t* grp, int64_t nb, const ActQ8K* x) { return q6k_group_dot(grp, nb, x); }
+  template <int G>
+  static void many(const uint8_t* grp, int64_t nb, const ActQ8K* x, int64_t xs, __m512 out[G]) {
+    q6k_group_dots<G>(grp, nb, x, xs, out);
+  }
+};
+
 // KernelTable::qgemv[Q6_K_X16].
 void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
-  if (n >= 4 && int8_amx_active()) {
-    qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
-    return;
-  }
-  const int64_t nb = in / 256;
-  const auto* x = static_cast<const ActQ8K*>(xq);
-  prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
-                 std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
-  for (int64_t r = r0; r < r1; r += kGroupRows) {
-    const uint8_t* grp = w + static_cast<size_t>(r) * rb;
-    for (int64_t g0 = 0; g0 < n; g0 += kGroupInputs) {
-      __m512 out[kGroupInputs];
-      const int64_t count = std::min<int64_t>(kGroupInputs, n - g0);
-      const ActQ8K* xg = x + g0 * nb;
-      if (count == 4) q6k_group_dots<4>(grp, nb, xg, nb, out);
-      else if (count == 3) q6k_group_dots<3>(grp, nb, xg, nb, out);
-      else if (count == 2) q6k_group_dots<2>(grp, nb, xg, nb, out);
-      else out[0] = q6k_group_dot(grp, nb, xg);
-      for (int64_t g = 0; g < count; ++g) _mm512_storeu_ps(y + (g0 + g) * ldy + r, out[g]);
-    }
-  }
+  if (n >= 4 && int8_amx_active()) qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
+  else x16_groups_by_inputs<Q6kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
 }
 
 }  // namespace
