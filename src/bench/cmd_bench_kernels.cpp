@@ -43,6 +43,7 @@ struct KernelsArgs {
   int64_t inputs = 1;   // activation rows per product: sequences decoded together
   int64_t cache_kb = 512, stream_mb = 512;
   int threads = 0, rounds = 3;
+  std::string amx = "auto";  // "off": the int8 products on the VNNI kernels even where tiles are granted
   uint64_t seed = 1;
 };
 
@@ -145,9 +146,18 @@ int run_kernels(const KernelsArgs& a) {
   if (a.cols < 256 || a.cols % 256 != 0) throw_invalid("--cols must be a positive multiple of 256 (every block format's row)");
   if (a.cache_kb < 16) throw_invalid("--cache-kb must be at least 16");
   if (a.stream_mb < 1) throw_invalid("--stream-mb must be at least 1");
+  if (a.amx != "auto" && a.amx != "off") throw_invalid("--amx must be auto or off, not '" + a.amx + "'");
   if (a.inputs < 1 || a.inputs >= kernels::matmul_gemm_min_rows())
     throw_invalid("--inputs must be 1 to " + std::to_string(kernels::matmul_gemm_min_rows() - 1) + " (decode sizes; more take the prefill's path)");
   const JsonOutput json_out(a.json);
+  // Restores the process's setting on the way out (the tests run this in-process).
+  struct Int8Tiles {
+    bool before = kernels::int8_amx_active();
+    explicit Int8Tiles(bool off) {
+      if (off) kernels::set_int8_amx(false);
+    }
+    ~Int8Tiles() { kernels::set_int8_amx(before); }
+  } tiles(a.amx == "off");
   ThreadPool one(1), all(a.threads);
   std::vector<FormatRuns> runs(formats.size());
   std::vector<double> read_gbs;
@@ -172,6 +182,7 @@ int run_kernels(const KernelsArgs& a) {
   const nlohmann::json j = {{"suite", "kernels"},
                             {"isa", kernels::isa_name(kernels::active_isa())},
                             {"threads", all.size()},
+                            {"int8_tiles", kernels::int8_amx_active()},
                             {"cols", a.cols},
                             {"inputs", a.inputs},
                             {"cache_kb", a.cache_kb},
@@ -197,6 +208,10 @@ SubRunner add_bench_kernels(CLI::App& app) {
   k->add_option("--threads", a->threads, "Threads of the streamed product (0 = one per core)")->capture_default_str();
   k->add_option("--rounds", a->rounds, "Rounds, the formats alternated in each (medians reported)")->capture_default_str();
   k->add_option("--seed", a->seed, "Seed of the random weights")->capture_default_str();
+  k->add_option("--amx", a->amx,
+                "auto: the int8 products of several rows on AMX tiles where the CPU grants them (as decode runs them); off: on "
+                "the VNNI kernels (FOLIO_AMX=0 for this run)")
+      ->capture_default_str();
   k->add_option("--json", a->json, "Output JSON file")->required();
   return {k, [a] { return run_kernels(*a); }};
 }

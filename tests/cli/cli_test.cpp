@@ -258,18 +258,21 @@ TEST_F(Cli, BenchDivergenceAgainstF32) {
   EXPECT_EQ(folio("bench divergence --model " + good() + " --gen-tokens 0 --json " + json.string()).code, 2);
 }
 
-// The decode kernels' rates per format: every format asked for, in every round, a positive rate,
-// its row bytes; a name that is no weight format and a row no block divides are clear errors.
+// The decode kernels' rates per format: every format asked for (the interleaved ones too), in every
+// round, a positive rate, its row bytes, whether int8 tiles ran (never with --amx off); a name that
+// is no weight format, a row no block divides and an --amx that is neither auto nor off are clear
+// errors.
 TEST_F(Cli, BenchKernelsGivesEachFormatsRates) {
   fs::path json = dir_ / "kernels.json";
-  CmdResult r = folio("bench kernels --formats q8_0,q4_k,bf16 --cols 512 --cache-kb 16 --stream-mb 1 --rounds 2 --threads 2 --json " +
-                      json.string());
+  CmdResult r = folio("bench kernels --formats q8_0,q4_k,bf16,q6_k_x16 --inputs 4 --cols 512 --cache-kb 16 --stream-mb 1 --rounds 2 "
+                      "--threads 2 --amx off --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
   EXPECT_EQ(j["suite"], "kernels");
   EXPECT_EQ(j["read_probe_gbs"].size(), 2u);
-  ASSERT_EQ(j["formats"].size(), 3u);
-  for (const char* f : {"q8_0", "q4_k", "bf16"}) {
+  EXPECT_EQ(j["int8_tiles"], false);
+  ASSERT_EQ(j["formats"].size(), 4u);
+  for (const char* f : {"q8_0", "q4_k", "bf16", "q6_k_x16"}) {
     const nlohmann::json& k = j["formats"][f];
     ASSERT_EQ(k["cache_gbs"].size(), 2u) << f;
     ASSERT_EQ(k["stream_gbs"].size(), 2u) << f;
@@ -279,6 +282,10 @@ TEST_F(Cli, BenchKernelsGivesEachFormatsRates) {
   EXPECT_EQ(j["formats"]["q8_0"]["bytes_per_row"], 16 * 34);
   EXPECT_EQ(j["formats"]["q4_k"]["bytes_per_row"], 2 * 144);
   EXPECT_EQ(j["formats"]["bf16"]["bytes_per_row"], 2 * 512);
+  EXPECT_EQ(j["formats"]["q6_k_x16"]["bytes_per_row"], 2 * 210);
+  r = folio("bench kernels --amx on --json " + json.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--amx must be auto or off, not 'on'"), std::string::npos) << r.out;
   r = folio("bench kernels --formats q8_0,q9_9 --json " + json.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("'q9_9' is not a weight format"), std::string::npos) << r.out;

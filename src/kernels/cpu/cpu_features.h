@@ -36,9 +36,10 @@ void set_interleave(bool enabled);
 enum class AmxType { Bf16, Int8 };
 bool amx_granted(AmxType type);
 
-// True when the AVX-512 VNNI table runs its interleaved q4_k products of two activation rows and
-// more on AMX int8 tiles (kernels/cpu/q4k_x16_amx.h): amx_granted(Int8) and not switched off by
-// set_int8_amx(false) (tests, benchmarks, FOLIO_AMX=0). Same bits either way.
+// True when the AVX-512 VNNI table runs its interleaved q4_k and q6_k products of several
+// activation rows on AMX int8 tiles (kernels/cpu/q4k_x16_amx.h, q6k_x16_amx.h): amx_granted(Int8)
+// and not switched off by set_int8_amx(false) (tests, `bench kernels --amx off`, FOLIO_AMX=0). Same
+// bits either way.
 bool int8_amx_active();
 void set_int8_amx(bool enabled);
 

@@ -78,11 +78,6 @@ struct IAvx2 {
   static i32 sub(i32 a, i32 b) { return _mm256_sub_epi32(a, b); }
   static i32 set1(int v) { return _mm256_set1_epi32(v); }
   static i32 sub_times32(i32 a, i32 b) { return _mm256_sub_epi32(a, _mm256_slli_epi32(b, 5)); }
-  static int32_t hsum4(__m128i s) {
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-  }
   // Each vector's 8 lanes summed into one lane, G of them and their G twins at once: every hadd
   // halves the lanes of two vectors, and the halves' partial sums meet in one add at the end.
   template <int G>
