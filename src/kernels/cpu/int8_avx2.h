@@ -75,6 +75,31 @@ struct IAvx2 {
     return _mm256_shuffle_epi8(t, pick);
   }
   static i32 add(i32 a, i32 b) { return _mm256_add_epi32(a, b); }
+  // Lane k: the exact sum of v[k]'s 8 lanes (a hadd tree: 4 + 2 hadds, the halves met in one add).
+  static i32 sums8(const i32* v) {
+    const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+  }
+  static f32 load8(const float* p) { return _mm256_loadu_ps(p); }
+  static f32 fmul(f32 a, f32 b) { return _mm256_mul_ps(a, b); }
+  // The f16 at p + k kStride for k < 8 (one gather of their dwords, the low halves packed), or for
+  // k < m (the rest 0; scalar: the last batch of a row, which may end the matrix).
+  template <size_t kStride>
+  static f32 f16_strided8(const uint8_t* p) {
+    constexpr int s = static_cast<int>(kStride);
+    const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(p),
+                                                 _mm256_setr_epi32(0, s, 2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s), 1);
+    const __m256i low = _mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                     0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(low, 0x08)));
+  }
+  template <size_t kStride>
+  static f32 f16_strided(const uint8_t* p, int64_t m) {
+    alignas(16) uint16_t h[8] = {};
+    for (int64_t k = 0; k < m; ++k) std::memcpy(&h[k], p + k * kStride, 2);
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  }
   static i32 sub(i32 a, i32 b) { return _mm256_sub_epi32(a, b); }
   static i32 set1(int v) { return _mm256_set1_epi32(v); }
   static i32 sub_times32(i32 a, i32 b) { return _mm256_sub_epi32(a, _mm256_slli_epi32(b, 5)); }
@@ -103,8 +128,6 @@ struct IAvx2 {
     return _mm256_madd_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)));
   }
   static f32 fzero() { return _mm256_setzero_ps(); }
-  static f32 fadd(f32 a, f32 b) { return _mm256_add_ps(a, b); }
-  static f32 fma(i32 v, float s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc); }
   static f32 fma_lanes(i32 v, f32 s, f32 acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), s, acc); }
   // Built in registers: 8 floats stored one by one and loaded as a vector wait for the stores.
   // -dmin times dx is -(dmin dx) exactly.

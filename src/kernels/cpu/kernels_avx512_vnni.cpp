@@ -116,6 +116,18 @@ struct IVnni : IAvx2 {
     // The 32-element block formats, two blocks per register (block b low, b + 1 high).
     static bytes splat8(int k) { return _mm512_set1_epi8(static_cast<char>(k)); }
     static bytes flip_sign_bit(bytes b) { return _mm512_xor_si512(b, _mm512_set1_epi8(static_cast<char>(0x80))); }
+    // The exact sums of 8 blocks' lanes, block 2p in v[p]'s low half and 2p + 1 in its high half,
+    // in block order: the 128-bit quarters' sums of the four vectors side by side (two unpack
+    // levels), the two quarters of each half added, then the halves interleaved.
+    static __m256i pair_sums4(const i32* v) {
+      const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+      const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+      const __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+      // Quarter j of q: lane p holds v[p]'s quarter j; quarters 0 + 1 are blocks 2p, 2 + 3 blocks 2p + 1.
+      const __m512i h = _mm512_add_epi32(q, _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0);
+      return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, h));
+    }
     static i32 dot_u8s8(bytes u, bytes s) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s); }
     static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm512_dpbusd_epi32(acc, u, s); }
     // IAvx2::expand16 of p's 16 bytes (low half) and q's (high half).
@@ -143,23 +155,7 @@ struct IVnni : IAvx2 {
       a = _mm_cvtss_f32(f);
       b = _mm_cvtss_f32(_mm_movehdup_ps(f));
     }
-    using f32 = __m512;
-    static f32 fzero() { return _mm512_setzero_ps(); }
-    // The f16 values at p (lanes 0-7) and q (lanes 8-15).
-    static f32 f16_pair(const void* p, const void* q) {
-      uint16_t u, v;
-      std::memcpy(&u, p, 2);
-      std::memcpy(&v, q, 2);
-      return _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(u)), 0xFF00, static_cast<short>(v)));
-    }
-    static f32 pair_splat(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
-    static f32 fmul(f32 a, f32 b) { return _mm512_mul_ps(a, b); }
-    static f32 fma(i32 v, f32 s, f32 acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), s, acc); }
-    static f32 load_f32(const float* p) { return _mm512_load_ps(p); }
     static void store(void* p, bytes v) { _mm512_storeu_si512(p, v); }
-    static void store_f32(float* p, f32 v) { _mm512_storeu_ps(p, v); }
-    static __m256 low(f32 v) { return _mm512_castps512_ps256(v); }
-    static __m256 high(f32 v) { return _mm512_extractf32x8_ps(v, 1); }
     static __m256i fold(i32 v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
   };
 };

@@ -157,6 +157,36 @@ struct IScalar {
     return r;
   }
   static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return add(acc, dot_u8s8(u, s)); }
+  // Lane k: the exact sum of v[k]'s 8 lanes.
+  static i32 sums8(const i32* v) {
+    i32 r;
+    for (int k = 0; k < 8; ++k) {
+      r.v[k] = 0;
+      for (int j = 0; j < 8; ++j) r.v[k] += v[k].v[j];
+    }
+    return r;
+  }
+  template <size_t kStride>
+  static f32 f16_strided(const uint8_t* p, int64_t m) {
+    f32 r{};
+    for (int64_t k = 0; k < m; ++k) {
+      uint16_t h;
+      std::memcpy(&h, p + k * kStride, 2);
+      r.v[k] = f16_to_f32(h);
+    }
+    return r;
+  }
+  template <size_t kStride>
+  static f32 f16_strided8(const uint8_t* p) { return f16_strided<kStride>(p, 8); }
+  static f32 fmul(f32 a, f32 b) {
+    for (int k = 0; k < 8; ++k) a.v[k] *= b.v[k];
+    return a;
+  }
+  static f32 load8(const float* p) {
+    f32 r;
+    for (int k = 0; k < 8; ++k) r.v[k] = p[k];
+    return r;
+  }
   static i32 add(i32 a, i32 b) {
     for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
     return a;
@@ -213,10 +243,6 @@ struct IScalar {
     return r;
   }
   static f32 fzero() { return {}; }
-  static f32 fadd(f32 a, f32 b) {
-    for (int k = 0; k < 8; ++k) a.v[k] += b.v[k];
-    return a;
-  }
   static f32 fma_lanes(i32 v, f32 s, f32 acc) {
     for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s.v[k], acc.v[k]);
     return acc;
@@ -232,10 +258,6 @@ struct IScalar {
   }
   static void store8(float* p, f32 a) {
     for (int k = 0; k < 8; ++k) p[k] = a.v[k];
-  }
-  static f32 fma(i32 v, float s, f32 acc) {
-    for (int k = 0; k < 8; ++k) acc.v[k] = std::fma(static_cast<float>(v.v[k]), s, acc.v[k]);
-    return acc;
   }
   static float hsum(f32 a) {
     const float* v = a.v;

@@ -19,7 +19,9 @@
 //   k4_min_lanes(m (8 bytes of a u64), v[8]) (lane k < 4:
 //   m[2k] v[2k] + m[2k+1] v[2k+1], lanes 4-7: 0) and q6k_offset_lanes(s[16], v[16]) (lane k: s[2k] v[2k] +
 //   s[2k+1] v[2k+1]; int8 s), exact,
-//   fzero(), fadd(f32, f32), fma(cvt(i32) by float, f32), fma_lanes(cvt(i32) by f32, f32),
+//   sums8(v[8]) (lane k: the exact sum of v[k]'s 8 lanes),
+//   fzero(), fma_lanes(cvt(i32) by f32, f32), fmul(f32, f32), load8(p) (8 floats),
+//   f16_strided8<S>(p) / f16_strided<S>(p, m) (the f16 at p + k S for k < 8, resp. k < m, the rest 0),
 //   block_factors<G>(d, dmin, dx) (lane g < G: d dx[g], lane G + g: -(dmin dx[g]), each one rounded
 //   product; the rest 0), store8(p, f32) (8 floats), hsum(f32) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), f16(h).
 //
@@ -34,10 +36,9 @@
 //   k4_params), k4_scales(params) (as scales_u8 of the scales), k4_min_lanes(params, v) (I's of the
 //   minima), f16_2(p, q, a, b) (the f16 values at p and q); and for the 32-element formats f32 (16
 //   floats), splat8, flip_sign_bit, dot_u8s8(_add), sub, expand16x2(p, q) and with_bits2(b, p, q)
-//   (expand16 / with_bits32 of two blocks, the first low, the fifth bits' masks at p and q), fzero,
-//   f16_pair(p, q) (the f16 at p in the low half, q's in the high), pair_splat(a, b) (a in the low
-//   half, b in the high), fmul, fma(v, s, acc) (fma of cvt(v) by s), load_f32 (64-byte aligned),
-//   store / store_f32, and low / high (I::f32 halves).
+//   (expand16 / with_bits32 of two blocks, the first low, the fifth bits' masks at p and q), store,
+//   and pair_sums4(v[4]) (I::i32: the exact sums of 8 blocks' lanes in block order, block 2p in
+//   v[p]'s low half and 2p + 1 in its high half).
 // With it, the K formats' rows unpack two 32-byte chunks per step: half the vector instructions a
 // byte, where those formats were bound by instructions rather than by memory in decode.
 // The halves hold chunks whose lanes the 256-bit code adds into the same i32 lanes, so fold() gives
@@ -45,11 +46,13 @@
 //
 // Every integer sum is exact, and the floats are combined in one fixed order per format, so all
 // ISAs (the scalar traits are the reference) give the same bits, whatever the thread split or batch:
-//   q8_0, q4_0, q5_0: per block, lane k of one of two accumulators (even blocks, odd blocks) takes
-//   fma(isum_k, dw * dx, acc_k); the two are added lane by lane, then hsum. (llama.cpp keeps one
-//   chain; two let a core start a block before the last one's FMA is done, 1.2x in cache. The
-//   rounding differs from llama.cpp's in the last bits, enough to move an 8-bit activation code now
-//   and then: tests/runtime/gguf_deepseek_test.cpp allows for it.)
+//   q8_0, q4_0, q5_0: per block b, one exact integer S (its codes less the offset against the
+//   activations); 8 chains, chain b % 8 = fma(float(S), dw * dx, chain) in block order; out = hsum of
+//   the chains. (llama.cpp keeps one chain; several let a core start a block before the last one's
+//   FMA is done, and 8 take a batch of 8 blocks' sums in one vector FMA, the blocks' lanes summed
+//   together by one hadd tree. A block's sum whole is what a lane per weight row or a tile (AMX)
+//   gives. The rounding differs from llama.cpp's in the last bits, enough to move an 8-bit
+//   activation code now and then: tests/runtime/gguf_deepseek_test.cpp allows for it.)
 //   q5_1: the same, and one float adding fma(m_w, s_x) per block in order; out = hsum + that float.
 //   q4_k, q5_k: per 256-block, one exact integer S (the scaled sums of all 8 sub-blocks) and one M
 //   (the minima against the activations' sub-block sums); scaled = fma(float(S), dw * dx, scaled) and
@@ -178,39 +181,52 @@ inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
 // that the multiply-adds of one block overlap.
 
 // q8_0 / q4_0 / q5_0 / q5_1: blocks of 32, f16 scale.
-// Block b of a row against G activation rows into acc (and q5_1's minima).
+// A block's exact dot (its codes less the format's offset) with activation codes xv, in 8 i32 lanes.
+template <class I, class F>
+inline typename I::i32 block_dot_32(typename I::bytes wv, typename I::bytes xv) {
+  // The offset's product starts the dot: one fused multiply-add on VNNI.
+  if constexpr (F::kOffset != 0) return I::dot_u8s8_add(I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv)), wv, xv);
+  else if constexpr (F::kUnsigned) return I::dot_u8s8(wv, xv);
+  else return I::dot_u8s8(I::abs8(wv), I::sign8(xv, wv));
+}
+
+// Blocks b0 .. b0 + m - 1 of a row (b0 a multiple of 8, m <= 8) against G activation rows: each
+// block's exact S (I::sums8 of its lanes) into lane b % 8 of its row's chains with the factor
+// d_w d_x (one rounded product), lanes past m taking 0 times 0; q5_1's minima in block order.
 template <class I, class F, int G>
-inline void add_block_32(const uint8_t* w, int64_t b, const ActQ8* x, int64_t xs, typename I::f32* acc, float* mins) {
-  const uint8_t* blk = w + static_cast<size_t>(b) * F::kBytes;
-  prefetch_ahead(blk, F::kBytes);
-  const typename I::bytes wv = F::weights(blk);
-  const float dw = block_scale<I>(blk);
-  for (int g = 0; g < G; ++g) {
-    const ActQ8& a = x[g * xs + b];
-    const typename I::bytes xv = I::load(a.q);
-    typename I::i32 dot;
-    // The offset's product starts the dot: one fused multiply-add on VNNI.
-    if constexpr (F::kOffset != 0) dot = I::dot_u8s8_add(I::sub(I::set1(0), I::dot_u8s8(I::splat8(F::kOffset), xv)), wv, xv);
-    else if constexpr (F::kUnsigned) dot = I::dot_u8s8(wv, xv);
-    else dot = I::dot_u8s8(I::abs8(wv), I::sign8(xv, wv));
-    acc[g] = I::fma(dot, dw * a.d, acc[g]);
-    if constexpr (F::kMin) mins[g] = std::fma(F::min(blk), a.s, mins[g]);
+inline void add_blocks_32(const uint8_t* w, int64_t b0, int64_t m, const ActQ8* x, int64_t xs, const float* dx, int64_t dxs,
+                          typename I::f32* chains, float* mins) {
+  typename I::i32 dots[G][8];
+  for (int64_t i = 0; i < 8; ++i) {
+    if (i >= m) {
+      for (int g = 0; g < G; ++g) dots[g][i] = I::set1(0);
+      continue;
+    }
+    const uint8_t* blk = w + static_cast<size_t>(b0 + i) * F::kBytes;
+    prefetch_ahead(blk, F::kBytes);
+    const typename I::bytes wv = F::weights(blk);
+    for (int g = 0; g < G; ++g) {
+      const ActQ8& a = x[g * xs + b0 + i];
+      dots[g][i] = block_dot_32<I, F>(wv, I::load(a.q));
+      if constexpr (F::kMin) mins[g] = std::fma(F::min(blk), a.s, mins[g]);
+    }
   }
+  const typename I::f32 dw = m == 8 ? I::template f16_strided8<F::kBytes>(w + static_cast<size_t>(b0) * F::kBytes)
+                                    : I::template f16_strided<F::kBytes>(w + static_cast<size_t>(b0) * F::kBytes, m);
+  for (int g = 0; g < G; ++g) chains[g] = I::fma_lanes(I::sums8(dots[g]), I::fmul(dw, I::load8(dx + g * dxs + b0)), chains[g]);
 }
 
 template <class I>
 concept HasWide = requires { typename I::Wide; };
 
 // Two activation blocks made ready, once per call, for the 512-bit rows of the formats of 32: their
-// codes (b in the low half, b + 1 in the high), the offset's products that start each lane's sum,
-// and d_x in the lanes that each block's sums take. Each row then reads three aligned vectors per
-// pair of blocks, where it read two 40-byte ActQ8s (half their loads split across cache lines),
-// unpacked their scales one float at a time and took the offset's products again (in cache one
+// codes (b in the low half, b + 1 in the high) and the offset's products that start each lane's
+// sum. Each row then reads two aligned vectors per pair of blocks, where it read two 40-byte ActQ8s
+// (half their loads split across cache lines) and took the offset's products again (in cache one
 // core read q8_0 1.2-1.4x faster so, q5_0 1.4x; docs/benchmarks.md).
 struct alignas(64) ActPair {
   int8_t q[64];
   int32_t start[16];  // -K times each lane's 4 codes (K: kPairOffset)
-  float d[16];        // d_x of block b (lanes 0-7) and of b + 1 (lanes 8-15)
 };
 
 // The offset each format's lanes start from: q8_0's signed codes are flipped to unsigned (+128) for
@@ -232,67 +248,67 @@ const ActPair* pair_activations(const ActQ8* x, int64_t n, int64_t nb) {
       const typename W::bytes q = W::load2(a0.q, a1.q);
       W::store(out.q, q);
       W::store(out.start, W::sub(W::zero(), W::dot_u8s8(W::splat8(kPairOffset<F>), q)));
-      W::store_f32(out.d, W::pair_splat(a0.d, a1.d));
     }
   return pairs.data();
 }
 
-// dot_row_32 with I::Wide: blocks b (low half) and b + 1 (high half) at once, the halves being the
-// even and odd chains, against the pairs of pair_activations (px, pxs pairs between activation
-// rows; x for an odd last block and q5_1's sums). Signed q8_0 codes are flipped to unsigned, since
-// AVX-512 has no byte sign instruction; the pair's start takes the flip's products off in the same
-// exact lanes. d_w d_x is one rounded product per lane, as the scalar traits' is.
+// add_blocks_32 of 8 whole blocks with I::Wide: blocks 2p (low half) and 2p + 1 (high half) at once
+// against the pairs of pair_activations (px, pxs pairs between activation rows), their lanes
+// summed per block by W::pair_sums4. Signed q8_0 codes are flipped to unsigned, since AVX-512 has
+// no byte sign instruction; the pair's start takes the flip's products off in the same exact lanes.
 template <class I, class F, int G>
-inline void dot_row_32_wide(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, const ActPair* px, int64_t pxs,
-                            float* out) {
+inline void add_blocks_32_wide(const uint8_t* w, int64_t b0, const ActQ8* x, int64_t xs, const ActPair* px, int64_t pxs,
+                               const float* dx, int64_t dxs, typename I::f32* chains, float* mins) {
   using W = typename I::Wide;
-  typename W::f32 pair[G];
-  for (int g = 0; g < G; ++g) pair[g] = W::fzero();
-  float mins[G] = {};
-  const int64_t np = nb / 2;
-  const uint8_t* b0 = w;
-  for (int64_t p = 0; p < np; ++p, b0 += 2 * F::kBytes, ++px) {
-    const uint8_t* b1 = b0 + F::kBytes;
-    prefetch_ahead(b0, 2 * F::kBytes);
-    typename W::bytes wv = F::template weights2<W>(b0, b1);
+  typename W::i32 dots[G][4];
+  for (int p = 0; p < 4; ++p) {
+    const int64_t b = b0 + 2 * p;
+    const uint8_t* blk0 = w + static_cast<size_t>(b) * F::kBytes;
+    const uint8_t* blk1 = blk0 + F::kBytes;
+    prefetch_ahead(blk0, 2 * F::kBytes);
+    typename W::bytes wv = F::template weights2<W>(blk0, blk1);
     if constexpr (!F::kUnsigned) wv = W::flip_sign_bit(wv);
-    const typename W::f32 dw = W::f16_pair(b0, b1);
     for (int g = 0; g < G; ++g) {
-      const ActPair& a = px[g * pxs];
-      const typename W::i32 dot = W::dot_u8s8_add(W::load(a.start), wv, W::load(a.q));
-      pair[g] = W::fma(dot, W::fmul(dw, W::load_f32(a.d)), pair[g]);
+      const ActPair& a = px[g * pxs + b / 2];
+      dots[g][p] = W::dot_u8s8_add(W::load(a.start), wv, W::load(a.q));
       if constexpr (F::kMin) {
-        mins[g] = std::fma(F::min(b0), x[g * xs + 2 * p].s, mins[g]);
-        mins[g] = std::fma(F::min(b1), x[g * xs + 2 * p + 1].s, mins[g]);
+        mins[g] = std::fma(F::min(blk0), x[g * xs + b].s, mins[g]);
+        mins[g] = std::fma(F::min(blk1), x[g * xs + b + 1].s, mins[g]);
       }
     }
   }
-  const int64_t b = 2 * np;
-  typename I::f32 even[G], odd[G];
-  for (int g = 0; g < G; ++g) {
-    even[g] = W::low(pair[g]);
-    odd[g] = W::high(pair[g]);
-  }
-  if (b < nb) add_block_32<I, F, G>(w, b, x, xs, even, mins);
-  for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
+  const typename I::f32 dw = I::template f16_strided8<F::kBytes>(w + static_cast<size_t>(b0) * F::kBytes);
+  for (int g = 0; g < G; ++g) chains[g] = I::fma_lanes(W::pair_sums4(dots[g]), I::fmul(dw, I::load8(dx + g * dxs + b0)), chains[g]);
 }
 
+// Each activation row's block factors d_x, nb rounded up to 8 per row (0 past nb), in a buffer of
+// the calling thread's, valid until its next call: a batch of 8 loads them as one vector.
+inline int64_t dx_stride(int64_t nb) { return (nb + 7) / 8 * 8; }
+inline const float* block_factors_32(const ActQ8* x, int64_t n, int64_t nb) {
+  thread_local std::vector<float> dx;
+  const int64_t stride = dx_stride(nb);
+  dx.assign(static_cast<size_t>(n * stride), 0.0f);
+  for (int64_t g = 0; g < n; ++g)
+    for (int64_t b = 0; b < nb; ++b) dx[static_cast<size_t>(g * stride + b)] = x[g * nb + b].d;
+  return dx.data();
+}
+
+// One row of nb blocks against G activation rows into out[g]: the contract's 8 chains, whole
+// batches of 8 blocks 512 bits at a time where the traits have I::Wide, the rest (and everything
+// on the other tables) 256 bits at a time; the same exact integers and the same float operations
+// either way.
 template <class I, class F, int G>
-inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, const ActPair* px, float* out) {
-  if constexpr (HasWide<I>) {
-    dot_row_32_wide<I, F, G>(w, nb, x, xs, px, nb / 2, out);
-    return;
-  }
-  typename I::f32 even[G], odd[G];  // two chains of FMAs, even and odd blocks
-  for (int g = 0; g < G; ++g) even[g] = odd[g] = I::fzero();
+inline void dot_row_32(const uint8_t* w, int64_t nb, const ActQ8* x, int64_t xs, const ActPair* px, const float* dx,
+                       float* out) {
+  typename I::f32 chains[G];
+  for (int g = 0; g < G; ++g) chains[g] = I::fzero();
   float mins[G] = {};  // q5_1: the blocks' minima against the activation sums
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    add_block_32<I, F, G>(w, b, x, xs, even, mins);
-    add_block_32<I, F, G>(w, b + 1, x, xs, odd, mins);
-  }
-  if (b < nb) add_block_32<I, F, G>(w, b, x, xs, even, mins);
-  for (int g = 0; g < G; ++g) out[g] = I::hsum(I::fadd(even[g], odd[g])) + mins[g];
+  const int64_t dxs = dx_stride(nb);
+  int64_t b0 = 0;
+  if constexpr (HasWide<I>)
+    for (; b0 + 8 <= nb; b0 += 8) add_blocks_32_wide<I, F, G>(w, b0, x, xs, px, nb / 2, dx, dxs, chains, mins);
+  for (; b0 < nb; b0 += 8) add_blocks_32<I, F, G>(w, b0, std::min<int64_t>(8, nb - b0), x, xs, dx, dxs, chains, mins);
+  for (int g = 0; g < G; ++g) out[g] = I::hsum(chains[g]) + mins[g];
 }
 
 // Block b of a row of K-format blocks, prefetched ahead.
@@ -501,10 +517,10 @@ using Fmt32 = std::conditional_t<T == DType::Q8_0, FmtQ8_0<I>,
 
 // px: the activations' pairs (pair_activations) where the 512-bit rows of the formats of 32 take them.
 template <class I, DType T, int G>
-inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, const ActPair* px, float* out) {
+inline void dot_row_q(const uint8_t* w, int64_t nb, const void* x, int64_t xs, const ActPair* px, const float* dx, float* out) {
   const auto* a8 = static_cast<const ActQ8*>(x);
   const auto* a8k = static_cast<const ActQ8K*>(x);
-  if constexpr (T < DType::Q4_K) dot_row_32<I, Fmt32<I, T>, G>(w, nb, a8, xs, px, out);
+  if constexpr (T < DType::Q4_K) dot_row_32<I, Fmt32<I, T>, G>(w, nb, a8, xs, px, dx, out);
   else if constexpr (T == DType::Q4_K) dot_row_k4<I, false, G>(w, nb, a8k, xs, out);
   else if constexpr (T == DType::Q5_K) dot_row_k4<I, true, G>(w, nb, a8k, xs, out);
   else dot_row_q6k<I, G>(w, nb, a8k, xs, out);
@@ -525,6 +541,8 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   static_assert(kMaxQGroup == 4, "a pass takes 4 activation rows, else 2, else 1");
   const ActPair* pairs = nullptr;
   if constexpr (!k_format && HasWide<I>) pairs = pair_activations<typename I::Wide, Fmt32<I, T>>(static_cast<const ActQ8*>(xq), n, nb);
+  const float* dx = nullptr;
+  if constexpr (!k_format) dx = block_factors_32(static_cast<const ActQ8*>(xq), n, nb);
   // The first stretch of the rows, which prefetch_ahead's lookahead never asks for.
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
@@ -533,11 +551,12 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
     for (int64_t g0 = 0; g0 < n;) {
       const void* x = xb + static_cast<size_t>(g0 * nb) * act_bytes;
       const ActPair* px = pairs ? pairs + g0 * (nb / 2) : nullptr;
+      const float* dxg = dx ? dx + g0 * dx_stride(nb) : nullptr;
       float out[kMaxQGroup];
       const int64_t left = n - g0, gn = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-      if (gn == 4) dot_row_q<I, T, 4>(row, nb, x, nb, px, out);
-      else if (gn == 2) dot_row_q<I, T, 2>(row, nb, x, nb, px, out);
-      else dot_row_q<I, T, 1>(row, nb, x, nb, px, out);
+      if (gn == 4) dot_row_q<I, T, 4>(row, nb, x, nb, px, dxg, out);
+      else if (gn == 2) dot_row_q<I, T, 2>(row, nb, x, nb, px, dxg, out);
+      else dot_row_q<I, T, 1>(row, nb, x, nb, px, dxg, out);
       for (int64_t g = 0; g < gn; ++g) y[(g0 + g) * ldy + r] = out[g];
       g0 += gn;
     }
