@@ -52,11 +52,15 @@ std::vector<DType> parse_formats(const std::string& list) {
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
-    // The interleaved formats are no file's type (dtype.h), so parse_dtype does not take them.
-    const std::optional<DType> t = name == "q4_k_x16" ? DType::Q4_K_X16 : name == "q6_k_x16" ? DType::Q6_K_X16 : parse_dtype(name);
+    // The interleaved formats are no file's type (dtype.h), so parse_dtype does not take them: a
+    // row format's name with _x16.
+    const bool x16 = name.size() > 4 && name.ends_with("_x16");
+    std::optional<DType> t = parse_dtype(x16 ? name.substr(0, name.size() - 4) : name);
+    if (x16 && t) t = interleaved_dtype(*t);
     if (!t || *t == DType::F32)
       throw_invalid("--formats: '" + name +
-                    "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_x16, q6_k_x16)");
+                    "' is not a weight format (f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, and q4_k, q6_k, q8_0, "
+                    "q5_0 with _x16)");
     out.push_back(*t);
   }
   if (out.empty()) throw_invalid("--formats names no format");

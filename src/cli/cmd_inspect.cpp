@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cmdline/commands.h"
+#include "core/row_interleave.h"
 #include "kv/kv_layout.h"
 #include "runtime/loaded_model.h"
 
@@ -41,11 +42,13 @@ Runner add_inspect(CLI::App& app) {
                   m.decoder->kv_layout(KVTypes::uniform(d)).reference_bytes_per_token());
     auto names = src.names();
     std::printf("tensors: %zu\n", names.size());
+    // Formats by their rows' format: rows interleaved in memory (core/row_interleave.h) are the
+    // same weights, bytes and format as the file's.
     std::map<std::string, std::pair<int, size_t>> formats;  // dtype -> tensors, bytes
     for (const auto& n : names) {
       const TensorView& t = src.get(n);
-      formats[dtype_name(t.dtype)].first += 1;
-      formats[dtype_name(t.dtype)].second += t.nbytes();
+      formats[dtype_name(row_dtype(t.dtype))].first += 1;
+      formats[dtype_name(row_dtype(t.dtype))].second += t.nbytes();
     }
     std::printf("weight formats:");
     for (const auto& [name, count] : formats) std::printf(" %s %d tensors %zu bytes;", name.c_str(), count.first, count.second);
@@ -53,7 +56,8 @@ Runner add_inspect(CLI::App& app) {
     if (*tensors)
       for (const auto& n : names) {
         const TensorView& t = src.get(n);
-        std::printf("  %s %s %s %zu bytes\n", n.c_str(), dtype_name(t.dtype), shape_to_string(t.shape).c_str(), t.nbytes());
+        std::printf("  %s %s %s %zu bytes\n", n.c_str(), dtype_name(row_dtype(t.dtype)), shape_to_string(t.shape).c_str(),
+                    t.nbytes());
       }
     return 0;
   };

@@ -14,7 +14,9 @@ int64_t dtype_block_elems(DType t) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q5_0: return 32;
-    case DType::Q5_1: return 32;
+    case DType::Q5_1:
+    case DType::Q8_0_X16:
+    case DType::Q5_0_X16: return 32;
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
@@ -38,6 +40,8 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q6_K: return sizeof(BlockQ6K);
     case DType::Q4_K_X16: return sizeof(BlockQ4K);  // per row, on average: a group holds 16 rows' blocks
     case DType::Q6_K_X16: return sizeof(BlockQ6K);
+    case DType::Q8_0_X16: return sizeof(BlockQ8_0);
+    case DType::Q5_0_X16: return sizeof(BlockQ5_0);
   }
   return 0;
 }
@@ -63,6 +67,8 @@ const char* dtype_name(DType t) {
     case DType::Q6_K: return "q6_k";
     case DType::Q4_K_X16: return "q4_k_x16";
     case DType::Q6_K_X16: return "q6_k_x16";
+    case DType::Q8_0_X16: return "q8_0_x16";
+    case DType::Q5_0_X16: return "q5_0_x16";
   }
   return "?";
 }
@@ -161,7 +167,9 @@ void convert_to_f32(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q5_K: dequantize_q5_k(src, dst, n); return;
     case DType::Q6_K: dequantize_q6_k(src, dst, n); return;
     case DType::Q4_K_X16:
-    case DType::Q6_K_X16: break;
+    case DType::Q6_K_X16:
+    case DType::Q8_0_X16:
+    case DType::Q5_0_X16: break;
   }
   throw_invalid(std::string("convert_to_f32: ") + dtype_name(t) +
                 " converts by groups of 16 rows (convert_tensor), not as a run of elements");
@@ -202,7 +210,9 @@ void convert_from_f32(DType t, const float* src, void* dst, int64_t n) {
     case DType::Q5_K: quantize_q5_k(src, dst, n); return;
     case DType::Q6_K: quantize_q6_k(src, dst, n); return;
     case DType::Q4_K_X16:
-    case DType::Q6_K_X16: break;
+    case DType::Q6_K_X16:
+    case DType::Q8_0_X16:
+    case DType::Q5_0_X16: break;
   }
   throw_invalid(std::string("convert_from_f32: ") + dtype_name(t) + " is made from rows (interleave_rows), not from floats");
 }

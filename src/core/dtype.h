@@ -14,12 +14,12 @@
 
 namespace folio {
 
-// Q4_K_X16 and Q6_K_X16 are q4_k and q6_k with their rows interleaved in groups of 16
+// The _X16 types are q4_k, q6_k, q8_0 and q5_0 with their rows interleaved in groups of 16
 // (core/row_interleave.h): layouts loaders make in memory where the kernels read them faster, never
 // a file's type. Its rows are not
 // contiguous, so it converts by whole groups of rows (convert_tensor, to_f32_vector), not through
 // convert_to_f32.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16, Q6_K_X16 };
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16, Q6_K_X16, Q8_0_X16, Q5_0_X16 };
 
 // True for the block-quantised weight formats (q8_0 and after): their matmuls quantise the
 // activations to 8 bits and take integer dot products (kernels/cpu/matmul.h).

@@ -10,11 +10,14 @@
 // by field, in the block's own field order, each field cut into units (a quad of 4 bytes for codes,
 // one byte for packed scales, 2 for an f16) and unit u of row r at the field's start + (16 u + r) x
 // the unit. So a 64-byte vector of a code field holds one quad of each of the 16 rows (a B tile's
-// row for AMX, a lane per row for VNNI). Two formats have the layout:
+// row for AMX, a lane per row for VNNI). Four formats have the layout:
 //   q4_k (Q4_K_X16, 2304 bytes a column):  d 0 .. 31, dmin 32 .. 63, 12 scale planes 64 .. 255,
 //     32 quads of qs 256 .. 2303 (quad u: each row's qs[4u .. 4u + 3])
 //   q6_k (Q6_K_X16, 3360 bytes a column):  32 quads of ql 0 .. 2047, 16 quads of qh 2048 .. 3071,
 //     16 scale planes 3072 .. 3327, d 3328 .. 3359
+//   q8_0 (Q8_0_X16, 544 bytes a column):  d 0 .. 31, 8 quads of codes 32 .. 543
+//   q5_0 (Q5_0_X16, 352 bytes a column):  d 0 .. 31, the 16 rows' qh words 32 .. 95, 4 quads of qs
+//     96 .. 351
 //
 // A matrix in this layout has the interleaved DType (row_bytes as its row format's; rows in whole
 // groups); the decode products over it (kernels/cpu/*_x16_*.h) give the bits of the row format's
@@ -34,21 +37,31 @@ namespace folio {
 inline constexpr int64_t kGroupRows = 16;
 inline constexpr size_t kQ4kGroupBlockBytes = kGroupRows * sizeof(BlockQ4K);
 inline constexpr size_t kQ6kGroupBlockBytes = kGroupRows * sizeof(BlockQ6K);
+inline constexpr size_t kQ8GroupBlockBytes = kGroupRows * sizeof(BlockQ8_0);
+inline constexpr size_t kQ5GroupBlockBytes = kGroupRows * sizeof(BlockQ5_0);
 
 // The interleaved twin of a row format (Q4_K -> Q4_K_X16, Q6_K -> Q6_K_X16), if it has one.
 constexpr std::optional<DType> interleaved_dtype(DType row_format) {
-  if (row_format == DType::Q4_K) return DType::Q4_K_X16;
-  if (row_format == DType::Q6_K) return DType::Q6_K_X16;
-  return std::nullopt;
+  switch (row_format) {
+    case DType::Q4_K: return DType::Q4_K_X16;
+    case DType::Q6_K: return DType::Q6_K_X16;
+    case DType::Q8_0: return DType::Q8_0_X16;
+    case DType::Q5_0: return DType::Q5_0_X16;
+    default: return std::nullopt;
+  }
 }
-// True for the interleaved formats.
-constexpr bool dtype_is_interleaved(DType t) { return t == DType::Q4_K_X16 || t == DType::Q6_K_X16; }
 // The row format an interleaved format moves (Q4_K_X16 -> Q4_K); t itself for any other.
 constexpr DType row_dtype(DType t) {
-  if (t == DType::Q4_K_X16) return DType::Q4_K;
-  if (t == DType::Q6_K_X16) return DType::Q6_K;
-  return t;
+  switch (t) {
+    case DType::Q4_K_X16: return DType::Q4_K;
+    case DType::Q6_K_X16: return DType::Q6_K;
+    case DType::Q8_0_X16: return DType::Q8_0;
+    case DType::Q5_0_X16: return DType::Q5_0;
+    default: return t;
+  }
 }
+// True for the interleaved formats.
+constexpr bool dtype_is_interleaved(DType t) { return row_dtype(t) != t; }
 
 // 16 rows of nb blocks of `row_format` (one with a twin; row r at rows + r * row_bytes) into one
 // group (16 x nb blocks' bytes at `group`; must not overlap the rows).
@@ -57,7 +70,7 @@ void interleave_group(DType row_format, const uint8_t* rows, size_t row_bytes, i
 // The inverse: a group back into 16 rows.
 void deinterleave_group(DType row_format, const uint8_t* group, int64_t nb, uint8_t* rows, size_t row_bytes);
 
-// A matrix of `rows` rows (a multiple of 16) and `in` columns (a multiple of 256) of `row_format`,
+// A matrix of `rows` rows (a multiple of 16) and `in` columns (a multiple of the block) of `row_format`,
 // row-major at src, interleaved into dst (the same number of bytes; dst == src interleaves in
 // place). Throws InvalidInput if rows or in are not such multiples or the format has no twin.
 void interleave_rows(DType row_format, const uint8_t* src, int64_t rows, int64_t in, uint8_t* dst);

@@ -357,7 +357,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Residency resi
 int GgufFile::interleave_rows() {
   std::vector<TensorView*> chosen;
   for (auto& [name, t] : tensors_) {
-    if (!interleaved_dtype(t.dtype) || name == "token_embd.weight" || t.shape.size() < 2 || t.cols() % 256 != 0) continue;
+    if (!interleaved_dtype(t.dtype) || name == "token_embd.weight" || t.shape.size() < 2) continue;
     if (t.shape[t.shape.size() - 2] % kGroupRows == 0) chosen.push_back(&t);
   }
   if (chosen.empty()) return 0;
@@ -533,7 +533,9 @@ uint32_t ggml_type_of(DType t) {
     case DType::Q5_K: return kGgmlQ5_K;
     case DType::Q6_K: return kGgmlQ6_K;
     case DType::Q4_K_X16:
-    case DType::Q6_K_X16: break;
+    case DType::Q6_K_X16:
+    case DType::Q8_0_X16:
+    case DType::Q5_0_X16: break;
   }
   throw_invalid(std::string("GGUF writer: ") + dtype_name(t) + " is an in-memory layout, no file's type (write its rows)");
 }

@@ -50,9 +50,9 @@ class GgufFile : public TensorMapSource {
   uint64_t alignment() const { return alignment_; }
   const std::shared_ptr<MappedFile>& file() const { return file_; }
 
-  // Stores every q4_k and q6_k tensor but the token embedding (the one tensor read row by row) whose
+  // Stores every q4_k, q6_k, q8_0 and q5_0 tensor but the token embedding (the one tensor read row by row) whose
   // slices [rows, cols] have whole groups of 16 rows interleaved (core/row_interleave.h) in place:
-  // their views become Q4_K_X16 / Q6_K_X16 (a 3-D stack of experts: each expert's slice). Only for a
+  // their views become Q4_K_X16, ... (a 3-D stack of experts: each expert's slice). Only for a
   // resident file (MappedFile::edit_resident); on a mapped one nothing changes. Call before handing
   // out views. Returns how many tensors were interleaved.
   int interleave_rows();

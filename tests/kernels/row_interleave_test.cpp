@@ -25,27 +25,34 @@ using testing::make_weight;
 using testing::random_floats;
 using testing::all_tables;
 
-constexpr DType kRowFormats[] = {DType::Q4_K, DType::Q6_K};
+constexpr DType kRowFormats[] = {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::Q5_0};
 
 // Random f16 factors 2^-9 .. 2^-1.
 uint16_t random_factor(std::mt19937& rng) { return static_cast<uint16_t>(0x1800 + rng() % 0x2000); }
 
-// Rows of q4_k or q6_k whose scale bytes are random (q4_k: every 6-bit scale and minimum, top bits
-// included; q6_k: every int8 scale, -128 too), which a quantiser's output rarely reaches, and whose
-// factors are random finite f16 values.
+// Rows whose scale bytes are random (q4_k: every 6-bit scale and minimum, top bits included; q6_k:
+// every int8 scale, -128 too), which a quantiser's output rarely reaches, and whose factors are
+// random finite f16 values (q8_0, q5_0: their d).
 testing::StoredWeight random_rows(DType t, int64_t rows, int64_t in, uint32_t seed) {
   testing::StoredWeight w = make_weight(t, rows, in, seed);
   std::mt19937 rng(seed);
-  for (int64_t b = 0; b < rows * in / 256; ++b) {
+  for (int64_t b = 0; b < rows * in / 256 && dtype_block_elems(t) == 256; ++b) {
     if (t == DType::Q4_K) {
       BlockQ4K& blk = reinterpret_cast<BlockQ4K*>(w.bytes.data())[b];
       for (uint8_t& s : blk.scales) s = static_cast<uint8_t>(rng());
       blk.d = random_factor(rng);
       blk.dmin = random_factor(rng);
-    } else {
+    } else if (t == DType::Q6_K) {
       BlockQ6K& blk = reinterpret_cast<BlockQ6K*>(w.bytes.data())[b];
       for (int8_t& s : blk.scales) s = static_cast<int8_t>(rng());
       blk.d = random_factor(rng);
+    }
+  }
+  if (t == DType::Q8_0 || t == DType::Q5_0) {
+    const size_t bytes = dtype_block_bytes(t);
+    for (int64_t b = 0; b < rows * in / 32; ++b) {
+      const uint16_t d = random_factor(rng);
+      std::memcpy(w.bytes.data() + static_cast<size_t>(b) * bytes, &d, 2);  // both start with d
     }
   }
   return w;
@@ -67,7 +74,8 @@ TEST(RowInterleave, LayoutMovesBytesOnlyInPlaceOrNot) {
     EXPECT_EQ(in_place, inter);
     std::vector<uint8_t> back(w.bytes.size());
     const size_t row_bytes = dtype_row_bytes(t, 768), group = kGroupRows * row_bytes;
-    for (int g = 0; g < 3; ++g) deinterleave_group(t, inter.data() + g * group, 3, back.data() + g * group, row_bytes);
+    const int64_t nb = 768 / dtype_block_elems(t);
+    for (int g = 0; g < 3; ++g) deinterleave_group(t, inter.data() + g * group, nb, back.data() + g * group, row_bytes);
     EXPECT_EQ(back, w.bytes) << dtype_name(t);
     std::vector<uint8_t> whole(w.bytes.size());
     deinterleave_rows(t, inter.data(), 48, 768, whole.data());
@@ -76,7 +84,7 @@ TEST(RowInterleave, LayoutMovesBytesOnlyInPlaceOrNot) {
 }
 
 // The layout the kernels read (core/row_interleave.h): a code quad of each of the 16 rows per
-// 64-byte vector, the scale bytes as planes, the factors last (q6_k) or first (q4_k).
+// 64-byte vector, the scale bytes as planes, the factors last (q6_k) or first (q4_k, q8_0, q5_0).
 TEST(RowInterleave, ColumnsHoldTheDocumentedFields) {
   const testing::StoredWeight w6 = random_rows(DType::Q6_K, 16, 256, 4);
   const std::vector<uint8_t> c6 = interleaved(w6);
@@ -96,6 +104,19 @@ TEST(RowInterleave, ColumnsHoldTheDocumentedFields) {
     EXPECT_EQ(c4[64 + 16 * 7 + r], b4[r].scales[7]);
     EXPECT_EQ(0, std::memcmp(&c4[256 + 64 * 13 + 4 * r], b4[r].qs + 52, 4));
   }
+  const testing::StoredWeight w8 = random_rows(DType::Q8_0, 16, 32, 6);
+  const std::vector<uint8_t> c8 = interleaved(w8);
+  const testing::StoredWeight w5 = random_rows(DType::Q5_0, 16, 32, 7);
+  const std::vector<uint8_t> c5 = interleaved(w5);
+  for (int r = 0; r < 16; ++r) {
+    const uint8_t* b8 = w8.bytes.data() + 34 * r;  // d, then 32 codes
+    EXPECT_EQ(0, std::memcmp(&c8[2 * r], b8, 2));
+    EXPECT_EQ(0, std::memcmp(&c8[32 + 64 * 5 + 4 * r], b8 + 2 + 20, 4));
+    const uint8_t* b5 = w5.bytes.data() + 22 * r;  // d, qh (4 bytes), qs (16)
+    EXPECT_EQ(0, std::memcmp(&c5[2 * r], b5, 2));
+    EXPECT_EQ(0, std::memcmp(&c5[32 + 4 * r], b5 + 2, 4));
+    EXPECT_EQ(0, std::memcmp(&c5[96 + 64 * 3 + 4 * r], b5 + 6 + 12, 4));
+  }
 }
 
 // Every code at its largest (q4_k 15, q6_k 63), every scale and minimum at its largest (q4_k 63,
@@ -103,7 +124,7 @@ TEST(RowInterleave, ColumnsHoldTheDocumentedFields) {
 // rounded (the same way on every path).
 testing::StoredWeight saturated(DType t, int64_t rows, int64_t in) {
   testing::StoredWeight w = random_rows(t, rows, in, 1);
-  for (int64_t b = 0; b < rows * in / 256; ++b) {
+  for (int64_t b = 0; b < rows * in / 256 && dtype_block_elems(t) == 256; ++b) {
     if (t == DType::Q4_K) {
       BlockQ4K& blk = reinterpret_cast<BlockQ4K*>(w.bytes.data())[b];
       std::memset(blk.scales, 0xff, sizeof(blk.scales));
@@ -115,6 +136,11 @@ testing::StoredWeight saturated(DType t, int64_t rows, int64_t in) {
       std::memset(blk.qh, 0xff, sizeof(blk.qh));
     }
   }
+  for (int64_t b = 0; b < rows * in / 32 && dtype_block_elems(t) == 32; ++b) {
+    uint8_t* blk = w.bytes.data() + static_cast<size_t>(b) * dtype_block_bytes(t);
+    if (t == DType::Q8_0) std::memset(blk + 2, 0x7f, 32);  // codes 127
+    else std::memset(blk + 2, 0xff, 20);                     // q5_0: codes 31 (qh and qs all ones)
+  }
   return w;
 }
 
@@ -122,11 +148,17 @@ testing::StoredWeight saturated(DType t, int64_t rows, int64_t in) {
 // them: int8_amx_active) against the scalar product of the rows, bit for bit.
 void expect_tables_match_rows(const testing::StoredWeight& w, int64_t n, const std::vector<float>& x, const char* what) {
   const DType t = w.view.dtype;
-  const int64_t rows = w.view.shape[0], in = w.view.shape[1], blocks = in / 256;
+  const int64_t rows = w.view.shape[0], in = w.view.shape[1];
   const std::vector<uint8_t> inter = interleaved(w);
   const size_t rb = dtype_row_bytes(t, in);
-  std::vector<ActQ8K> xq(static_cast<size_t>(n * blocks));
-  for (int64_t g = 0; g < n; ++g) quantize_act_q8k(x.data() + g * in, xq.data() + g * blocks, in);
+  const int64_t block = dtype_block_elems(t), blocks = in / block;
+  const size_t act = block == 256 ? sizeof(ActQ8K) : sizeof(ActQ8);
+  std::vector<uint8_t> xq(static_cast<size_t>(n * blocks) * act);
+  for (int64_t g = 0; g < n; ++g) {
+    uint8_t* row = xq.data() + static_cast<size_t>(g * blocks) * act;
+    if (block == 256) quantize_act_q8k(x.data() + g * in, reinterpret_cast<ActQ8K*>(row), in);
+    else quantize_act_q8(x.data() + g * in, reinterpret_cast<ActQ8*>(row), in);
+  }
   std::vector<float> want(static_cast<size_t>(n * rows));
   const int plain = static_cast<int>(t) - static_cast<int>(DType::Q8_0);
   const int x16 = static_cast<int>(*interleaved_dtype(t)) - static_cast<int>(DType::Q8_0);
@@ -150,8 +182,10 @@ TEST(RowInterleave, EveryTableGivesTheRowProductsBits) {
   if (!int8_amx_active()) std::printf("note: no AMX int8 tiles here; the VNNI and row kernels only\n");
   for (DType t : kRowFormats) {
     uint32_t seed = 11;
-    for (int64_t blocks : {1, 2, 5}) {
-      const int64_t in = 256 * blocks, rows = 48;
+    // Blocks of 32 also in rows whose last batch of 8 blocks is short (96: 3 blocks, 896: 28).
+    for (int64_t in : {256, 512, 1280, 96, 896}) {
+      if (in % dtype_block_elems(t) != 0) continue;
+      const int64_t rows = 48;
       const testing::StoredWeight w = random_rows(t, rows, in, seed++);
       // 16 activation rows fill a tile; 19 take a second pass over the weights.
       for (int64_t n : {1, 2, 3, 4, 5, 16, 19}) expect_tables_match_rows(w, n, random_floats(n * in, seed++), "random");

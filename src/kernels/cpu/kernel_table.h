@@ -67,11 +67,11 @@ using LayerNormFn = void (*)(const float* x, const float* w, const float* b, flo
 
 struct KernelTable {
   GemvFn gemv[3];          // indexed by DType: F32, F16, BF16
-  // Indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_X16, Q6_K_X16. The
+  // Indexed by DType - Q8_0: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and the _X16 types. The
   // interleaved formats' r0 and r1 are multiples of 16 (whole groups) and their results the bits of
   // their row format's on the same rows.
-  QGemvFn qgemv[9];
-  RowsToF32Fn to_f32[12];  // indexed by DType (the interleaved formats: whole groups of rows)
+  QGemvFn qgemv[11];
+  RowsToF32Fn to_f32[14];  // indexed by DType (the interleaved formats: whole groups of rows)
   DotFn dot[3];            // F32, F16, BF16
   AxpyFn axpy[3];          // F32, F16, BF16
   DotRowsFn dot_rows[3];   // F32, F16, BF16

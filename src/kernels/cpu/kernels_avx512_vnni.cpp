@@ -36,10 +36,17 @@ void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int
                         float* y, int64_t ldy);
 void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy);
+void qgemv_q8_0_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                         float* y, int64_t ldy);
+void qgemv_q5_0_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
+                         float* y, int64_t ldy);
 
 struct IVnni : IAvx2 {
-  static constexpr QGemvFn qgemv_q4k_x16 = &qgemv_q4k_x16_vnni;
-  static constexpr QGemvFn qgemv_q6k_x16 = &qgemv_q6k_x16_vnni;
+  template <DType X>
+  static constexpr QGemvFn qgemv_x16 = X == DType::Q4_K_X16   ? &qgemv_q4k_x16_vnni
+                                       : X == DType::Q6_K_X16 ? &qgemv_q6k_x16_vnni
+                                       : X == DType::Q8_0_X16 ? &qgemv_q8_0_x16_vnni
+                                                              : &qgemv_q5_0_x16_vnni;
   static i32 dot_u8s8(bytes u, bytes s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
   static i32 dot_u8s8_add(i32 acc, bytes u, bytes s) { return _mm256_dpbusd_epi32(acc, u, s); }
   // The fifth bits of q5 codes as a byte mask (AVX-512BW/VL): 16 added where set, in one masked add
@@ -172,6 +179,7 @@ struct GAvx512Vnni : GAvx512 {
 #include "kernels/cpu/q4k_x16_amx.h"
 #include "kernels/cpu/q6k_x16_vnni.h"
 #include "kernels/cpu/q6k_x16_amx.h"
+#include "kernels/cpu/q32_x16_vnni.h"
 
 namespace folio::kernels::detail {
 namespace {

@@ -132,12 +132,12 @@ void matmul_gemm_bf16(const TensorView& w, const float* x, int64_t n, float* y, 
 // Block-quantised weights are multiplied with activations quantised to 8 bits (ActQ8 per 32 or
 // ActQ8K per 256 elements, as llama.cpp does), once per call for all weight rows.
 size_t act_row_bytes(DType t, int64_t in) {
-  return t >= DType::Q4_K ? static_cast<size_t>(in / 256) * sizeof(ActQ8K) : static_cast<size_t>(in / 32) * sizeof(ActQ8);
+  return dtype_block_elems(t) == 256 ? static_cast<size_t>(in / 256) * sizeof(ActQ8K) : static_cast<size_t>(in / 32) * sizeof(ActQ8);
 }
 
 void quantize_activations(DType t, const float* x, int64_t n, int64_t in, uint8_t* dst) {
   const size_t rb = act_row_bytes(t, in);
-  const detail::QuantizeActFn quantize = detail::table_for(active_isa()).quantize_act[t >= DType::Q4_K ? 1 : 0];
+  const detail::QuantizeActFn quantize = detail::table_for(active_isa()).quantize_act[dtype_block_elems(t) == 256 ? 1 : 0];
   for (int64_t g = 0; g < n; ++g) quantize(x + g * in, dst + g * rb, in);
 }
 
@@ -156,7 +156,7 @@ uint8_t* activation_buffer(size_t bytes) {
 // kind (per 32 or per 256 elements), the same shape, and the same input values.
 bool same_quantized_input(const MatmulJob& a, const MatmulJob& b) {
   const DType ta = a.w->dtype, tb = b.w->dtype;
-  if (!dtype_is_block_quantized(ta) || !dtype_is_block_quantized(tb) || (ta >= DType::Q4_K) != (tb >= DType::Q4_K)) return false;
+  if (!dtype_is_block_quantized(ta) || !dtype_is_block_quantized(tb) || dtype_block_elems(ta) != dtype_block_elems(tb)) return false;
   if (a.n != b.n || a.w->shape[1] != b.w->shape[1]) return false;
   return a.x == b.x || std::memcmp(a.x, b.x, static_cast<size_t>(a.n * a.w->shape[1]) * sizeof(float)) == 0;
 }

@@ -170,28 +170,38 @@ void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
                        float* y, int64_t ldy);
 #pragma GCC pop_options
 
-// The interleaved products' walk (this file's and q6k_x16_vnni.h's): every group of 16 weight rows
-// in [r0, r1), against the activation rows in passes of up to kGroupInputs, Dots::one(group, nb, x)
-// for a pass of one row and Dots::many<G>(group, nb, x, xs, out) for G of them.
+// The interleaved products' walk (this file's, q6k_x16_vnni.h's, q32_x16_vnni.h's): every group of
+// 16 weight rows in [r0, r1) (whole groups) against the n activation rows in passes of up to
+// kGroupInputs, dots(group, g0, count, out) writing the pass's count rows of 16 outputs.
 template <class Dots>
-void x16_groups_by_inputs(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const ActQ8K* x, int64_t n,
-                          float* y, int64_t ldy) {
-  const int64_t nb = in / 256;
+void x16_groups_by_inputs(const uint8_t* w, size_t rb, int64_t r0, int64_t r1, int64_t n, float* y, int64_t ldy,
+                          const Dots& dots) {
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
   for (int64_t r = r0; r < r1; r += kGroupRows) {
     const uint8_t* grp = w + static_cast<size_t>(r) * rb;
     for (int64_t g0 = 0; g0 < n; g0 += kGroupInputs) {
       __m512 out[kGroupInputs];
-      const int64_t count = std::min<int64_t>(kGroupInputs, n - g0);
-      const ActQ8K* xg = x + g0 * nb;
-      if (count == 4) Dots::template many<4>(grp, nb, xg, nb, out);
-      else if (count == 3) Dots::template many<3>(grp, nb, xg, nb, out);
-      else if (count == 2) Dots::template many<2>(grp, nb, xg, nb, out);
-      else out[0] = Dots::one(grp, nb, xg);
-      for (int64_t g = 0; g < count; ++g) _mm512_storeu_ps(y + (g0 + g) * ldy + r, out[g]);
+      const int count = static_cast<int>(std::min<int64_t>(kGroupInputs, n - g0));
+      dots(grp, g0, count, out);
+      for (int g = 0; g < count; ++g) _mm512_storeu_ps(y + (g0 + g) * ldy + r, out[g]);
     }
   }
+}
+
+// The K formats' passes: x the activation rows' blocks (nb per row), one(grp, nb, x) for one row,
+// many<G>(grp, nb, x, xs, out) for G.
+template <class Dots>
+void k_groups_by_inputs(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const ActQ8K* x, int64_t n,
+                        float* y, int64_t ldy) {
+  const int64_t nb = in / 256;
+  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](const uint8_t* grp, int64_t g0, int count, __m512* out) {
+    const ActQ8K* xg = x + g0 * nb;
+    if (count == 4) Dots::template many<4>(grp, nb, xg, nb, out);
+    else if (count == 3) Dots::template many<3>(grp, nb, xg, nb, out);
+    else if (count == 2) Dots::template many<2>(grp, nb, xg, nb, out);
+    else out[0] = Dots::one(grp, nb, xg);
+  });
 }
 
 struct Q4kGroupDots {
@@ -206,7 +216,7 @@ struct Q4kGroupDots {
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
   if (n >= 2 && int8_amx_active()) qgemv_q4k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
-  else x16_groups_by_inputs<Q4kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
+  else k_groups_by_inputs<Q4kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ struct Q6kGroupDots {
 void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
   if (n >= 4 && int8_amx_active()) qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
-  else x16_groups_by_inputs<Q6kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
+  else k_groups_by_inputs<Q6kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
 }
 
 }  // namespace

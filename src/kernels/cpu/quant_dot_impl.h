@@ -563,8 +563,7 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   }
 }
 
-// KernelTable::qgemv[Q4_K_X16 / Q6_K_X16] where the traits have no kernel for the interleaved
-// layout: each group back into its 16 rows, then the table's own product of the row format (so the
+// KernelTable::qgemv of an interleaved format where the traits have no kernel for it: each group back into its 16 rows, then the table's own product of the row format (so the
 // same bits by construction).
 // fn(rows, r) for every group of interleaved rows [r0, r1) of format X (whole groups; w a matrix's
 // start), `rows` the group's 16 rows back in the row format (rb bytes apart), starting at row r.
@@ -573,7 +572,7 @@ void for_each_group_as_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0,
   thread_local std::vector<uint8_t> rows;
   rows.resize(kGroupRows * rb);
   for (int64_t r = r0; r < r1; r += kGroupRows) {
-    deinterleave_group(row_dtype(X), w + static_cast<size_t>(r) * rb, in / 256, rows.data(), rb);
+    deinterleave_group(row_dtype(X), w + static_cast<size_t>(r) * rb, in / dtype_block_elems(row_dtype(X)), rows.data(), rb);
     fn(rows.data(), r);
   }
 }
@@ -586,16 +585,12 @@ void qgemv_x16_via_rows(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int
   });
 }
 
-template <class I>
-constexpr QGemvFn qgemv_q4k_x16_of() {
-  if constexpr (requires { I::qgemv_q4k_x16; }) return I::qgemv_q4k_x16;
-  else return &qgemv_x16_via_rows<I, DType::Q4_K_X16>;
-}
-
-template <class I>
-constexpr QGemvFn qgemv_q6k_x16_of() {
-  if constexpr (requires { I::qgemv_q6k_x16; }) return I::qgemv_q6k_x16;
-  else return &qgemv_x16_via_rows<I, DType::Q6_K_X16>;
+// The table's entry for interleaved format X: the traits' own kernel (I::qgemv_x16<X>) where they
+// have one, else through the rows.
+template <class I, DType X>
+constexpr QGemvFn qgemv_x16_of() {
+  if constexpr (requires { I::template qgemv_x16<X>; }) return I::template qgemv_x16<X>;
+  else return &qgemv_x16_via_rows<I, X>;
 }
 
 // Prefill converts tiles of quantised weights to f32 for sgemm: the reference dequantisers suffice
