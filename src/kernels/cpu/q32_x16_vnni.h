@@ -100,13 +100,8 @@ void qgemv_q32_x16(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t 
   const int64_t nb = in / 32;
   const auto* x = static_cast<const ActQ8*>(xq);
   const int32_t* starts = q32_block_starts<F::kOffset>(x, n, nb);
-  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](const uint8_t* grp, int64_t g0, int count, __m512* out) {
-    const ActQ8* xg = x + g0 * nb;
-    const int32_t* sg = starts + g0 * nb;
-    if (count == 4) q32_group_dots<F, 4>(grp, nb, xg, sg, nb, out);
-    else if (count == 3) q32_group_dots<F, 3>(grp, nb, xg, sg, nb, out);
-    else if (count == 2) q32_group_dots<F, 2>(grp, nb, xg, sg, nb, out);
-    else q32_group_dots<F, 1>(grp, nb, xg, sg, nb, out);
+  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](auto rows, const uint8_t* grp, int64_t g0, __m512* out) {
+    q32_group_dots<F, rows>(grp, nb, x + g0 * nb, starts + g0 * nb, nb, out);
   });
 }
 

@@ -172,10 +172,11 @@ void qgemv_q4k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
 
 // The interleaved products' walk (this file's, q6k_x16_vnni.h's, q32_x16_vnni.h's): every group of
 // 16 weight rows in [r0, r1) (whole groups) against the n activation rows in passes of up to
-// kGroupInputs, dots(group, g0, count, out) writing the pass's count rows of 16 outputs.
-template <class Dots>
+// kGroupInputs; pass(std::integral_constant<int, G>, group, g0, out) writes the pass's G rows of 16
+// outputs (activation rows g0 .. g0 + G - 1), G a constant so that each count is its own kernel.
+template <class Pass>
 void x16_groups_by_inputs(const uint8_t* w, size_t rb, int64_t r0, int64_t r1, int64_t n, float* y, int64_t ldy,
-                          const Dots& dots) {
+                          const Pass& pass) {
   prefetch_lines(reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * rb),
                  std::min(kQPrefetchBytes, static_cast<size_t>(r1 - r0) * rb));
   for (int64_t r = r0; r < r1; r += kGroupRows) {
@@ -183,40 +184,28 @@ void x16_groups_by_inputs(const uint8_t* w, size_t rb, int64_t r0, int64_t r1, i
     for (int64_t g0 = 0; g0 < n; g0 += kGroupInputs) {
       __m512 out[kGroupInputs];
       const int count = static_cast<int>(std::min<int64_t>(kGroupInputs, n - g0));
-      dots(grp, g0, count, out);
+      if (count == 4) pass(std::integral_constant<int, 4>{}, grp, g0, out);
+      else if (count == 3) pass(std::integral_constant<int, 3>{}, grp, g0, out);
+      else if (count == 2) pass(std::integral_constant<int, 2>{}, grp, g0, out);
+      else pass(std::integral_constant<int, 1>{}, grp, g0, out);
       for (int g = 0; g < count; ++g) _mm512_storeu_ps(y + (g0 + g) * ldy + r, out[g]);
     }
   }
 }
 
-// The K formats' passes: x the activation rows' blocks (nb per row), one(grp, nb, x) for one row,
-// many<G>(grp, nb, x, xs, out) for G.
-template <class Dots>
-void k_groups_by_inputs(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const ActQ8K* x, int64_t n,
-                        float* y, int64_t ldy) {
-  const int64_t nb = in / 256;
-  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](const uint8_t* grp, int64_t g0, int count, __m512* out) {
-    const ActQ8K* xg = x + g0 * nb;
-    if (count == 4) Dots::template many<4>(grp, nb, xg, nb, out);
-    else if (count == 3) Dots::template many<3>(grp, nb, xg, nb, out);
-    else if (count == 2) Dots::template many<2>(grp, nb, xg, nb, out);
-    else out[0] = Dots::one(grp, nb, xg);
-  });
-}
-
-struct Q4kGroupDots {
-  static __m512 one(const uint8_t* grp, int64_t nb, const ActQ8K* x) { return q4k_group_dot(grp, nb, x); }
-  template <int G>
-  static void many(const uint8_t* grp, int64_t nb, const ActQ8K* x, int64_t xs, __m512 out[G]) {
-    q4k_group_dots<G>(grp, nb, x, xs, out);
-  }
-};
-
 // KernelTable::qgemv[Q4_K_X16].
 void qgemv_q4k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
-  if (n >= 2 && int8_amx_active()) qgemv_q4k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
-  else k_groups_by_inputs<Q4kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
+  if (n >= 2 && int8_amx_active()) {
+    qgemv_q4k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
+    return;
+  }
+  const int64_t nb = in / 256;
+  const auto* x = static_cast<const ActQ8K*>(xq);
+  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](auto rows, const uint8_t* grp, int64_t g0, __m512* out) {
+    if constexpr (rows == 1) out[0] = q4k_group_dot(grp, nb, x + g0 * nb);
+    else q4k_group_dots<rows>(grp, nb, x + g0 * nb, nb, out);
+  });
 }
 
 }  // namespace

@@ -120,19 +120,19 @@ void qgemv_q6k_x16_amx(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int6
                        float* y, int64_t ldy);
 #pragma GCC pop_options
 
-struct Q6kGroupDots {
-  static __m512 one(const uint8_t* grp, int64_t nb, const ActQ8K* x) { return q6k_group_dot(grp, nb, x); }
-  template <int G>
-  static void many(const uint8_t* grp, int64_t nb, const ActQ8K* x, int64_t xs, __m512 out[G]) {
-    q6k_group_dots<G>(grp, nb, x, xs, out);
-  }
-};
-
 // KernelTable::qgemv[Q6_K_X16].
 void qgemv_q6k_x16_vnni(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, const void* xq, int64_t n,
                         float* y, int64_t ldy) {
-  if (n >= 4 && int8_amx_active()) qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
-  else k_groups_by_inputs<Q6kGroupDots>(w, rb, in, r0, r1, static_cast<const ActQ8K*>(xq), n, y, ldy);
+  if (n >= 4 && int8_amx_active()) {
+    qgemv_q6k_x16_amx(w, rb, in, r0, r1, xq, n, y, ldy);
+    return;
+  }
+  const int64_t nb = in / 256;
+  const auto* x = static_cast<const ActQ8K*>(xq);
+  x16_groups_by_inputs(w, rb, r0, r1, n, y, ldy, [&](auto rows, const uint8_t* grp, int64_t g0, __m512* out) {
+    if constexpr (rows == 1) out[0] = q6k_group_dot(grp, nb, x + g0 * nb);
+    else q6k_group_dots<rows>(grp, nb, x + g0 * nb, nb, out);
+  });
 }
 
 }  // namespace

@@ -177,8 +177,8 @@ inline void prefetch_ahead(const uint8_t* block, size_t bytes) {
 
 // Each function below computes one weight row (nb blocks) against G activation rows (xs blocks
 // apart) into out[g]. Each sum adds its blocks in the format's fixed order (above), so a row's
-// result does not depend on G or the thread split. Integer sums are exact in any order: a block's are split over two chains so
-// that the multiply-adds of one block overlap.
+// result does not depend on G or the thread split. Integer sums are exact in any order, so a
+// block's are split over several accumulators where that lets its multiply-adds overlap.
 
 // q8_0 / q4_0 / q5_0 / q5_1: blocks of 32, f16 scale.
 // A block's exact dot (its codes less the format's offset) with activation codes xv, in 8 i32 lanes.
@@ -563,8 +563,9 @@ void qgemv(const uint8_t* w, size_t rb, int64_t in, int64_t r0, int64_t r1, cons
   }
 }
 
-// KernelTable::qgemv of an interleaved format where the traits have no kernel for it: each group back into its 16 rows, then the table's own product of the row format (so the
-// same bits by construction).
+// KernelTable::qgemv of an interleaved format where the traits have no kernel for it: each group
+// back into its 16 rows, then the table's own product of the row format (so the same bits by
+// construction).
 // fn(rows, r) for every group of interleaved rows [r0, r1) of format X (whole groups; w a matrix's
 // start), `rows` the group's 16 rows back in the row format (rb bytes apart), starting at row r.
 template <DType X, class Fn>
