@@ -28,9 +28,10 @@ void apply_isa_override() {
   folio::kernels::set_isa(*isa);
 }
 
-// FOLIO_AMX=0 keeps the bf16 GEMM and the q4_k products on their AVX-512 kernels where the CPU has
-// AMX tiles (kernels/cpu/bf16_gemm.h, cpu_features.h): to measure one against the other, or to get
-// the bf16 AVX-512 kernel's bits (the q4_k products' are the same either way).
+// FOLIO_AMX=0 keeps the bf16 GEMM and the interleaved q4_k / q6_k products on their AVX-512 kernels
+// where the CPU has AMX tiles (kernels/cpu/bf16_gemm.h, cpu_features.h), and with them `folio ocr`'s
+// automatic passes in flight at 4: to measure one against the other, or to get the bf16 AVX-512
+// kernel's bits (the q4_k / q6_k products' are the same either way).
 void apply_amx_override() {
   const char* env = std::getenv("FOLIO_AMX");
   if (!env || !*env) return;

@@ -17,6 +17,7 @@
 #include "run_folio.h"
 #include "doc/preprocess.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace {
 
@@ -130,6 +131,26 @@ TEST_F(OcrCli, PassesGoSideBySideByDefault) {
   OcrRun streamed = ocr(args + path("stream.json") + " --stream");
   ASSERT_EQ(streamed.code, 0) << streamed.err;
   EXPECT_EQ(peak("stream.json"), peak("one.json"));
+}
+
+// The automatic count: up to 4 passes side by side, up to 8 where AMX tiles run the products of
+// several activation rows (FOLIO_AMX=0 turns them off); six one-page passes here.
+TEST_F(OcrCli, AutomaticPassesInFlightAreFourOrEightOnTiles) {
+  const std::string doc = kDoc + "two_pages.pdf ";
+  const std::string args = "ocr --model " + model() + " --max-tokens 6 --dpi 50 " + doc + doc + doc +
+                           "--window 4 --pages-per-pass 1 --json ";
+  const OcrRun one = folio(args + path("six-one.json") + " --passes-in-flight 1", dir_);
+  const OcrRun untiled = folio(args + path("six-untiled.json"), dir_, "FOLIO_AMX=0");
+  const OcrRun automatic = folio(args + path("six-auto.json"), dir_);
+  for (const OcrRun* r : {&one, &untiled, &automatic}) ASSERT_EQ(r->code, 0) << r->err;
+  EXPECT_EQ(untiled.out, one.out);
+  EXPECT_EQ(automatic.out, one.out);
+  const auto peak = [&](const std::string& f) {
+    return nlohmann::json::parse(std::ifstream(path(f)))["stats"]["kv_bytes_peak"].get<size_t>();
+  };
+  EXPECT_EQ(peak("six-untiled.json"), 4 * peak("six-one.json"));
+  const size_t passes = folio::kernels::int8_amx_active() ? 6 : 4;
+  EXPECT_EQ(peak("six-auto.json"), passes * peak("six-one.json")) << "AMX int8 tiles: " << folio::kernels::int8_amx_active();
 }
 
 TEST_F(OcrCli, ProgressLineOnATerminal) {
