@@ -125,9 +125,9 @@ void report_ocr_run(const OcrArgs& a, const OcrSummary& r) {
   if (a.quiet) return;
   const OcrStats& s = r.stats;
   std::fprintf(stderr,
-               "folio ocr: %zu page(s) in %zu pass(es); encode %.0f ms, prefill %.0f ms (%lld reference tokens); "
+               "folio ocr: %zu page(s) in %zu pass(es), %.1f s; encode %.0f ms, prefill %.0f ms (%lld reference tokens); "
                "%lld tokens at %.1f tok/s (reading %.1f GB/s); KV peak %s\n",
-               s.pages, s.passes, s.encode_ms, s.prefill_ms, static_cast<long long>(s.reference_tokens),
+               s.pages, s.passes, s.wall_ms / 1000.0, s.encode_ms, s.prefill_ms, static_cast<long long>(s.reference_tokens),
                static_cast<long long>(s.decode_tokens), s.tokens_per_s, decode_read_gbs(s), human_bytes(s.kv_bytes_peak).c_str());
 }
 

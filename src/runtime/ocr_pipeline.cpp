@@ -165,6 +165,7 @@ class OcrRun {
   void count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before);
 
   OcrModel& model_;
+  const Clock::time_point started_ = Clock::now();
   Decoder::DecodeReads reads_at_start_;  // the decoder's counters before this run
   const OcrPages& pages_;
   const OcrOptions& opt_;
@@ -377,6 +378,7 @@ nlohmann::json stats_json(const OcrStats& st, const KVPolicy& policy) {
           {"encode_ms", st.encode_ms},
           {"prefill_ms", st.prefill_ms},
           {"decode_ms", st.decode_ms},
+          {"wall_ms", st.wall_ms},
           {"decode_tokens_per_s", st.tokens_per_s},
           {"decode_steps", st.decode_steps},
           {"decode_weight_bytes", st.decode_weight_bytes},
@@ -408,6 +410,7 @@ OcrSummary OcrRun::finish() {
   st.decode_weight_bytes = reads.weight_bytes - reads_at_start_.weight_bytes;
   st.decode_kv_bytes = reads.kv_bytes - reads_at_start_.kv_bytes;
   st.rss_peak_bytes = peak_rss_bytes();
+  st.wall_ms = ms_between(started_, Clock::now());
   return {std::move(stats_), std::move(warnings_)};
 }
 

@@ -83,6 +83,10 @@ struct OcrStats {
   double encode_ms = 0;            // rendering, preprocessing and vision encoding
   double prefill_ms = 0;           // decoder over the references
   double decode_ms = 0;
+  // The run from its start to its last page: encode, prefill and decode (disjoint, so they add up
+  // to at most this) and what lies between them (writing pages, planning). Loading the model is
+  // before it.
+  double wall_ms = 0;
   double tokens_per_s = 0;         // decode_tokens / decode time
   // What the decode steps read (Decoder::DecodeReads, the steps of this run): weights streamed and
   // KV attended over; their sum over decode_ms is the read rate decode reached (decode_read_gbs).

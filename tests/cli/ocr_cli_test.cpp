@@ -108,6 +108,11 @@ TEST_F(OcrCli, PdfToMarkdownAndJson) {
   EXPECT_EQ(j["stats"]["decode_tokens"].get<int>() <= 6, true);
   EXPECT_EQ(j["stats"]["policy"], "rswa");
   EXPECT_GT(j["stats"]["kv_bytes_peak"].get<size_t>(), 0u);
+  // The run's wall time holds its disjoint phases.
+  const double phases = j["stats"]["encode_ms"].get<double>() + j["stats"]["prefill_ms"].get<double>() +
+                        j["stats"]["decode_ms"].get<double>();
+  EXPECT_GT(phases, 0.0);
+  EXPECT_GE(j["stats"]["wall_ms"].get<double>(), phases);
 
   // Without --out the markdown is stdout; the same input gives the same markdown.
   OcrRun s = ocr(kDoc + "two_pages.pdf --window 4");
@@ -151,6 +156,10 @@ TEST_F(OcrCli, AutomaticPassesInFlightAreFourOrEightOnTiles) {
   EXPECT_EQ(peak("six-untiled.json"), 4 * peak("six-one.json"));
   const size_t passes = folio::kernels::int8_amx_active() ? 6 : 4;
   EXPECT_EQ(peak("six-auto.json"), passes * peak("six-one.json")) << "AMX int8 tiles: " << folio::kernels::int8_amx_active();
+  // Side by side too, the run's wall time holds its phases (decode: the batch's time less the others).
+  const nlohmann::json st = nlohmann::json::parse(std::ifstream(path("six-auto.json")))["stats"];
+  EXPECT_GE(st["wall_ms"].get<double>(),
+            st["encode_ms"].get<double>() + st["prefill_ms"].get<double>() + st["decode_ms"].get<double>());
 }
 
 TEST_F(OcrCli, ProgressLineOnATerminal) {
