@@ -6,7 +6,10 @@
 //   cache   one thread, a matrix of --cache-kb that stays in the core's own cache, multiplied again
 //           and again: the rate the kernel's instructions allow (no memory in the way);
 //   stream  --threads threads, one matrix of --stream-mb (far larger than the caches) read once
-//           per call, as decode reads a layer: the rate memory and the kernel allow together.
+//           per call: the rate memory and the kernel allow together;
+//   pieces  the same matrix read as products of --piece-kb each, taken in a scattered order, as a
+//           decode step reads its ~100 products of 1-5 MB: what starting a product costs (its
+//           hand-off to the threads, each chunk's stream starting cold) shows as the gap to stream.
 // The formats are alternated within each of --rounds rounds (this machine's memory speed moves
 // between runs, so a ratio between formats holds only inside a round), and every round also
 // measures the read bandwidth probe (bandwidth.h). Weights are random rows quantised once and
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -41,7 +45,7 @@ struct KernelsArgs {
   std::string formats = "bf16,q8_0,q5_0,q4_k,q6_k", json;
   int64_t cols = 1280;  // the Unlimited-OCR decoder's hidden width: its q/k/v, gate and up rows
   int64_t inputs = 1;   // activation rows per product: sequences decoded together
-  int64_t cache_kb = 512, stream_mb = 512;
+  int64_t cache_kb = 512, stream_mb = 512, piece_kb = 1024;
   int threads = 0, rounds = 3;
   std::string amx = "auto";  // "off": the int8 products on the VNNI kernels even where tiles are granted
   uint64_t seed = 1;
@@ -90,6 +94,12 @@ class BenchWeight {
   double bytes() const { return static_cast<double>(view_.nbytes()); }
   // y = x W^T for n activation rows (decode sizes: n below matmul_gemm_min_rows()).
   void multiply(const float* x, int64_t n, float* y, ThreadPool& pool) const { kernels::matmul(view_, x, n, y, pool); }
+  // The same over rows [r0, r0 + rows) only, into y's first n x rows.
+  void multiply_rows(int64_t r0, int64_t rows, const float* x, int64_t n, float* y, ThreadPool& pool) const {
+    const TensorView piece{view_.name, view_.dtype, {rows, view_.shape[1]}, bytes_.get() + row_bytes_ * static_cast<size_t>(r0)};
+    kernels::matmul(piece, x, n, y, pool);
+  }
+  int64_t rows() const { return view_.shape[0]; }
 
  private:
   size_t row_bytes_;
@@ -114,8 +124,25 @@ double gemv_gbs(const BenchWeight& w, const std::vector<float>& x, int64_t n, st
   return best;
 }
 
+// GB/s of weights read by the products of `piece_rows` rows each covering w once, taken in a fixed
+// scattered order (a stride coprime with their count), so that no product follows the one beside
+// it in memory: the best of `reps` passes.
+double pieces_gbs(const BenchWeight& w, int64_t piece_rows, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                  ThreadPool& pool, int reps) {
+  const int64_t pieces = w.rows() / piece_rows;
+  int64_t stride = pieces / 2 + 1;
+  while (std::gcd(stride, pieces) != 1) ++stride;
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < pieces; ++i) w.multiply_rows(i * stride % pieces * piece_rows, piece_rows, x.data(), n, y.data(), pool);
+    best = std::max(best, w.bytes() / static_cast<double>(w.rows()) * static_cast<double>(pieces * piece_rows) / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
 struct FormatRuns {
-  std::vector<double> cache_gbs, stream_gbs;
+  std::vector<double> cache_gbs, stream_gbs, pieces_gbs;
 };
 
 // Rows filling `bytes`, whole groups of 16 for every format (the interleaved one needs them).
@@ -140,8 +167,10 @@ void time_format(DType t, const KernelsArgs& a, ThreadPool& one, ThreadPool& all
   }
   const BenchWeight stream(t, stream_rows, a.cols, a.seed);
   runs.stream_gbs.push_back(gemv_gbs(stream, x, a.inputs, y, all, 1, 3));
-  std::fprintf(stderr, "  %-8s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s (%d threads)\n", dtype_name(t),
-               runs.cache_gbs.back(), runs.stream_gbs.back(), all.size());
+  const int64_t piece_rows = std::min(stream_rows, rows_for(static_cast<size_t>(a.piece_kb) << 10, row_bytes));
+  runs.pieces_gbs.push_back(pieces_gbs(stream, piece_rows, x, a.inputs, y, all, 3));
+  std::fprintf(stderr, "  %-8s cache %6.1f GB/s (1 thread)   stream %6.1f GB/s   pieces %6.1f GB/s (%d threads)\n", dtype_name(t),
+               runs.cache_gbs.back(), runs.stream_gbs.back(), runs.pieces_gbs.back(), all.size());
 }
 
 int run_kernels(const KernelsArgs& a) {
@@ -150,6 +179,7 @@ int run_kernels(const KernelsArgs& a) {
   if (a.cols < 256 || a.cols % 256 != 0) throw_invalid("--cols must be a positive multiple of 256 (every block format's row)");
   if (a.cache_kb < 16) throw_invalid("--cache-kb must be at least 16");
   if (a.stream_mb < 1) throw_invalid("--stream-mb must be at least 1");
+  if (a.piece_kb < 16 || a.piece_kb > a.stream_mb * 1024) throw_invalid("--piece-kb must be 16 to --stream-mb's KiB");
   if (a.amx != "auto" && a.amx != "off") throw_invalid("--amx must be auto or off, not '" + a.amx + "'");
   if (a.inputs < 1 || a.inputs >= kernels::matmul_gemm_min_rows())
     throw_invalid("--inputs must be 1 to " + std::to_string(kernels::matmul_gemm_min_rows() - 1) + " (decode sizes; more take the prefill's path)");
@@ -178,9 +208,11 @@ int run_kernels(const KernelsArgs& a) {
                                           {"cache_gbs_median", median(r.cache_gbs)},
                                           {"stream_gbs", r.stream_gbs},
                                           {"stream_gbs_median", median(r.stream_gbs)},
+                                          {"pieces_gbs", r.pieces_gbs},
+                                          {"pieces_gbs_median", median(r.pieces_gbs)},
                                           {"bytes_per_row", dtype_row_bytes(formats[f], a.cols)}};
-    std::printf("%-8s cache %.1f GB/s, stream %.1f GB/s (medians of %d rounds)\n", dtype_name(formats[f]), median(r.cache_gbs),
-                median(r.stream_gbs), a.rounds);
+    std::printf("%-8s cache %.1f GB/s, stream %.1f GB/s, pieces %.1f GB/s (medians of %d rounds)\n", dtype_name(formats[f]),
+                median(r.cache_gbs), median(r.stream_gbs), median(r.pieces_gbs), a.rounds);
   }
   std::printf("read probe %.1f GB/s (median)\n", median(read_gbs));
   const nlohmann::json j = {{"suite", "kernels"},
@@ -191,6 +223,7 @@ int run_kernels(const KernelsArgs& a) {
                             {"inputs", a.inputs},
                             {"cache_kb", a.cache_kb},
                             {"stream_mb", a.stream_mb},
+                            {"piece_kb", a.piece_kb},
                             {"rounds", a.rounds},
                             {"read_probe_gbs", read_gbs},
                             {"read_probe_gbs_median", median(read_gbs)},
@@ -209,6 +242,7 @@ SubRunner add_bench_kernels(CLI::App& app) {
   k->add_option("--inputs", a->inputs, "Activation rows per product (sequences decoded together)")->capture_default_str();
   k->add_option("--cache-kb", a->cache_kb, "Size of the in-cache matrix (one thread)")->capture_default_str();
   k->add_option("--stream-mb", a->stream_mb, "Size of the streamed matrix")->capture_default_str();
+  k->add_option("--piece-kb", a->piece_kb, "Size of each product when the streamed matrix is read in pieces")->capture_default_str();
   k->add_option("--threads", a->threads, "Threads of the streamed product (0 = one per core)")->capture_default_str();
   k->add_option("--rounds", a->rounds, "Rounds, the formats alternated in each (medians reported)")->capture_default_str();
   k->add_option("--seed", a->seed, "Seed of the random weights")->capture_default_str();

@@ -259,18 +259,19 @@ TEST_F(Cli, BenchDivergenceAgainstF32) {
 }
 
 // The decode kernels' rates per format: every format asked for (the interleaved ones too), in every
-// round, a positive rate, its row bytes, whether int8 tiles ran (never with --amx off); a name that
-// is no weight format, a row no block divides and an --amx that is neither auto nor off are clear
-// errors.
+// round (in cache, streamed, in pieces), a positive rate, its row bytes, whether int8 tiles ran
+// (never with --amx off); a name that is no weight format, a row no block divides, an --amx that is
+// neither auto nor off and pieces larger than the matrix are clear errors.
 TEST_F(Cli, BenchKernelsGivesEachFormatsRates) {
   fs::path json = dir_ / "kernels.json";
   CmdResult r = folio("bench kernels --formats q8_0,q4_k,bf16,q6_k_x16 --inputs 4 --cols 512 --cache-kb 16 --stream-mb 1 --rounds 2 "
-                      "--threads 2 --amx off --json " + json.string());
+                      "--piece-kb 256 --threads 2 --amx off --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
   EXPECT_EQ(j["suite"], "kernels");
   EXPECT_EQ(j["read_probe_gbs"].size(), 2u);
   EXPECT_EQ(j["int8_tiles"], false);
+  EXPECT_EQ(j["piece_kb"], 256);
   ASSERT_EQ(j["formats"].size(), 4u);
   for (const char* f : {"q8_0", "q4_k", "bf16", "q6_k_x16"}) {
     const nlohmann::json& k = j["formats"][f];
@@ -278,6 +279,8 @@ TEST_F(Cli, BenchKernelsGivesEachFormatsRates) {
     ASSERT_EQ(k["stream_gbs"].size(), 2u) << f;
     EXPECT_GT(k["cache_gbs_median"].get<double>(), 0.0) << f;
     EXPECT_GT(k["stream_gbs_median"].get<double>(), 0.0) << f;
+    ASSERT_EQ(k["pieces_gbs"].size(), 2u) << f;
+    EXPECT_GT(k["pieces_gbs_median"].get<double>(), 0.0) << f;
   }
   EXPECT_EQ(j["formats"]["q8_0"]["bytes_per_row"], 16 * 34);
   EXPECT_EQ(j["formats"]["q4_k"]["bytes_per_row"], 2 * 144);
@@ -292,6 +295,9 @@ TEST_F(Cli, BenchKernelsGivesEachFormatsRates) {
   r = folio("bench kernels --cols 100 --json " + json.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--cols must be a positive multiple of 256"), std::string::npos) << r.out;
+  r = folio("bench kernels --stream-mb 1 --piece-kb 2048 --json " + json.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--piece-kb must be 16 to --stream-mb's KiB"), std::string::npos) << r.out;
   expect_good_run_still_works();
 }
 
