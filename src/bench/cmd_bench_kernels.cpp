@@ -8,8 +8,9 @@
 //   stream  --threads threads, one matrix of --stream-mb (far larger than the caches) read once
 //           per call: the rate memory and the kernel allow together;
 //   pieces  the same matrix read as products of --piece-kb each, taken in a scattered order, as a
-//           decode step reads its ~100 products of 1-5 MB: what starting a product costs (its
-//           hand-off to the threads, each chunk's stream starting cold) shows as the gap to stream.
+//           decode step reads its products (Unlimited-OCR: ~84 a token, most of 1-10 MB): what
+//           starting a product costs (the hand-off to the threads, each chunk's stream starting
+//           cold) shows as the gap to stream.
 // The formats are alternated within each of --rounds rounds (this machine's memory speed moves
 // between runs, so a ratio between formats holds only inside a round), and every round also
 // measures the read bandwidth probe (bandwidth.h). Weights are random rows quantised once and
