@@ -11,12 +11,13 @@
 #include "doc/ocr_document_writer.h"
 #include "model/quantized_weights.h"
 #include "core/error.h"
-#include "kernels/cpu/cpu_features.h"
+#include "core/memory_stats.h"
 #include "kernels/cpu/matmul.h"
 #include "core/thread_pool.h"
 #include "cmdline/kv_options.h"
 #include "runtime/default_model.h"
 #include "runtime/ocr_model.h"
+#include "runtime/ocr_passes_in_flight.h"
 #include "runtime/ocr_pipeline.h"
 
 namespace folio::cli {
@@ -45,18 +46,6 @@ std::string human_bytes(size_t b) {
   else if (b >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1u << 20));
   else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
   return buf;
-}
-
-// Passes side by side when the user does not say: a decoder step reads the weights once for all of
-// them (Unlimited-OCR decodes much faster with 4: docs/measurements.md), at the cost of their KV
-// at once. Up to 8 where the products of several activation rows run on AMX tiles, which make 8
-// rows cost little more than 4 (there 8 decode ~1.25x faster than 4; elsewhere 2%, not worth the
-// KV). One at a time under a KV budget or offload (memory is what the user is saving), when
-// streaming (the first text would wait for every pass's prefill), or when rolling (one pass).
-size_t automatic_passes_in_flight(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, bool stream) {
-  const size_t most = kernels::int8_amx_active() ? 8 : 4;
-  if (opt.kv_budget > 0 || !opt.kv_offload_dir.empty() || stream || opt.policy.rolls()) return 1;
-  return std::clamp<size_t>(plan_ocr_passes(model, pages, opt).size(), 1, most);
 }
 
 // The pipeline's options from the command line's (InvalidInput naming the option at fault).
@@ -154,7 +143,9 @@ int run_ocr_command(const OcrArgs& a) {
       opt.pages_per_pass = std::min(pages.size(), model->max_pages_per_pass(opt.mode));
     if (!a.quiet) std::fprintf(stderr, "folio ocr: %s\n", why.c_str());
   }
-  if (opt.passes_in_flight == 0) opt.passes_in_flight = automatic_passes_in_flight(*model, pages, opt, a.stream);
+  // Passes side by side when the user does not say, their KV within half of the memory available.
+  if (opt.passes_in_flight == 0)
+    opt.passes_in_flight = automatic_passes_in_flight(*model, pages, opt, a.stream, available_memory_bytes() / 2);
   // The markdown goes to --out, or to stdout page by page (unless --stream prints the text there);
   // the JSON to --json, page by page too: memory holds a few passes, not the document. Files are
   // renamed into place once whole (doc/ocr_document_writer.h).
@@ -204,7 +195,7 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--passes-in-flight", a->passes_in_flight,
                  "Passes decoded side by side, each step reading the weights once for all (the same text; the KV holds that many "
                  "passes at once). 0 = automatic: up to 4 when the document takes several passes (8 where AMX tiles run "
-                 "the products), 1 with --kv-budget, "
+                 "the products), their KV within half the memory available, 1 with --kv-budget, "
                  "--kv-offload, --stream or rolling")
       ->capture_default_str();
   app.add_option("--prefix-cache-bytes", a->prefix_cache_bytes,

@@ -9,5 +9,8 @@ namespace folio {
 size_t peak_rss_bytes();
 // Current resident set size (/proc/self/statm).
 size_t current_rss_bytes();
+// What the kernel can hand out without swapping, page cache included (MemAvailable of
+// /proc/meminfo), or SIZE_MAX when it cannot be read.
+size_t available_memory_bytes();
 
 }  // namespace folio

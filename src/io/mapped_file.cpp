@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/huge_pages.h"
+#include "core/memory_stats.h"
 
 namespace folio {
 
@@ -63,19 +64,6 @@ const uint8_t* map_file_huge_aligned(int fd, const std::string& path, size_t siz
   return start;
 }
 
-// MemAvailable of /proc/meminfo in bytes (what the kernel can hand out without swapping, page cache
-// included), or SIZE_MAX when it cannot be read.
-size_t available_memory() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return SIZE_MAX;
-  char line[256];
-  size_t kib = 0;
-  bool found = false;
-  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
-  std::fclose(f);
-  return found ? kib * 1024 : SIZE_MAX;
-}
-
 // Reads [done, done + want) of fd into dst + done; throws naming the path on an error or a short file.
 void read_range(int fd, const std::string& path, uint8_t* dst, size_t done, size_t want, size_t size) {
   const size_t end = done + want;
@@ -120,7 +108,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, Residency 
   if (size == 0) return std::shared_ptr<MappedFile>(new MappedFile(path, nullptr, 0, 0, residency));
   // A copy larger than half of what is available could push the process into the OOM killer where
   // a mapping would only page: such a file stays mapped.
-  if (residency == Residency::kResident && size > available_memory() / 2) residency = Residency::kMapped;
+  if (residency == Residency::kResident && size > available_memory_bytes() / 2) residency = Residency::kMapped;
   if (residency == Residency::kResident) {
     auto [base, length] = map_aligned_anonymous(path, size);
     try {

@@ -18,6 +18,8 @@
 #include "vision/image_assembly.h"
 #include "runtime/model_factory.h"
 #include "runtime/ocr_model.h"
+#include "kernels/cpu/cpu_features.h"
+#include "runtime/ocr_passes_in_flight.h"
 #include "runtime/ocr_pipeline.h"
 #include "runtime/ocr_unlimited.h"
 #include "test_png.h"
@@ -296,6 +298,38 @@ TEST(OcrPipeline, PassesSideBySideGiveTheSequentialResult) {
   EXPECT_EQ(three.stats.stop_reasons, one.stats.stop_reasons);
   o.passes_in_flight = 0;
   EXPECT_THROW(run_ocr(model, pages, o, threads), Error);
+}
+
+// The automatic count of passes side by side: the document's passes, at most 4 (8 with AMX int8
+// tiles), at most what the memory given holds of the largest passes' KV bounds, 1 when streaming
+// or under a KV budget; and the bound is one: a pass run alone holds no more (the pool's peak).
+TEST(OcrPipeline, AutomaticPassesInFlightFitTheMemoryGiven) {
+  auto& model = *fx().model;
+  OcrPages pages = OcrPages::open({kPdf, kPdf, kPdf}, "", kDpi);  // six one-page passes
+  ThreadPool threads(2);
+  OcrOptions o = options(VisionMode::Base, "rswa", 16, 12);
+  o.pages_per_pass = 1;
+  size_t largest = 0;
+  for (size_t i = 0; i < pages.size(); ++i) largest = std::max(largest, ocr_pass_kv_bound(model, pages, o, i, 1));
+  const size_t most = kernels::int8_amx_active() ? 6 : 4;
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, o, false, SIZE_MAX), most);
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, o, false, 3 * largest), 3u);
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, o, false, 3 * largest - 1), 2u);
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, o, false, 0), 1u);
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, o, true, SIZE_MAX), 1u);
+  OcrOptions budget = o;
+  budget.kv_budget = size_t{64} << 20;
+  EXPECT_EQ(automatic_passes_in_flight(model, pages, budget, false, SIZE_MAX), 1u);
+  // Under the full policy the generated tokens count too.
+  OcrOptions full = options(VisionMode::Base, "full", 16, 300);
+  full.pages_per_pass = 1;
+  EXPECT_GT(ocr_pass_kv_bound(model, pages, full, 0, 1), ocr_pass_kv_bound(model, pages, o, 0, 1));
+  OcrPages one = OcrPages::open({kPdf}, "1", kDpi);
+  for (const OcrOptions& opt : {o, full}) {
+    const OcrResult r = run_ocr(model, one, opt, threads);
+    EXPECT_GT(r.stats.kv_bytes_peak, 0u);
+    EXPECT_LE(r.stats.kv_bytes_peak, ocr_pass_kv_bound(model, one, opt, 0, 1)) << opt.policy.name();
+  }
 }
 
 // Kept reference KV (prefix_cache_bytes): a pass whose reference repeats an earlier pass's parts
