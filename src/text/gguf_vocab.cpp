@@ -14,8 +14,9 @@ namespace {
 // CJK runs, then punctuation-led words, letter runs, punctuation runs, newlines and spaces.
 const char* const kDeepseekV3Splits[] = {
     "\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
-    " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"};
+    // One regex written on two lines (the parentheses tell compilers the joined literal is meant).
+    ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+     " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")};
 
 // GGUF names a byte-level BPE's pre-tokenizer ("tokenizer.ggml.pre") instead of storing it; this
 // is the tokenizer.json spelling of the ones folio knows.
