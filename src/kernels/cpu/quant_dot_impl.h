@@ -161,7 +161,8 @@ constexpr size_t kQPrefetchBytes = 16384;
 // 10-35% slower on an Intel Xeon; docs/benchmarks.md). Addresses past the matrix are formed as
 // integers and only prefetched (which cannot fault). The instruction is written out: GCC 12 dropped
 // __builtin_prefetch from the interleaved q6_k kernel's loops (no prefetch left in its code; its
-// 1-row product streamed at 8 GB/s on one core where the row kernel read 12), the other kernels kept theirs.
+// 1-row product streamed at 8 GB/s on one core where the row kernel read 12), the other kernels kept
+// theirs. tests/kernels/prefetches_kept_test.sh checks every product kernel's code still holds one.
 #if defined(__x86_64__)
 inline void prefetch_line(uintptr_t p) { asm volatile("prefetcht1 (%0)" ::"r"(p)); }
 #else
