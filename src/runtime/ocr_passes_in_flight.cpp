@@ -4,6 +4,8 @@
 #include <functional>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kv/block_pool.h"
+#include "kv/kv_footprint.h"
 #include "kv/sequence_kv.h"
 
 namespace folio {
@@ -13,21 +15,22 @@ namespace {
 // The most passes side by side without a memory limit: see the header.
 size_t most_passes_in_flight() { return kernels::int8_amx_active() ? 8 : 4; }
 
-int64_t whole_blocks(int64_t tokens) { return (tokens + kDefaultBlockTokens - 1) / kDefaultBlockTokens * kDefaultBlockTokens; }
-
 }  // namespace
 
 size_t ocr_pass_kv_bound(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, size_t first, size_t count) {
   constexpr int64_t kPromptTokens = 64;  // the prompt's text around the pages, generously
   Decoder& dec = model.decoder();
-  const KVLayout lay = opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype);
+  const KVBlockPool layout(opt.kv_types ? dec.kv_layout(*opt.kv_types) : dec.kv_layout(opt.kv_dtype), 0);
   int64_t reference = kPromptTokens;
   for (size_t i = first; i < first + count; ++i) reference += model.image_tokens(pages, i, opt.mode);
-  int64_t generated = opt.policy.window + kDefaultBlockTokens;  // the window's ring, a block being filled
-  if (opt.policy.kind == KVPolicyKind::Full)
-    generated = opt.max_tokens > 0 ? opt.max_tokens : dec.config().max_positions / 2;
-  const int64_t tokens = whole_blocks(reference) + whole_blocks(generated);
-  return static_cast<size_t>(static_cast<double>(tokens) * lay.reference_bytes_per_token());
+  // Tokens generated and stored (as the pipeline bounds a pass's output), within the context.
+  const int64_t max_tokens = opt.max_tokens > 0 ? opt.max_tokens : model.max_output_tokens(count);
+  const int64_t generated = std::max<int64_t>(0, std::min(max_tokens, dec.config().max_positions - reference));
+  // The pass's reference is several parts (prompt pieces, pages), each its own segment: whatever
+  // the split, the segments closed so far and the one filling (whole blocks) hold no more than the
+  // rows and one open block, which segments {reference, 1} reach.
+  const int64_t segments[] = {reference, 1};
+  return KVFootprint::worst_case_bytes(layout, opt.policy, kDefaultBlockTokens, segments, generated);
 }
 
 size_t automatic_passes_in_flight(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, bool stream,

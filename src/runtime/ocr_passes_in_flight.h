@@ -21,9 +21,9 @@
 namespace folio {
 
 // At most the KV bytes a pass of pages [first, first + count) holds under opt (its layout and
-// policy): its image tokens, a prompt's worth more, the window (or, under the full policy, the
-// generated tokens up to max_tokens or half the context), each rounded up to whole blocks. An upper
-// bound, not the pool's count: the pool's own counters say what a run held (kv_bytes_peak).
+// policy): KVFootprint's worst case (what admission reserves) for a reference of its image tokens
+// and a prompt's worth more, and its output as the pipeline bounds it. An upper bound, not the
+// pool's count: the pool's own counters say what a run held (kv_bytes_peak).
 size_t ocr_pass_kv_bound(OcrModel& model, const OcrPages& pages, const OcrOptions& opt, size_t first, size_t count);
 
 // The count described above for the passes plan_ocr_passes makes of pages; at least 1.

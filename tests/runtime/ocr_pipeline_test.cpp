@@ -324,8 +324,10 @@ TEST(OcrPipeline, AutomaticPassesInFlightFitTheMemoryGiven) {
   OcrOptions full = options(VisionMode::Base, "full", 16, 300);
   full.pages_per_pass = 1;
   EXPECT_GT(ocr_pass_kv_bound(model, pages, full, 0, 1), ocr_pass_kv_bound(model, pages, o, 0, 1));
+  OcrOptions q8 = o;  // quantised KV: whole key groups and a staging block
+  q8.kv_types = KVTypes::uniform(KVDType::Q8);
   OcrPages one = OcrPages::open({kPdf}, "1", kDpi);
-  for (const OcrOptions& opt : {o, full}) {
+  for (const OcrOptions& opt : {o, full, q8}) {
     const OcrResult r = run_ocr(model, one, opt, threads);
     EXPECT_GT(r.stats.kv_bytes_peak, 0u);
     EXPECT_LE(r.stats.kv_bytes_peak, ocr_pass_kv_bound(model, one, opt, 0, 1)) << opt.policy.name();
