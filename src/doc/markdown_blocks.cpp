@@ -1,5 +1,6 @@
 #include "doc/markdown_blocks.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -14,7 +15,7 @@ std::string label_of(std::string_view block) {
   if (starts_with(block, "##")) return "sub_title";
   if (starts_with(block, "```")) return "code";
   if (starts_with(block, "|")) return "table";
-  if (starts_with(block, "- ")) return "list";
+  if (starts_with(block.substr(std::min(block.find_first_not_of(' '), block.size())), "- ")) return "list";  // nested items too
   size_t digits = 0;
   while (digits < block.size() && std::isdigit(static_cast<unsigned char>(block[digits]))) ++digits;
   if (digits > 0 && (starts_with(block.substr(digits), ". ") || starts_with(block.substr(digits), ") "))) return "list";

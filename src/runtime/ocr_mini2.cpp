@@ -14,6 +14,7 @@
 #include "vision/page_layout.h"
 #include "runtime/heading_levels.h"
 #include "runtime/ocr_accuracy.h"
+#include "runtime/contents_lines.h"
 #include "runtime/prose_line.h"
 #include "runtime/structure_writer.h"
 
@@ -28,6 +29,7 @@ struct MiniOcr2Model::PassState {
   std::vector<size_t> line_counts;                            // [page]
   std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
   std::vector<std::vector<LineStyle>> styles;                // [page][line], until the decoder leaves the page
+  std::vector<std::vector<std::optional<ContentsEntry>>> contents;  // [page][line] (contents_lines.h)
   StructureCursor cursor, written;
   StructureWriter writer;
   HeadingLevels headings;                                    // the decoder side's
@@ -102,7 +104,7 @@ Mini2Page MiniOcr2Model::read_lines(const PageAnalysis& analysis, ThreadPool& th
     ReadLine r;
     r.x0 = l.x0, r.y0 = l.y0, r.x1 = l.x1, r.y1 = l.y1;
     r.column = l.column, r.columns = l.columns, r.region_x0 = l.region_x0, r.region_x1 = l.region_x1;
-    r.x_height = l.x_height, r.gap_before = l.gap_before;
+    r.x_height = l.x_height, r.gap_before = l.gap_before, r.led = l.led;
     for (const LineSegment& s : l.segments) {
       r.segments.push_back({s.x0, s.x1, texts[k++], mean_of(s.crop.ink)});
     }
@@ -162,8 +164,10 @@ ReferencePart MiniOcr2Model::page_part(const PageAnalysis& analysis, size_t firs
     cells.emplace_back();
     for (const ReadSegment& s : l.segments) cells.back().push_back(s.text);
   }
-  if (state.cells.size() <= k) state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1);
+  if (state.cells.size() <= k)
+    state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1), state.contents.resize(k + 1);
   state.line_counts[k] = cells.size();
+  state.contents[k] = contents_entries(page.lines);
   state.cells[k] = std::move(cells);
   state.styles[k] = page_line_styles(page.lines);
   if (on_encoded)
@@ -202,6 +206,7 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
       if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
     }
     if (!more) return;
+    if (contents_entry(*state, {page, static_cast<size_t>(state->cursor.line())})) return keep_only(StructureAction::Bullet, logits);
     keep_prose_out_of_code(*state, logits);
     settle_heading_level(*state, logits);
   };
@@ -220,9 +225,26 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
     }
     const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
     if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return "";
+    if (const ContentsEntry* e = contents_entry(*state, {page, line}))
+      return e->starts_entry ? "" : state->writer.push(StructureAction::Bullet, {contents_text(*e)}, e->level);
     return state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };
+}
+
+// Contents entries (contents_lines.h) are the model's rule, not the decoder's choice: written as
+// nested items, the decoder is given the bulleted item as its action for them.
+const ContentsEntry* MiniOcr2Model::contents_entry(const PassState& state, std::pair<size_t, size_t> at) const {
+  const auto [page, line] = at;
+  if (page >= state.contents.size() || line >= state.contents[page].size() || !state.contents[page][line]) return nullptr;
+  return &*state.contents[page][line];
+}
+
+void MiniOcr2Model::keep_only(StructureAction action, std::span<float> logits) const {
+  const int32_t keep = token_of_action_[static_cast<size_t>(action)];
+  if (keep < 0) return;
+  for (size_t t = 0; t < logits.size(); ++t)
+    if (static_cast<int32_t>(t) != keep) logits[t] = -std::numeric_limits<float>::infinity();
 }
 
 // Prose is not code (prose_line.h): when the decoder would write a line that reads as prose (or an
@@ -286,6 +308,7 @@ OcrPass MiniOcr2Model::fresh_decoding(const OcrPass& prepared) const {
   state->line_counts = old->line_counts;
   state->cells = old->cells;
   state->styles = old->styles;
+  state->contents = old->contents;
   bind_hooks(out, std::move(state));
   return out;
 }

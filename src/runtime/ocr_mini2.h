@@ -35,6 +35,7 @@
 #include "vision/line_recognizer.h"
 #include "vision/page_layout.h"
 #include "vision/structure_tokens.h"
+#include "runtime/contents_lines.h"
 #include "runtime/loaded_model.h"
 #include "runtime/ocr_model.h"
 #include "runtime/structure_writer.h"
@@ -105,6 +106,9 @@ class MiniOcr2Model : public OcrModel {
   const LineStyle* cursor_style(const PassState& state) const;  // the style of the line being decided
   std::optional<int> heading_level(int32_t token) const;        // 1-3 for H1-H3
   void keep_prose_out_of_code(const PassState& state, std::span<float> logits) const;
+  // The contents entry at (page, line) of the pass, or null (contents_lines.h).
+  const ContentsEntry* contents_entry(const PassState& state, std::pair<size_t, size_t> at) const;
+  void keep_only(StructureAction action, std::span<float> logits) const;
   void settle_heading_level(const PassState& state, std::span<float> logits) const;
   void note_heading(PassState& state, int32_t token) const;
 

@@ -1,5 +1,6 @@
 #include "runtime/structure_writer.h"
 
+#include <algorithm>
 #include <array>
 
 namespace folio {
@@ -57,7 +58,7 @@ std::string StructureWriter::close_block() {
   return out;
 }
 
-std::string StructureWriter::push(StructureAction a, const std::vector<std::string>& cells) {
+std::string StructureWriter::push(StructureAction a, const std::vector<std::string>& cells, int depth) {
   using A = StructureAction;
   if (a == A::Skip) return "";
   std::string text = join(cells, " ");
@@ -93,7 +94,7 @@ std::string StructureWriter::push(StructureAction a, const std::vector<std::stri
         block_ = Block::Text;
         break;
       case A::Bullet:
-        out += "- ";
+        out += std::string(size_t(std::max(0, 2 * depth)), ' ') + "- ";
         text = strip_bullet(text);
         block_ = Block::List;
         break;

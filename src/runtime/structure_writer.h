@@ -36,8 +36,9 @@ std::optional<StructureAction> structure_action_from_name(std::string_view name)
 
 class StructureWriter {
  public:
-  // The markdown that line's action adds (cells: the line's segments, in order).
-  std::string push(StructureAction action, const std::vector<std::string>& cells);
+  // The markdown that line's action adds (cells: the line's segments, in order). `depth`: a
+  // bulleted item's nesting, "  " per level before its "- " (contents entries, contents_lines.h).
+  std::string push(StructureAction action, const std::vector<std::string>& cells, int depth = 0);
   // Ends the page: what its open block still owes, then `marker`.
   std::string page_break(std::string_view marker);
   // Ends the document: what its open block still owes.

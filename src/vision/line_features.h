@@ -30,6 +30,7 @@ struct ReadLine {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   int column = 0, columns = 1, region_x0 = 0, region_x1 = 0;
   int x_height = 0, gap_before = -1;
+  bool led = false;  // page_layout.h: a dot leader was erased in it
   std::vector<ReadSegment> segments;
   std::string text() const;  // segments joined by " "
 };

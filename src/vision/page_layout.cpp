@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/median.h"
+#include "vision/dot_leaders.h"
 #include "vision/page_background.h"
 
 namespace folio {
@@ -360,7 +361,8 @@ std::vector<Block> blocks(const InkPage& p, const Window& w, std::pair<int, int>
 PageLayout find_layout(const uint8_t* gray, int width, int height) {
   PageLayout out;
   out.width = width, out.height = height;
-  const InkPage p = ink_page(gray, width, height);
+  InkPage p = ink_page(gray, width, height);
+  const std::vector<InkBox> leaders = erase_dot_leaders(p);
   int left = width, right = -1;
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = p.binary.data() + size_t(y) * width;
@@ -379,6 +381,9 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
       static_cast<FoundLine&>(l) = std::move(f);
       l.column = b.column, l.columns = b.columns;
       l.region_x0 = b.x0, l.region_x1 = b.x1;
+      l.led = std::any_of(leaders.begin(), leaders.end(), [&](const InkBox& d) {
+        return 2 * l.y0 <= d.y0 + d.y1 && d.y0 + d.y1 < 2 * l.y1 && d.x0 < l.region_x1 && d.x1 > l.region_x0;
+      });
       out.lines.push_back(std::move(l));
     }
   return out;

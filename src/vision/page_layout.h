@@ -6,7 +6,8 @@
 //      Otsu binarisation; ink strength by the page's own paper and ink levels (the 90th percentile
 //      of the page, the 5th of its Otsu ink). Rules are removed: pixels of horizontal ink runs of at
 //      least kRuleH x the page width or vertical runs of at least kRuleV x its height stop being ink
-//      (a ruled table falls apart into rows and cells).
+//      (a ruled table falls apart into rows and cells). Dot leaders are erased (dot_leaders.h: a
+//      contents entry's title and page number become two segments, and its line is `led`).
 //   2. Columns: a clean gutter first: the widest run of pixel columns in the middle half of the
 //      ink's extent with no ink in any row (but bands lying within that middle half: a centred page
 //      number), at least kCleanGutterMin x the page width (a reference card's close columns), when
@@ -66,6 +67,7 @@ struct LayoutLine : FoundLine {
   int column = 0;                // 0 (left, only, or spanning), 1 (right)
   int columns = 1;               // columns of its zone
   int region_x0 = 0, region_x1 = 0;  // its column's extent (the ink's whole extent when one column)
+  bool led = false;  // a dot leader was erased within its rows and its column (a contents or index entry)
 };
 
 struct PageLayout {

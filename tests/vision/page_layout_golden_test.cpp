@@ -96,22 +96,47 @@ TEST(PageLayout, MatchesThePythonReferenceOnATwoColumnPage) {
 // A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)
 // between paragraphs that cross the strip: one column, read row by row, as the reference reads it
 // (tools/fixtures/make_layout_fixture.py asserts that only the table rule turns the strip down).
-// Lines of `page_png` as the reference found them (`golden`: lines [n, 10], segments [m, 6]).
+// Lines of `page_png` as the reference found them (`golden`: lines [n, 10], segments [m, 6], led [n]).
 PageLayout expect_reference_lines(const std::string& page_png, const std::string& golden) {
   const RgbImage page = load_image(kDir + page_png);
   const std::vector<uint8_t> gray = gray_bytes(page);
   const auto expected = SafetensorsCheckpoint::open(kDir + golden);
   PageLayout layout = find_layout(gray.data(), page.width, page.height);
   const std::vector<float> lines = to_f32_vector(expected->get("lines")), segs = to_f32_vector(expected->get("segments"));
+  const std::vector<float> led = to_f32_vector(expected->get("led"));
   EXPECT_EQ(layout.lines.size() * 10, lines.size());
-  for (size_t i = 0; i < layout.lines.size() && 10 * i < lines.size(); ++i) {
+  EXPECT_EQ(layout.lines.size(), led.size());
+  for (size_t i = 0; i < layout.lines.size() && 10 * i < lines.size() && i < led.size(); ++i) {
     const LayoutLine& l = layout.lines[i];
     const float* e = lines.data() + 10 * i;
     const std::vector<int> got = {l.x0, l.y0, l.x1, l.y1, l.column, l.columns, l.region_x0, l.region_x1, l.x_height, l.gap_before};
     for (int k = 0; k < 10; ++k) EXPECT_EQ(got[k], e[k]) << page_png << " line " << i << " field " << k;
+    EXPECT_EQ(l.led, led[i] != 0) << page_png << " line " << i;
   }
-  EXPECT_EQ(all_segments(layout).size() * 6, segs.size());
+  const std::vector<const LineSegment*> got = all_segments(layout);
+  EXPECT_EQ(got.size() * 6, segs.size());
+  for (size_t k = 0; k < got.size() && 6 * k < segs.size(); ++k) {
+    EXPECT_EQ(got[k]->x0, segs[6 * k + 1]) << page_png << " segment " << k;
+    EXPECT_EQ(got[k]->x1, segs[6 * k + 2]) << page_png << " segment " << k;
+  }
   return layout;
+}
+
+// A LaTeX report's table of contents: its leaders' dots stand on one grid down the page, and their
+// columns were clean gutters (the page was read as columns of dots). With the leaders erased
+// (dot_leaders.h) it is one column of entries, each led section a title and a page number apart,
+// as the reference reads it (the fixture script asserts the columns without the erasing).
+TEST(PageLayout, AContentsPageIsOneColumnOfEntriesWithoutLeaders) {
+  const PageLayout layout = expect_reference_lines("contents_page.png", "contents_golden.safetensors");
+  int led = 0;
+  for (const LayoutLine& l : layout.lines) {
+    EXPECT_EQ(l.columns, 1);
+    if (!l.led) continue;
+    ++led;
+    EXPECT_GE(l.segments.size(), 2u) << "a led entry's title and page number are segments apart";
+    EXPECT_LT(l.segments.back().x1 - l.segments.back().x0, 3 * l.x_height) << "the last segment is the page number alone";
+  }
+  EXPECT_GE(led, 8);
 }
 
 // A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)

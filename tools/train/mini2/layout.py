@@ -5,7 +5,8 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
   1. The background removed (line_finder.remove_background), then Otsu binarisation (as line_finder: ink is at or below the level). Rules are removed: pixels of horizontal ink runs of at
      least RULE_H x the page width or vertical runs of at least RULE_V x its height (table borders,
      underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
-     The text extent is the box of the remaining ink.
+     Dot leaders are erased (dot_leaders.py: a contents entry's title and page number become two
+     segments, and its line is `led`). The text extent is the box of the remaining ink.
   2. Columns: the vertical projection counts, per pixel column, the rows with ink. A rough gutter is
      the widest run of pixel columns in the middle half of the text extent whose count stays at or
      below GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. A band of the
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dot_leaders import erase_leaders
 from line_finder import _segment, bands, binarise, merge_thin, segments, split_touching
 from lines import crop_line
 
@@ -64,6 +66,7 @@ class Line:
     xh: int               # band x-height (Otsu ink)
     gap_before: int       # blank rows to the previous line of the same zone and column (-1: first)
     segments: list = field(default_factory=list)  # [((x0, x1), crop [32, W])]
+    led: bool = False     # a dot leader was erased within its rows and column (dot_leaders.py)
 
 
 def find_gutter(binary, within_columns=False, page_width=None):
@@ -283,6 +286,7 @@ def find_layout(gray):
     ruled = rules(binary)
     binary &= ~ruled
     ink[ruled] = 0.0
+    leaders = erase_leaders(binary, ink)
     if not binary.any():
         return []
     cols = np.nonzero(binary.any(axis=0))[0]
@@ -290,6 +294,9 @@ def find_layout(gray):
     out = []
     for y0, y1, x0, x1, column, columns in _blocks(binary, 0, binary.shape[0], 0, binary.shape[1], extent):
         out.extend(_lines_in(binary, ink, y0, y1, x0, x1, column, columns))
+    for line in out:
+        line.led = any(2 * line.box[1] <= ly0 + ly1 < 2 * line.box[3] and lx0 < line.region[1] and lx1 > line.region[0]
+                       for lx0, ly0, lx1, ly1 in leaders)
     return out
 
 

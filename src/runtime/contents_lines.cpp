@@ -1,0 +1,179 @@
+#include "runtime/contents_lines.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
+
+namespace folio {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+bool all_of_set(std::string_view s, std::string_view set) {
+  return std::all_of(s.begin(), s.end(), [&](char c) { return set.find(c) != std::string_view::npos; });
+}
+
+bool is_page_number(std::string_view s) {
+  if (s.empty()) return false;
+  if (s.size() <= 4 && all_of_set(s, "0123456789")) return true;
+  return s.size() <= 8 && (all_of_set(s, "ivxlcdm") || all_of_set(s, "IVXLCDM"));
+}
+
+bool has_letter(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+}
+
+// The title without what is left of a leader at its end: a tail of dots and spaces that holds a
+// space or two dots (a title's own final period, as in "etc.", stays).
+std::string clean_title(std::string_view t) {
+  t = trim(t);
+  size_t k = t.size();
+  while (k > 0 && (t[k - 1] == '.' || t[k - 1] == ' ')) --k;
+  const std::string_view tail = t.substr(k);
+  if (tail.find(' ') != std::string_view::npos || std::count(tail.begin(), tail.end(), '.') >= 2) t = trim(t.substr(0, k));
+  return std::string(t);
+}
+
+std::string joined(const std::vector<ReadSegment>& segs, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view c = trim(segs[i].text);
+    if (!c.empty()) out += (out.empty() ? "" : " ") + std::string(c);
+  }
+  return out;
+}
+
+// A one-segment line's page number: after a leader read as dots (three or more, spaced or not),
+// or, on a led line, after a space. npos when none.
+size_t number_start(std::string_view t, bool led) {
+  const size_t space = t.rfind(' ');
+  if (space == std::string_view::npos || !is_page_number(t.substr(space + 1))) return std::string_view::npos;
+  size_t k = space, dots = 0;
+  while (k > 0 && (t[k - 1] == '.' || t[k - 1] == ' ')) dots += t[--k] == '.';
+  return dots >= 3 || led ? space + 1 : std::string_view::npos;
+}
+
+struct Candidate {
+  std::string title, page;
+  bool dotted = false;  // its page number came after a leader read as dots
+};
+
+std::optional<Candidate> candidate(const ReadLine& l) {
+  const std::vector<ReadSegment>& segs = l.segments;
+  if (segs.empty()) return std::nullopt;
+  const std::string_view last = trim(segs.back().text);
+  if (segs.size() >= 2 && is_page_number(last)) {
+    std::string title = clean_title(joined(segs, segs.size() - 1));
+    if (has_letter(title)) return Candidate{std::move(title), std::string(last), false};
+    return std::nullopt;
+  }
+  const std::string text = joined(segs, segs.size());
+  size_t at = number_start(text, false);
+  const bool dotted = at != std::string_view::npos;
+  if (!dotted) at = number_start(text, l.led);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string title = clean_title(std::string_view(text).substr(0, at));
+  if (!has_letter(title)) return std::nullopt;
+  return Candidate{std::move(title), text.substr(at), dotted};
+}
+
+bool has_letter_or_digit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+}
+
+// A line of two or more segments whose last one, where its page number stands, was read as marks or
+// nothing (at most 4 characters, no letter or digit): an entry with no number.
+std::optional<Candidate> unread_number(const ReadLine& l) {
+  if (l.segments.size() < 2) return std::nullopt;
+  const std::string_view last = trim(l.segments.back().text);
+  std::string title = clean_title(joined(l.segments, l.segments.size() - 1));
+  if (last.size() > 4 || has_letter_or_digit(last) || !has_letter(title)) return std::nullopt;
+  return Candidate{std::move(title), "", false};
+}
+
+bool is_contents_title(const ReadLine& l) {
+  std::string t;
+  for (char c : joined(l.segments, l.segments.size()))
+    if (std::isalpha(static_cast<unsigned char>(c))) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (c == ' ' && !t.empty() && t.back() != ' ') t += ' ';
+  t = std::string(trim(t));
+  static constexpr std::array<std::string_view, 11> kTitles = {
+      "contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
+      "indice", "contenido", "contenidos", "spis tresci", "index of contents"};
+  return std::find(kTitles.begin(), kTitles.end(), t) != kTitles.end();
+}
+
+// Levels: the rank of each indent among the page's entry indents, indents grouped within `tol` of
+// their group's first (sorted ascending).
+std::vector<int> indent_levels(const std::vector<int>& indents, int tol) {
+  std::vector<int> sorted = indents;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> starts;
+  for (int v : sorted)
+    if (starts.empty() || v - starts.back() > tol) starts.push_back(v);
+  std::vector<int> out;
+  for (int v : indents) {
+    int level = 0;
+    while (level + 1 < int(starts.size()) && starts[size_t(level) + 1] <= v) ++level;
+    out.push_back(std::min(level, ContentsLineRule::kMaxLevel));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<ReadLine>& lines) {
+  const size_t n = lines.size();
+  std::vector<std::optional<ContentsEntry>> out(n);
+  std::vector<std::optional<Candidate>> cands(n);
+  int count = 0, led = 0;
+  bool titled = false;
+  for (size_t i = 0; i < n; ++i) {
+    cands[i] = candidate(lines[i]);
+    count += cands[i].has_value();
+    led += cands[i].has_value() && (lines[i].led || cands[i]->dotted);
+    titled = titled || is_contents_title(lines[i]);
+  }
+  if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled)) return out;
+  for (size_t i = 0; i < n; ++i)
+    if (!cands[i]) cands[i] = unread_number(lines[i]);
+  std::vector<size_t> firsts;  // each entry's first line
+  std::vector<int> indents, heights;
+  for (size_t i = 0; i < n; ++i) {
+    if (cands[i]) {
+      ContentsEntry e;
+      e.title = cands[i]->title, e.page = cands[i]->page;
+      if (i > 0 && out[i - 1] && out[i - 1]->starts_entry) e.title = out[i - 1]->title + " " + e.title;
+      else firsts.push_back(i);
+      out[i] = std::move(e);
+      heights.push_back(lines[i].x_height);
+    } else if (i > 0 && i + 1 < n && cands[i - 1] && cands[i + 1] && !lines[i].segments.empty() &&
+               has_letter(lines[i].segments.back().text)) {
+      ContentsEntry e;
+      e.starts_entry = true;
+      e.title = clean_title(joined(lines[i].segments, lines[i].segments.size()));
+      out[i] = std::move(e);
+      firsts.push_back(i);
+    }
+  }
+  std::sort(heights.begin(), heights.end());
+  for (size_t i : firsts) indents.push_back(lines[i].x0 - lines[i].region_x0);
+  const std::vector<int> levels = indent_levels(indents, heights[heights.size() / 2]);
+  for (size_t k = 0; k < firsts.size(); ++k) {
+    out[firsts[k]]->level = levels[k];
+    if (out[firsts[k]]->starts_entry) out[firsts[k] + 1]->level = levels[k];
+  }
+  return out;
+}
+
+std::string contents_text(const ContentsEntry& entry) {
+  return entry.title + (entry.page.empty() ? "" : " \u2014 " + entry.page);
+}
+
+}  // namespace folio

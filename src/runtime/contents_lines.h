@@ -1,0 +1,54 @@
+// Contents pages: which lines of a page are entries of a table of contents, and how each is written,
+// for the mini OCR models. Their structure decoder sees a line's geometry and only its first and
+// last characters, and wrote contents entries as paragraphs, one-cell table rows or code, with
+// their page numbers lost or run into the text (docs/mini-ocr.md, "Contents pages"). The C++ twin of
+// tools/train/mini4/contents_lines.py (keep them in step; tests/runtime/contents_lines_test.cpp
+// compares them on fixture pages).
+//
+// A line is an entry candidate when its last segment is a page number (1-4 digits, or a roman
+// numeral of up to 8 letters in one case) and the segments before it hold a letter; or, in one
+// segment, when its text ends in a dot leader read as dots and a page number, or (a led line,
+// page_layout.h) in a space and a page number. A page is a contents page when it has at least
+// kMinEntries candidates and at least kMinLed of them were led or read with a leader of dots, or a
+// line that reads as a contents title ("Contents", "Table of Contents", "Inhalt", "Table des
+// matieres", ...). On a contents page every candidate is an entry, and so is a line of two or more
+// segments whose last one, where its page number stands, was read as marks or nothing (written
+// without a number); a line that is neither, between two entries and ending in a letter (the first
+// part of a title too long for one line), starts the next entry. An entry's level is the rank of its indent (x0 less
+// its column's left edge) among the page's entries' indents, grouped within an x-height (of the
+// median entry) of the group's first; at most kMaxLevel.
+//
+// Entries are written as bulleted items nested by level ("  " per level), the title, " — " and the
+// page number (the title alone when it could not be read); a leader left in the text is dropped.
+// Pure; any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vision/line_features.h"
+
+namespace folio {
+
+struct ContentsLineRule {
+  static constexpr int kMinEntries = 4;
+  static constexpr int kMinLed = 2;
+  static constexpr int kMaxLevel = 3;
+};
+
+struct ContentsEntry {
+  bool starts_entry = false;  // the first part of a wrapped title: written with the next line
+  int level = 0;
+  std::string title;          // with the parts before it, for the line that ends the entry
+  std::string page;
+};
+
+// One per line of the page: the entry it is, or nothing (not a contents page, or not an entry).
+std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<ReadLine>& lines);
+
+// An entry's text as its item shows it: the title, " — ", the page (the title alone when no page
+// number was read). StructureWriter::push(Bullet, {text}, level) writes the nested item.
+std::string contents_text(const ContentsEntry& entry);
+
+}  // namespace folio

@@ -1,0 +1,174 @@
+#include "vision/dot_leaders.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <optional>
+
+namespace folio {
+
+namespace {
+
+struct Run {
+  int y, x0, x1;  // [x0, x1) on row y
+};
+
+std::vector<Run> ink_runs(const std::vector<uint8_t>& binary, int width, int height) {
+  std::vector<Run> runs;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = binary.data() + size_t(y) * width;
+    for (int x = 0; x < width;) {
+      if (!row[x]) { ++x; continue; }
+      const int s = x;
+      while (x < width && row[x]) ++x;
+      runs.push_back({y, s, x});
+    }
+  }
+  return runs;
+}
+
+size_t find_root(std::vector<size_t>& parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+bool ink_between(const std::vector<uint8_t>& binary, int width, const InkBox& a, const InkBox& b) {
+  for (int y = std::min(a.y0, b.y0); y < std::max(a.y1, b.y1); ++y)
+    for (int x = a.x1; x < b.x0; ++x)
+      if (binary[size_t(y) * width + x]) return true;
+  return false;
+}
+
+bool is_dot(const InkBox& b, int page_width) {
+  const int w = b.x1 - b.x0, h = b.y1 - b.y0;
+  const int most = std::max(3, int(DotLeaderRule::kDotMax * page_width));
+  return w <= most && h <= most && w <= h + 2 && h <= w + 2 && 2 * b.count >= w * h;
+}
+
+// Step 2. Chains stay open while a later dot could still reach them (dots come in order of x0, and
+// a gap is at most `reach`); the open ones keep their order of creation, so
+// ties go to the earlier chain as the reference's scan of all chains does.
+std::vector<std::vector<InkBox>> chain_dots(std::vector<InkBox> dots, const std::vector<uint8_t>& binary, int width) {
+  std::stable_sort(dots.begin(), dots.end(), [](const InkBox& a, const InkBox& b) {
+    return a.x0 != b.x0 ? a.x0 < b.x0 : a.y0 < b.y0;
+  });
+  const int reach = int(DotLeaderRule::kGapMax * width);
+  std::vector<std::vector<InkBox>> chains;
+  std::vector<size_t> open;
+  for (const InkBox& d : dots) {
+    std::erase_if(open, [&](size_t c) { return chains[c].back().x1 + reach < d.x0; });
+    std::optional<size_t> best;
+    int best_gap = 0;
+    for (size_t c : open) {
+      const InkBox& last = chains[c].back();
+      const int gap = d.x0 - last.x1;
+      if (gap > 0 && gap <= reach &&
+          std::abs((d.y0 + d.y1) - (last.y0 + last.y1)) <= 2 && (!best || gap < best_gap) &&
+          !ink_between(binary, width, last, d))
+        best = c, best_gap = gap;
+    }
+    if (best) {
+      chains[*best].push_back(d);
+    } else {
+      open.push_back(chains.size());
+      chains.push_back({d});
+    }
+  }
+  return chains;
+}
+
+// Step 3: runs of a regular pitch; a dot may end one run and start the next.
+void regular_runs(const std::vector<InkBox>& chain, std::vector<DotLeader>& out) {
+  auto keep = [&](const std::vector<InkBox>& run) {
+    if (run.size() < size_t(DotLeaderRule::kMinDots)) return;
+    DotLeader l;
+    l.box = {run.front().x0, run.front().y0, run.back().x1, run.front().y1, 0};
+    for (const InkBox& d : run) l.box.y0 = std::min(l.box.y0, d.y0), l.box.y1 = std::max(l.box.y1, d.y1);
+    l.dots = run;
+    out.push_back(std::move(l));
+  };
+  std::vector<InkBox> cur = {chain[0]};
+  int ref = -1;  // the run's first pitch; -1 before it
+  for (size_t i = 1; i < chain.size(); ++i) {
+    const int p = chain[i].x0 - chain[i - 1].x0;
+    if (ref >= 0 && (2 * p < ref || 2 * p > 3 * ref)) {
+      keep(cur);
+      cur = {chain[i - 1]};
+      ref = -1;
+    }
+    if (ref < 0) ref = p;
+    cur.push_back(chain[i]);
+  }
+  keep(cur);
+}
+
+}  // namespace
+
+std::vector<InkBox> ink_components(const std::vector<uint8_t>& binary, int width, int height) {
+  const std::vector<Run> runs = ink_runs(binary, width, height);
+  std::vector<size_t> parent(runs.size());
+  std::iota(parent.begin(), parent.end(), size_t(0));
+  // Runs of consecutive rows touch (8-connected) when they overlap with a pixel of slack.
+  size_t prev_begin = 0, prev_end = 0;
+  int prev_y = -2;
+  for (size_t cur = 0; cur < runs.size();) {
+    const int y = runs[cur].y;
+    size_t cur_end = cur;
+    while (cur_end < runs.size() && runs[cur_end].y == y) ++cur_end;
+    for (size_t i = prev_begin, j = cur; prev_y == y - 1 && i < prev_end && j < cur_end;) {
+      if (runs[i].x0 <= runs[j].x1 && runs[j].x0 <= runs[i].x1) {
+        const size_t ri = find_root(parent, i), rj = find_root(parent, j);
+        if (ri != rj) parent[std::max(ri, rj)] = std::min(ri, rj);
+      }
+      if (runs[i].x1 < runs[j].x1) ++i; else ++j;
+    }
+    prev_begin = cur, prev_end = cur_end, prev_y = y;
+    cur = cur_end;
+  }
+  std::vector<InkBox> boxes;
+  std::vector<size_t> index_of_root(runs.size(), size_t(-1));
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const size_t r = find_root(parent, k);
+    const Run& run = runs[k];
+    if (index_of_root[r] == size_t(-1)) {
+      index_of_root[r] = boxes.size();  // roots are each set's first run: boxes come in root order
+      boxes.push_back({run.x0, run.y, run.x1, run.y + 1, run.x1 - run.x0});
+      continue;
+    }
+    InkBox& b = boxes[index_of_root[r]];
+    b.x0 = std::min(b.x0, run.x0), b.y0 = std::min(b.y0, run.y);
+    b.x1 = std::max(b.x1, run.x1), b.y1 = std::max(b.y1, run.y + 1);
+    b.count += run.x1 - run.x0;
+  }
+  return boxes;
+}
+
+std::vector<DotLeader> find_dot_leaders(const std::vector<uint8_t>& binary, int width, int height) {
+  std::vector<InkBox> dots;
+  for (const InkBox& b : ink_components(binary, width, height))
+    if (is_dot(b, width)) dots.push_back(b);
+  std::vector<DotLeader> out;
+  for (const std::vector<InkBox>& chain : chain_dots(std::move(dots), binary, width)) regular_runs(chain, out);
+  std::stable_sort(out.begin(), out.end(), [](const DotLeader& a, const DotLeader& b) {
+    return a.box.y0 != b.box.y0 ? a.box.y0 < b.box.y0 : a.box.x0 < b.box.x0;
+  });
+  return out;
+}
+
+std::vector<InkBox> erase_dot_leaders(InkPage& page) {
+  const std::vector<DotLeader> leaders = find_dot_leaders(page.binary, page.width, page.height);
+  std::vector<InkBox> boxes;
+  for (const DotLeader& l : leaders) {
+    boxes.push_back(l.box);
+    for (const InkBox& d : l.dots)
+      for (int y = d.y0; y < d.y1; ++y) std::fill_n(page.binary.begin() + size_t(y) * page.width + d.x0, d.x1 - d.x0, uint8_t(0));
+  }
+  for (const DotLeader& l : leaders)
+    for (const InkBox& d : l.dots)
+      for (int y = std::max(0, d.y0 - 1); y < std::min(page.height, d.y1 + 1); ++y)
+        for (int x = std::max(0, d.x0 - 1); x < std::min(page.width, d.x1 + 1); ++x)
+          if (!page.binary[size_t(y) * page.width + x]) page.ink[size_t(y) * page.width + x] = 0.0f;
+  return boxes;
+}
+
+}  // namespace folio

@@ -1,0 +1,428 @@
+"""Contents pages: an evaluation set of tables of contents from many toolchains, and its scoring.
+
+    /usr/bin/python3 tools/train/mini4/contents.py make --out train-work/contents
+    /usr/bin/python3 tools/train/mini4/contents.py eval --set train-work/contents --folio build/folio \
+        --model models/folio-mini-ocr-3 [--scan] [--tesseract] [--json out.json]
+
+`make` composes manuals from held-out sources (corpus.is_held_out: man pages never in any training
+text), each man page a chapter with its sections and subsections, and typesets each with a table of
+contents by one of the toolchains below (several document classes and styles each); it adds the
+contents pages of the PDFs documentation packages ship. A page is a contents page when at least
+MIN_ENTRIES of its lines, and ENTRY_SHARE of its text lines, are entries. Each chosen page is copied to
+SET/pages/NAME.pdf and written as a scan (realdocs.write_scan: 200 or 300 DPI, turned, blurred, noise,
+JPEG). SET/manifest.json holds per document its toolchain, sources, pages and truth entries.
+
+Truth: the entries of `pdftotext -layout` of the page: a line whose text ends in a page number
+(arabic or roman) after a dot leader or a run of two or more spaces; a line with no number directly
+after an entry and followed by one is the first part of a wrapped entry. Nothing is trained on this
+set: the rules it measures are layout and writing rules, not learned.
+
+Scoring (`eval`): the reader's output split into lines (markdown list, heading and table syntax
+off); an output line is an entry when it ends in a page number. A truth entry is *kept* when one
+output entry, matched one to one in order, has its page number and its text within ENTRY_CER
+(normalised edit distance, both sides folded as realdocs.fold, leaders dropped). Also counted:
+entries whose text is found but whose number is not (the number lost or misread), output lines
+still holding a dot leader, and kept entries written as list items.
+"""
+import argparse
+import collections
+import gzip
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mini3"))
+sys.path.insert(0, os.path.join(HERE, "..", "mini2"))
+import realdocs  # noqa: E402
+from eval_pages import page_count  # noqa: E402
+from metrics import edit_distance  # noqa: E402
+
+MIN_ENTRIES = 5
+ENTRY_SHARE = 0.5
+ENTRY_CER = 0.25
+# A page number: arabic, or roman (front matter), at the end of the line.
+_NUMBER = r"(?P<page>\d{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})"
+TRUTH_ENTRY = re.compile(r"^(?P<indent> *)(?P<text>\S.*?)(?: *(?:\. ?){2,} *| {2,})" + _NUMBER + r" *$")
+LEADER_RUN = re.compile(r"(?:\.\s?){4,}|(?:\u2026\s?){2,}|(?:\u00b7\s?){4,}")
+
+
+# ---------------------------------------------------------------- truth
+
+
+def truth_entries(layout_text):
+    """Entries (text, page, indent) of one page's `pdftotext -layout` text."""
+    entries, pending, prev_entry = [], None, False
+    for line in layout_text.split("\n"):
+        if not line.strip():
+            continue
+        m = TRUTH_ENTRY.match(line.rstrip())
+        if m and re.search(r"[A-Za-z]", m.group("text")):
+            text = m.group("text").strip()
+            if pending is not None:
+                text = pending + " " + text
+            entries.append({"text": text, "page": m.group("page"), "indent": len(m.group("indent"))})
+            pending, prev_entry = None, True
+        else:
+            pending = line.strip() if prev_entry and pending is None else None
+            prev_entry = False
+    return entries
+
+
+def text_lines(layout_text):
+    return [ln for ln in layout_text.split("\n") if re.search(r"[A-Za-z0-9]", ln)]
+
+
+# Two entries side by side (an index or a change history set in two columns): `pdftotext -layout`
+# interleaves the columns' lines, so the page's truth cannot be read off it.
+SIDE_BY_SIDE = re.compile(r"(?:\. ?){3,} *[\w,]+ {3,}\S")
+
+
+def is_contents_page(layout_text):
+    lines = text_lines(layout_text)
+    if sum(1 for ln in lines if SIDE_BY_SIDE.search(ln)) > 2:
+        return False
+    n = len(truth_entries(layout_text))
+    return n >= MIN_ENTRIES and n >= ENTRY_SHARE * len(lines)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def _man_markdown(path):
+    """A man page as markdown, its headings one level down (the page's name is the chapter)."""
+    md = subprocess.run(f"zcat '{path}' | pandoc -f man -t gfm --wrap=none", shell=True, capture_output=True,
+                        text=True, timeout=60).stdout
+    out, paras = [], 0
+    for block in md.split("\n\n"):
+        if block.startswith("#"):
+            level = len(block) - len(block.lstrip("#"))
+            out.append("#" * min(3, level + 1) + block[level:].split("\n")[0].title()[:70])
+            paras = 0
+        elif paras < 2 and not block.startswith(("```", "|", "<")):
+            out.append(realdocs.fold(block))
+            paras += 1
+    return out
+
+
+def compose_manual(rng, sources):
+    """Markdown of a manual: each man page a chapter (its sections and subsections beneath)."""
+    md = []
+    for name, path, _ in sources:
+        md.append("# " + os.path.basename(path).split(".")[0].replace("_", " ").replace("-", " ").capitalize())
+        md.append(realdocs.fold(f"This chapter describes {os.path.basename(path).split('.')[0]}."))
+        md.extend(_man_markdown(path))
+    return "\n\n".join(md) + "\n"
+
+
+# ---------------------------------------------------------------- toolchains with contents
+
+
+def _run(cmd, cwd=None, stdin=None, timeout=300):
+    r = subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, timeout=timeout)
+    if r.returncode != 0:
+        raise subprocess.CalledProcessError(r.returncode, cmd, r.stdout, r.stderr + r.stdout[-600:])
+    return r.stdout
+
+
+def latex_toc(src, out_pdf, rng, docclass):
+    font = rng.choice(["lmodern", "times", "palatino", "bookman", "charter", "tgheros"])
+    opts = ["-s", "--toc", "-V", f"documentclass={docclass}", "-V", f"fontsize={rng.choice(['10pt', '11pt', '12pt'])}",
+            "-V", f"geometry:margin={rng.choice(['2cm', '2.5cm', '1in'])}", "-V", f"fontfamily={font}"]
+    if docclass in ("report", "book", "scrreprt", "scrbook"):
+        opts += ["--top-level-division=chapter"]
+    if rng.random() < 0.7:
+        opts += ["-N"]
+    with tempfile.TemporaryDirectory(prefix="toc_latex_") as work:
+        _run(["pandoc", "-f", "gfm", "-t", "latex", src, "-o", os.path.join(work, "doc.tex"), *opts])
+        for _ in range(2):
+            _run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=work)
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
+
+
+def texinfo_toc(src, out_pdf, rng):
+    with tempfile.TemporaryDirectory(prefix="toc_texinfo_") as work:
+        _run(["pandoc", "-f", "gfm", "-t", "texinfo", "-s", "--toc", src, "-o", os.path.join(work, "doc.texi")])
+        texi = open(os.path.join(work, "doc.texi")).read()
+        if "@contents" not in texi:
+            texi = texi.replace("@node Top", "@contents\n\n@node Top", 1)
+        open(os.path.join(work, "doc.texi"), "w").write(texi)
+        _run(["texi2pdf", "--batch", "-q", "doc.texi"], cwd=work)
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
+
+
+def docbook_toc(src, out_pdf, rng):
+    xsl = "/usr/share/xml/docbook/stylesheet/docbook-xsl/fo/docbook.xsl"
+    params = ["--stringparam", "paper.type", rng.choice(["A4", "USletter"]),
+              "--stringparam", "body.font.master", str(rng.choice([9, 10, 11])),
+              "--stringparam", "body.font.family", rng.choice(["serif", "sans-serif"]),
+              "--stringparam", "section.autolabel", rng.choice(["0", "1"]),
+              "--stringparam", "toc.section.depth", rng.choice(["1", "2"])]
+    with tempfile.TemporaryDirectory(prefix="toc_fop_") as work:
+        top = rng.choice(["chapter", "section"])
+        _run(["pandoc", "-f", "gfm", "-t", "docbook4", "-s", f"--top-level-division={top}", src,
+              "-o", os.path.join(work, "doc.xml")])
+        _run(["xsltproc", *params, "-o", os.path.join(work, "doc.fo"), xsl, os.path.join(work, "doc.xml")])
+        _run(["fop", "-q", "-fo", os.path.join(work, "doc.fo"), "-pdf", out_pdf])
+
+
+def groff_ms_toc(src, out_pdf, rng):
+    ms = _run(["pandoc", "-f", "gfm", "-t", "ms", "-s", "--toc", src] + (["-N"] if rng.random() < 0.6 else []))
+    pdf = _run(["groff", "-ms", "-k", "-Tpdf"], stdin=ms)
+    with open(out_pdf, "wb") as f:
+        f.write(pdf)
+
+
+_WEASY_CSS = """
+@page { size: %(size)s; margin: %(margin)s; @bottom-center { content: counter(page); } }
+body { font-family: %(font)s; font-size: %(pt)spt; }
+nav ul { list-style: none; padding-left: 0; } nav ul ul { padding-left: 1.5em; }
+nav a { color: black; text-decoration: none; }
+nav a::after { content: %(leader)s target-counter(attr(href url), page); }
+h1 { page-break-before: always; }
+"""
+
+
+def weasyprint_toc(src, out_pdf, rng):
+    css = _WEASY_CSS % {"size": rng.choice(["A4", "letter"]), "margin": rng.choice(["2cm", "2.5cm", "1in"]),
+                        "font": rng.choice(["DejaVu Serif", "DejaVu Sans", "Liberation Serif", "Liberation Sans"]),
+                        "pt": rng.choice([10, 11, 12]), "leader": rng.choice(["leader('.')", "leader(dotted)",
+                                                                             "leader(' ')"])}
+    with tempfile.TemporaryDirectory(prefix="toc_weasy_") as work:
+        open(os.path.join(work, "style.css"), "w").write(css)
+        html = _run(["pandoc", "-f", "gfm", "-t", "html5", "-s", "--toc", "--toc-depth", rng.choice(["2", "3"]),
+                     "--metadata", "title=Manual", "-c", "style.css", src]).decode()
+        # pandoc puts the contents in <nav id="TOC">; the template's own styles off
+        html = re.sub(r"<style>.*?</style>", "", html, flags=re.S)
+        open(os.path.join(work, "doc.html"), "w").write(html)
+        _run(["weasyprint", "-q", os.path.join(work, "doc.html"), os.path.abspath(out_pdf)], cwd=work)
+
+
+TOOLS = {
+    "latex-article": lambda s, o, r: latex_toc(s, o, r, "article"),
+    "latex-report": lambda s, o, r: latex_toc(s, o, r, "report"),
+    "latex-scrreprt": lambda s, o, r: latex_toc(s, o, r, "scrreprt"),
+    "texinfo": texinfo_toc,
+    "docbook-fop": docbook_toc,
+    "groff-ms": groff_ms_toc,
+    "weasyprint": weasyprint_toc,
+}
+
+
+# ---------------------------------------------------------------- the set
+
+
+def shipped_pdfs():
+    """realdocs' shipped PDFs, as found now (a dangling link in /usr/share/doc is skipped)."""
+    real = realdocs.glob.glob
+    realdocs.glob.glob = lambda pat, **kw: [p for p in real(pat, **kw) if os.path.exists(p)]
+    try:
+        return realdocs._shipped_pdfs()
+    finally:
+        realdocs.glob.glob = real
+
+
+def contents_pages(pdf, limit):
+    pages = []
+    for p in range(1, page_count(pdf) + 1):
+        if is_contents_page(realdocs.page_text(pdf, p, "-layout")):
+            pages.append(p)
+            if len(pages) >= limit:
+                break
+        elif pages:
+            break  # the contents run is over
+    return pages
+
+
+def add_document(manifest, name, tool, sources, pdf, a):
+    pages = contents_pages(pdf, a.pages_per_doc)
+    if not pages:
+        print(f"{name}: no contents page", flush=True)
+        return
+    sub = os.path.join(a.out, "pages", name + ".pdf")
+    realdocs.extract_pages(pdf, pages, sub)
+    truth = [truth_entries(realdocs.page_text(sub, i + 1, "-layout")) for i in range(len(pages))]
+    scan_dir = os.path.join(a.out, "scans", name)
+    os.makedirs(scan_dir, exist_ok=True)
+    dpis = [realdocs.write_scan(sub, i + 1, random.Random(f"{a.seed}:scan:{name}:{i}"),
+                                os.path.join(scan_dir, f"{i + 1:03d}.jpg")) for i in range(len(pages))]
+    manifest["documents"].append({"name": name, "tool": tool, "sources": sources, "pages": pages, "scan_dpi": dpis,
+                                  "entries": truth})
+    print(f"{name}: {len(pages)} contents pages, {sum(map(len, truth))} entries", flush=True)
+
+
+def make(a):
+    for d in ("docs", "pages", "scans", "src"):
+        os.makedirs(os.path.join(a.out, d), exist_ok=True)
+    man_path = os.path.join(a.out, "manifest.json")
+    manifest = json.load(open(man_path)) if os.path.exists(man_path) else {"documents": []}
+    done = {d["name"] for d in manifest["documents"]}
+    rng = random.Random(a.seed)
+    man, _ = realdocs._held_out_sources()
+    rng.shuffle(man)
+    for tool, fn in TOOLS.items():
+        for k in range(a.docs_per_tool):
+            name = f"{tool}-{k + 1:02d}"
+            chosen = [man.pop() for _ in range(rng.randint(3, 7)) if man]
+            if name in done or not chosen:
+                continue
+            doc_rng = random.Random(f"{a.seed}:{name}")
+            src = os.path.join(a.out, "src", name + ".md")
+            open(src, "w").write(compose_manual(doc_rng, chosen))
+            pdf = os.path.join(a.out, "docs", name + ".pdf")
+            try:
+                fn(src, pdf, doc_rng)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+                print(f"{name}: {tool} failed: {(getattr(e, 'stderr', b'') or b'').decode('utf-8', 'replace')[-300:]}")
+                continue
+            add_document(manifest, name, tool, [n for n, _, _ in chosen], pdf, a)
+            json.dump(manifest, open(man_path, "w"), indent=1)
+    for path in shipped_pdfs():
+        name = "shipped-" + re.sub(r"[^A-Za-z0-9]+", "-", path[len("/usr/share/doc/"):].rsplit(".pdf", 1)[0])
+        if name in done:
+            continue
+        pdf = os.path.join(a.out, "docs", name + ".pdf")
+        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f, open(pdf, "wb") as g:
+            g.write(f.read())
+        add_document(manifest, name, "shipped", [path], pdf, a)
+        json.dump(manifest, open(man_path, "w"), indent=1)
+    n = sum(len(d["pages"]) for d in manifest["documents"])
+    print(f"{len(manifest['documents'])} documents, {n} contents pages, "
+          f"{sum(len(e) for d in manifest['documents'] for e in d['entries'])} entries in {a.out}")
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def norm(text):
+    text = LEADER_RUN.sub(" ", realdocs.fold(text)).lower()
+    return " ".join(re.sub(r"[^a-z0-9.]+", " ", text).replace(" .", " ").split()).strip(" .")
+
+
+def output_lines(text):
+    """A reader's output as (line text, is a list item): markdown syntax off, table cells joined."""
+    out = []
+    for line in text.split("\n"):
+        s = line.strip()
+        if not s or s.startswith(("<!--", "```")) or re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*", s):
+            continue
+        item = bool(re.match(r"^(?:[-*+]|\d+[.)])\s", s))
+        s = re.sub(r"^#{1,6}\s+", "", s)
+        s = re.sub(r"^[-*+]\s+", "", s)
+        if s.startswith("|"):
+            s = " ".join(c.strip() for c in s.strip("|").split("|"))
+        out.append((s, item))
+    return out
+
+
+_OUT_ENTRY = re.compile(r"^(?P<text>.*?\S)[\s.\u2026\u00b7\u2014\u2013,-]*\s" + _NUMBER + r"$")
+
+
+def score_page(truth, text):
+    """Per-page counts: truth entries, kept (text and number), text found but number not, leader lines
+    left, kept entries written as list items."""
+    lines = output_lines(text)
+    cands = []
+    for s, item in lines:
+        m = _OUT_ENTRY.match(s.strip())
+        cands.append((norm(m.group("text")) if m else norm(s), m.group("page").lower() if m else None, item))
+    used = [False] * len(cands)
+    kept = lost_number = as_list = 0
+    for e in truth:
+        want, page = norm(e["text"]), e["page"].lower()
+        best, best_d = -1, ENTRY_CER
+        for i, (t, p, _) in enumerate(cands):
+            if used[i]:
+                continue
+            d = edit_distance(t, want) / max(1, len(want))
+            if d <= best_d and (best < 0 or p == page or cands[best][1] != page):
+                best, best_d = i, d
+        if best < 0:
+            continue
+        used[best] = True
+        if cands[best][1] == page:
+            kept += 1
+            as_list += cands[best][2]
+        else:
+            lost_number += 1
+    leaders = sum(1 for s, _ in lines if LEADER_RUN.search(s))
+    return {"entries": len(truth), "kept": kept, "number_lost": lost_number, "leader_lines": leaders, "as_list": as_list}
+
+
+def run_tesseract(images, threads):
+    return [subprocess.run(["tesseract", img, "-", "--psm", "6"], capture_output=True, text=True,
+                           env={**os.environ, "OMP_THREAD_LIMIT": str(threads)}).stdout for img in images]
+
+
+def evaluate(a):
+    manifest = json.load(open(os.path.join(a.set, "manifest.json")))
+    readers = ["folio"] + (["tesseract"] if a.tesseract else [])
+    totals = {r: collections.Counter() for r in readers}
+    by_tool = {r: collections.defaultdict(collections.Counter) for r in readers}
+    pages_out = []
+    tmp = tempfile.mkdtemp(prefix="toc_eval_")
+    for doc in manifest["documents"]:
+        if a.only and not re.search(a.only, doc["name"]):
+            continue
+        n = len(doc["pages"])
+        pdf = os.path.join(a.set, "pages", doc["name"] + ".pdf")
+        scans = [os.path.join(a.set, "scans", doc["name"], f"{i + 1:03d}.jpg") for i in range(n)]
+        t0 = time.time()
+        outs = {"folio": realdocs.run_folio(a, scans if a.scan else [pdf], n)[0]}
+        if a.tesseract:
+            imgs = scans if a.scan else [realdocs.render(pdf, i + 1, 300, os.path.join(tmp, f"p{i}")) for i in range(n)]
+            outs["tesseract"] = run_tesseract(imgs, a.threads)
+        for r in readers:
+            for i in range(n):
+                s = score_page(doc["entries"][i], outs[r][i])
+                totals[r].update(s)
+                by_tool[r][doc["tool"]].update(s)
+                pages_out.append({"reader": r, "doc": doc["name"], "page": i + 1, **s})
+        f = pages_out[-n * len(readers)]
+        print(f"{doc['name']}: folio kept {f['kept']}/{f['entries']} ({time.time() - t0:.1f} s)", flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    summary = {}
+    for r in readers:
+        t = totals[r]
+        summary[r] = {"entries": t["entries"], "kept": t["kept"] / max(1, t["entries"]),
+                      "number_lost": t["number_lost"] / max(1, t["entries"]), "leader_lines": t["leader_lines"],
+                      "as_list": t["as_list"] / max(1, t["kept"]),
+                      "by_tool": {k: round(v["kept"] / max(1, v["entries"]), 4) for k, v in sorted(by_tool[r].items())}}
+        print(f"{r}: {t['kept']}/{t['entries']} entries kept with their page numbers ({summary[r]['kept']:.1%}), "
+              f"number lost {summary[r]['number_lost']:.1%}, leader lines {t['leader_lines']}, "
+              f"as list items {summary[r]['as_list']:.1%}")
+        for k, v in sorted(by_tool[r].items()):
+            print(f"    {k}: {v['kept']}/{v['entries']}")
+    if a.json:
+        json.dump({"scan": a.scan, "summary": summary, "pages": pages_out}, open(a.json, "w"), indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("--out", required=True)
+    m.add_argument("--seed", type=int, default=64)
+    m.add_argument("--docs-per-tool", type=int, default=3)
+    m.add_argument("--pages-per-doc", type=int, default=2)
+    e = sub.add_parser("eval")
+    e.add_argument("--set", required=True)
+    e.add_argument("--folio", default="build/folio")
+    e.add_argument("--model", default="models/folio-mini-ocr-3")
+    e.add_argument("--threads", type=int, default=2)
+    e.add_argument("--scan", action="store_true")
+    e.add_argument("--tesseract", action="store_true")
+    e.add_argument("--only", default="")
+    e.add_argument("--json", default="")
+    a = ap.parse_args()
+    make(a) if a.cmd == "make" else evaluate(a)
+
+
+if __name__ == "__main__":
+    main()

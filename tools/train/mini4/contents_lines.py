@@ -1,0 +1,167 @@
+"""Contents pages: which lines of a page are entries of a table of contents, and how each is written.
+
+The reference of src/runtime/contents_lines.h (keep the two in step; the C++ test
+tests/runtime/contents_lines_test.cpp reads tests/fixtures/mini4/contents_lines.json, which
+tools/fixtures/make_contents_lines_fixture.py writes from this module). The rules are the header's:
+
+A line is an entry candidate when its last segment is a page number (1-4 digits, or a roman numeral
+of up to 8 letters in one case) and the segments before it hold a letter; or, in one segment, when
+its text ends in a dot leader read as dots and a page number, or (a led line, dot_leaders.py) in a
+space and a page number. A page is a contents page when it has at least MIN_ENTRIES candidates and at
+least MIN_LED of them were led or read with a leader of dots, or a line that reads as a contents
+title. On a contents page every candidate is an entry, and so is a line of two or more segments whose
+last one, where its page number stands, was read as marks or nothing (written without a number); a
+line that is neither, between two entries and ending in a letter, starts the next entry (a title too
+long for one line). An entry's level is the rank of its indent (x0 less its column's left edge)
+among the page's entry indents, grouped within the median entry's x-height of the group's first; at
+most MAX_LEVEL. Written as nested bulleted items: "  " x level, "- ", the title, " \u2014 ", the page.
+
+A line is a dict: cells (the segments' texts), x0, region_x0, x_height, led.
+"""
+import re
+
+MIN_ENTRIES = 4
+MIN_LED = 2
+MAX_LEVEL = 3
+TITLES = {"contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
+          "indice", "contenido", "contenidos", "spis tresci", "index of contents"}
+
+
+def is_page_number(s):
+    return bool(re.fullmatch(r"[0-9]{1,4}|[ivxlcdm]{1,8}|[IVXLCDM]{1,8}", s))
+
+
+def _has_letter(s):
+    return re.search(r"[A-Za-z]", s) is not None
+
+
+def clean_title(t):
+    """The title without what is left of a leader at its end: a tail of dots and spaces that holds a
+    space or two dots (a title's own final period, as in "etc.", stays)."""
+    t = t.strip(" ")
+    k = len(t)
+    while k > 0 and t[k - 1] in ". ":
+        k -= 1
+    tail = t[k:]
+    if " " in tail or tail.count(".") >= 2:
+        t = t[:k].strip(" ")
+    return t
+
+
+def _joined(cells):
+    return " ".join(c.strip(" ") for c in cells if c.strip(" "))
+
+
+def _number_start(t, led):
+    space = t.rfind(" ")
+    if space < 0 or not is_page_number(t[space + 1:]):
+        return None
+    k, dots = space, 0
+    while k > 0 and t[k - 1] in ". ":
+        k -= 1
+        dots += t[k] == "."
+    return space + 1 if dots >= 3 or led else None
+
+
+def candidate(line):
+    """(title, page, dotted) when the line is an entry candidate, else None; dotted: its page number
+    came after a leader read as dots."""
+    cells = line["cells"]
+    if not cells:
+        return None
+    last = cells[-1].strip(" ")
+    if len(cells) >= 2 and is_page_number(last):
+        title = clean_title(_joined(cells[:-1]))
+        return (title, last, False) if _has_letter(title) else None
+    text = _joined(cells)
+    at = _number_start(text, False)
+    dotted = at is not None
+    if at is None:
+        at = _number_start(text, line["led"])
+    if at is None:
+        return None
+    title = clean_title(text[:at])
+    return (title, text[at:], dotted) if _has_letter(title) else None
+
+
+def unread_number(line):
+    """The title of a line whose last segment (of two or more) should be its page number but was read
+    as marks or nothing (at most 4 characters, no letter or digit), else None."""
+    cells = line["cells"]
+    if len(cells) < 2:
+        return None
+    last = cells[-1].strip(" ")
+    title = clean_title(_joined(cells[:-1]))
+    if len(last) > 4 or re.search(r"[A-Za-z0-9]", last) or not _has_letter(title):
+        return None
+    return title
+
+
+def is_contents_title(line):
+    t = ""
+    for c in _joined(line["cells"]):
+        if c.isascii() and c.isalpha():
+            t += c.lower()
+        elif c == " " and t and t[-1] != " ":
+            t += " "
+    return t.strip(" ") in TITLES
+
+
+def indent_levels(indents, tol):
+    starts = []
+    for v in sorted(indents):
+        if not starts or v - starts[-1] > tol:
+            starts.append(v)
+    out = []
+    for v in indents:
+        level = 0
+        while level + 1 < len(starts) and starts[level + 1] <= v:
+            level += 1
+        out.append(min(level, MAX_LEVEL))
+    return out
+
+
+def contents_entries(lines):
+    """One per line: None, or {"starts_entry", "level", "title", "page"}."""
+    n = len(lines)
+    out = [None] * n
+    cands = [candidate(l) for l in lines]
+    count = sum(c is not None for c in cands)
+    led = sum(c is not None and (l["led"] or c[2]) for c, l in zip(cands, lines))
+    titled = any(is_contents_title(l) for l in lines)
+    if count < MIN_ENTRIES or (led < MIN_LED and not titled):
+        return out
+    for i in range(n):
+        if cands[i] is None and unread_number(lines[i]) is not None:
+            cands[i] = (unread_number(lines[i]), "", False)
+    firsts, heights = [], []
+    for i in range(n):
+        if cands[i] is not None:
+            title, page = cands[i][:2]
+            if i > 0 and out[i - 1] is not None and out[i - 1]["starts_entry"]:
+                title = out[i - 1]["title"] + " " + title
+            else:
+                firsts.append(i)
+            out[i] = {"starts_entry": False, "level": 0, "title": title, "page": page}
+            heights.append(lines[i]["x_height"])
+        elif 0 < i < n - 1 and cands[i - 1] is not None and cands[i + 1] is not None \
+                and _has_letter(lines[i]["cells"][-1] if lines[i]["cells"] else ""):
+            out[i] = {"starts_entry": True, "level": 0, "title": clean_title(_joined(lines[i]["cells"])), "page": ""}
+            firsts.append(i)
+    heights.sort()
+    levels = indent_levels([lines[i]["x0"] - lines[i]["region_x0"] for i in firsts], heights[len(heights) // 2])
+    for i, level in zip(firsts, levels):
+        out[i]["level"] = level
+        if out[i]["starts_entry"]:
+            out[i + 1]["level"] = level
+    return out
+
+
+def contents_text(entry):
+    """The entry's text: the title, " \u2014 ", the page (the title alone when no number was read)."""
+    return entry["title"] + (" \u2014 " + entry["page"] if entry["page"] else "")
+
+
+def contents_item(entry):
+    """The entry's markdown item: "  " x level, "- ", its text."""
+    return "  " * entry["level"] + "- " + contents_text(entry)
