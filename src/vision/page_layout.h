@@ -25,7 +25,9 @@
 //      are spanning; else the page is one column. It is one column too when the two sides pair up
 //      row by row like a table without rules: kTableAligned of the left side's bands have a band
 //      on the right centred within a quarter of the median band height, and one side's bands reach
-//      less than kColumnFill of its width at the median (columns of text fill theirs).
+//      less than kColumnFill of its width at the median (columns of text fill theirs); or kTableAligned
+//      of the right side's bands are at most kNumberSide times as wide as tall, each beside a
+//      left-side band (a contents page's numbers).
 //      Each side of a two-column zone is read the same way once more (kMaxSplitDepth) when it holds
 //      a gutter of its own over at least kSplitMinBands lines, as wide as a page's gutter (or a clean
 //      one), each part at least kSplitMinShare of the side: a reference card's three or four columns
@@ -58,6 +60,7 @@ struct PageLayoutRule {
   static constexpr double kBothSidesClean = 0.1;
   static constexpr double kTableAligned = 0.8;
   static constexpr double kColumnFill = 0.9;
+  static constexpr double kNumberSide = 4.0;
   static constexpr int kMaxSplitDepth = 2;
   static constexpr int kSplitMinBands = 6;
   static constexpr double kSplitMinShare = 0.3;

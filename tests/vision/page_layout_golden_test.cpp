@@ -139,6 +139,19 @@ TEST(PageLayout, AContentsPageIsOneColumnOfEntriesWithoutLeaders) {
   EXPECT_GE(led, 8);
 }
 
+// A table of contents without leaders: wrapped titles filling their side, a page number at the
+// right margin beside each first line. The numbers' quiet strip is no gutter: every band right of it
+// is a page number beside a title (kNumberSide; the fixture script asserts two columns without it).
+TEST(PageLayout, PageNumbersBesideTitlesAreNoColumn) {
+  const PageLayout layout = expect_reference_lines("contents_noleader_page.png", "contents_noleader_golden.safetensors");
+  int numbered = 0;
+  for (const LayoutLine& l : layout.lines) {
+    EXPECT_EQ(l.columns, 1);
+    numbered += l.segments.size() == 2 && l.segments.back().x1 - l.segments.back().x0 < 3 * l.x_height;
+  }
+  EXPECT_GE(numbered, 10);
+}
+
 // A borderless table of names and descriptions (monospace, rows pairing up across a quiet strip)
 // between paragraphs that cross the strip: one column, read row by row, as the reference reads it
 // (tools/fixtures/make_layout_fixture.py asserts that only the table rule turns the strip down).

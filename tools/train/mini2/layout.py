@@ -20,7 +20,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      rows; else, or with no quiet run at all, the page is one column and one zone. One column too
      when the two sides pair up row by row like a table without rules (_table_like: TABLE_ALIGNED
      of the left side's bands have a right-side band at the same height, and one side's bands fill
-     less than COLUMN_FILL of its width at the median).
+     less than COLUMN_FILL of its width at the median; or TABLE_ALIGNED of the right side's bands
+     are at most NUMBER_SIDE times as wide as tall, each beside a left-side band: a table of
+     contents' page numbers).
   Each side of a two-column zone is read the same way once more when it holds a gutter of its
      own (find_gutter on that side's rows and columns alone), so a reference card's three or four
      columns read left to right (_blocks).
@@ -55,6 +57,7 @@ MAX_SPLIT_DEPTH = 2   # a side of the page's gutter may split once more: up to f
 SPLIT_MIN_BANDS = 6
 SPLIT_MIN_SHARE = 0.3  # each part of a split column at least this share of it (not a bullet's gap)
 COLUMN_FILL = 0.9
+NUMBER_SIDE = 4.0     # a band this many times as wide as tall, or less: a page number ("1024", "xviii")
 
 
 @dataclass
@@ -198,29 +201,36 @@ def _columns_on_both_sides(binary, n_rows, left, gutter, right, table_rule=True,
 
 
 def _side_bands(binary, rows, x0, x1):
-    """Bands of the rows (where `rows` holds) with ink in columns [x0, x1): (y0, y1, last ink column)."""
+    """Bands of the rows (where `rows` holds) with ink in columns [x0, x1): (y0, y1, last ink column,
+    first ink column)."""
     sub = binary[:, x0:x1]
     out = []
     for b0, b1 in bands(sub.any(axis=1) & rows):
         cols = np.nonzero(sub[b0:b1].any(axis=0))[0]
-        out.append((b0, b1, x0 + int(cols[-1])))
+        out.append((b0, b1, x0 + int(cols[-1]), x0 + int(cols[0])))
     return out
 
 
 def _table_like(binary, rows, left, gutter, right):
     """True when at least TABLE_ALIGNED of the left side's bands have a band on the right side
     centred within a quarter of the median band height of theirs, and one side's bands reach, at
-    the median, less than COLUMN_FILL of its width (columns of text fill their width)."""
+    the median, less than COLUMN_FILL of its width (columns of text fill their width); or when at
+    least TABLE_ALIGNED of the right side's bands are at most NUMBER_SIDE times as wide as they are
+    tall and have a left-side band so centred (a table of contents' page numbers beside titles that
+    fill their side, some of them wrapped)."""
     lb = _side_bands(binary, rows, left, gutter[0])
     rb = _side_bands(binary, rows, gutter[1], right)
     if not lb or not rb:
         return False
-    tol = max(1.0, float(np.median([b1 - b0 for b0, b1, _ in lb + rb])) / 4)
-    centres = np.array([(b0 + b1) / 2 for b0, b1, _ in rb])
-    aligned = np.mean([np.abs(centres - (b0 + b1) / 2).min() <= tol for b0, b1, _ in lb])
-    fill_l = float(np.median([(x + 1 - left) / (gutter[0] - left) for _, _, x in lb]))
-    fill_r = float(np.median([(x + 1 - gutter[1]) / (right - gutter[1]) for _, _, x in rb]))
-    return aligned >= TABLE_ALIGNED and min(fill_l, fill_r) < COLUMN_FILL
+    tol = max(1.0, float(np.median([b[1] - b[0] for b in lb + rb])) / 4)
+    centres = np.array([(b[0] + b[1]) / 2 for b in rb])
+    aligned = np.mean([np.abs(centres - (b[0] + b[1]) / 2).min() <= tol for b in lb])
+    fill_l = float(np.median([(b[2] + 1 - left) / (gutter[0] - left) for b in lb]))
+    fill_r = float(np.median([(b[2] + 1 - gutter[1]) / (right - gutter[1]) for b in rb]))
+    lcentres = np.array([(b[0] + b[1]) / 2 for b in lb])
+    numbers = np.mean([b[2] + 1 - b[3] <= NUMBER_SIDE * (b[1] - b[0]) and np.abs(lcentres - (b[0] + b[1]) / 2).min() <= tol
+                       for b in rb])
+    return (aligned >= TABLE_ALIGNED and min(fill_l, fill_r) < COLUMN_FILL) or numbers >= TABLE_ALIGNED
 
 
 def _spanning_rows(binary, gutter):
