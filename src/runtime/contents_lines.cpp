@@ -44,7 +44,9 @@ std::string joined(const std::vector<ReadSegment>& segs, size_t n) {
   std::string out;
   for (size_t i = 0; i < n; ++i) {
     const std::string_view c = trim(segs[i].text);
-    if (!c.empty()) out += (out.empty() ? "" : " ") + std::string(c);
+    if (c.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += c;
   }
   return out;
 }
@@ -109,6 +111,18 @@ bool is_contents_title(const ReadLine& l) {
   return std::find(kTitles.begin(), kTitles.end(), t) != kTitles.end();
 }
 
+// Whether kMinOrdered candidates have arabic page numbers and kOrderedShare of their successive
+// pairs do not decrease.
+bool ordered(const std::vector<std::optional<Candidate>>& cands) {
+  std::vector<int> nums;
+  for (const auto& c : cands)
+    if (c && all_of_set(c->page, "0123456789")) nums.push_back(std::stoi(c->page));
+  if (nums.size() < size_t(ContentsLineRule::kMinOrdered)) return false;
+  size_t rising = 0;
+  for (size_t i = 1; i < nums.size(); ++i) rising += nums[i] >= nums[i - 1];
+  return double(rising) >= ContentsLineRule::kOrderedShare * double(nums.size() - 1);
+}
+
 // Levels: the rank of each indent among the page's entry indents, indents grouped within `tol` of
 // their group's first (sorted ascending).
 std::vector<int> indent_levels(const std::vector<int>& indents, int tol) {
@@ -140,7 +154,7 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
     led += cands[i].has_value() && (lines[i].led || cands[i]->dotted);
     titled = titled || is_contents_title(lines[i]);
   }
-  if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled)) return out;
+  if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled && !ordered(cands))) return out;
   for (size_t i = 0; i < n; ++i)
     if (!cands[i]) cands[i] = unread_number(lines[i]);
   std::vector<size_t> firsts;  // each entry's first line

@@ -11,7 +11,8 @@
 // page_layout.h) in a space and a page number. A page is a contents page when it has at least
 // kMinEntries candidates and at least kMinLed of them were led or read with a leader of dots, or a
 // line that reads as a contents title ("Contents", "Table of Contents", "Inhalt", "Table des
-// matieres", ...). On a contents page every candidate is an entry, and so is a line of two or more
+// matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
+// page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents page every candidate is an entry, and so is a line of two or more
 // segments whose last one, where its page number stands, was read as marks or nothing (written
 // without a number); a line that is neither, between two entries and ending in a letter (the first
 // part of a title too long for one line), starts the next entry. An entry's level is the rank of its indent (x0 less
@@ -34,6 +35,8 @@ namespace folio {
 struct ContentsLineRule {
   static constexpr int kMinEntries = 4;
   static constexpr int kMinLed = 2;
+  static constexpr int kMinOrdered = 8;         // entries with arabic page numbers, ...
+  static constexpr double kOrderedShare = 0.9;  // ... this share of their successive pairs not decreasing
   static constexpr int kMaxLevel = 3;
 };
 

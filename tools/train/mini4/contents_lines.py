@@ -9,7 +9,8 @@ of up to 8 letters in one case) and the segments before it hold a letter; or, in
 its text ends in a dot leader read as dots and a page number, or (a led line, dot_leaders.py) in a
 space and a page number. A page is a contents page when it has at least MIN_ENTRIES candidates and at
 least MIN_LED of them were led or read with a leader of dots, or a line that reads as a contents
-title. On a contents page every candidate is an entry, and so is a line of two or more segments whose
+title, or at least MIN_ORDERED of them have arabic page numbers that do not decrease (ORDERED_SHARE
+of successive pairs). On a contents page every candidate is an entry, and so is a line of two or more segments whose
 last one, where its page number stands, was read as marks or nothing (written without a number); a
 line that is neither, between two entries and ending in a letter, starts the next entry (a title too
 long for one line). An entry's level is the rank of its indent (x0 less its column's left edge)
@@ -22,6 +23,8 @@ import re
 
 MIN_ENTRIES = 4
 MIN_LED = 2
+MIN_ORDERED = 8       # entries with arabic page numbers, ...
+ORDERED_SHARE = 0.9   # ... this share of their successive pairs not decreasing
 MAX_LEVEL = 3
 TITLES = {"contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
           "indice", "contenido", "contenidos", "spis tresci", "index of contents"}
@@ -107,6 +110,16 @@ def is_contents_title(line):
     return t.strip(" ") in TITLES
 
 
+def _ordered(cands):
+    """Whether at least MIN_ORDERED candidates have arabic page numbers and ORDERED_SHARE of their
+    successive pairs do not decrease (a contents page's numbers grow; a table's figures do not)."""
+    nums = [int(c[1]) for c in cands if c is not None and c[1].isdigit()]
+    if len(nums) < MIN_ORDERED:
+        return False
+    rising = sum(b >= a for a, b in zip(nums, nums[1:]))
+    return rising >= ORDERED_SHARE * (len(nums) - 1)
+
+
 def indent_levels(indents, tol):
     starts = []
     for v in sorted(indents):
@@ -129,7 +142,7 @@ def contents_entries(lines):
     count = sum(c is not None for c in cands)
     led = sum(c is not None and (l["led"] or c[2]) for c, l in zip(cands, lines))
     titled = any(is_contents_title(l) for l in lines)
-    if count < MIN_ENTRIES or (led < MIN_LED and not titled):
+    if count < MIN_ENTRIES or (led < MIN_LED and not titled and not _ordered(cands)):
         return out
     for i in range(n):
         if cands[i] is None and unread_number(lines[i]) is not None:
