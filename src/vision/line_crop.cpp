@@ -36,7 +36,8 @@ std::optional<std::pair<int, int>> core_rows(const std::vector<int>& profile) {
   return core;
 }
 
-std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int height, int band_y0, int band_y1) {
+std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int height, int band_y0, int band_y1,
+                                  std::optional<std::pair<int, int>> given_core) {
   FOLIO_CHECK_INPUT(0 <= band_y0 && band_y0 < band_y1 && band_y1 <= height && ink.size() == size_t(width) * height,
                     "crop_line: band outside the image");
   std::vector<int> profile(band_y1 - band_y0, 0);
@@ -48,8 +49,9 @@ std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int 
         left_ink = std::min(left_ink, x);
         right_ink = std::max(right_ink, x);
       }
-  const auto core = core_rows(profile);
+  std::optional<std::pair<int, int>> core = core_rows(profile);
   if (!core) return std::nullopt;
+  if (given_core) core = given_core;
   const auto [core_top, core_bottom] = *core;
   const double xh = std::max(2.0, double(core_bottom + 1 - core_top));
   const double top = band_y0 + core_top - LineCropRule::kAscend * xh;

@@ -43,7 +43,10 @@ struct LineCrop {
 };
 
 // ink: [height, width] row-major, 1 = ink. band: the rows [band_y0, band_y1) holding the line.
-// nullopt when no pixel of the band exceeds 0.5.
-std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int height, int band_y0, int band_y1);
+// core: its first and last rows relative to the band, instead of the ink's own (a segment too narrow
+// to show its line's x-height, such as a page number, takes its line's). nullopt when no pixel of
+// the band exceeds 0.5.
+std::optional<LineCrop> crop_line(const std::vector<float>& ink, int width, int height, int band_y0, int band_y1,
+                                  std::optional<std::pair<int, int>> core = std::nullopt);
 
 }  // namespace folio

@@ -102,15 +102,15 @@ std::vector<Band> split_touching(const Region& r, const std::vector<Band>& bands
   return out;
 }
 
-int band_x_height(const Region& r, const Band& band) {
+// The core rows of the band's binary profile (line_crop.h), relative to the band.
+std::optional<std::pair<int, int>> band_core(const Region& r, const Band& band) {
   std::vector<int> p;
   for (int y = band.first; y < band.second; ++y) {
     int n = 0;
     for (int x = 0; x < r.width(); ++x) n += r.ink_at(x, y);
     p.push_back(n);
   }
-  const auto core = core_rows(p);
-  return core ? std::max(2, core->second + 1 - core->first) : 2;
+  return core_rows(p);
 }
 
 // Region column runs [x0, x1) of the band, split at gaps wider than kSegmentGap x-heights.
@@ -133,14 +133,15 @@ std::vector<std::pair<int, int>> band_segments(const Region& r, const Band& band
 }
 
 // The segment's ink alone with 2 x-heights of blank margin (line_finder.py's _segment), cropped.
-std::optional<LineCrop> crop_segment(const Region& r, const Band& band, int s0, int s1, int xh) {
+std::optional<LineCrop> crop_segment(const Region& r, const Band& band, int s0, int s1, int xh,
+                                     std::optional<std::pair<int, int>> core) {
   const int mw = s1 - s0 + 4 * xh, mh = band.second - band.first + 4 * xh;
   std::vector<float> seg(size_t(mw) * mh, 0.0f);
   for (int y = band.first; y < band.second; ++y)
     for (int x = s0; x < s1; ++x)
       seg[size_t(y - band.first + 2 * xh) * mw + (x - s0 + 2 * xh)] =
           r.page.ink[size_t(r.y0 + y) * r.page.width + r.x0 + x];
-  return crop_line(seg, mw, mh, 2 * xh, 2 * xh + band.second - band.first);
+  return crop_line(seg, mw, mh, 2 * xh, 2 * xh + band.second - band.first, core);
 }
 
 }  // namespace
@@ -196,12 +197,15 @@ std::vector<FoundLine> find_lines_in(const InkPage& page, int x0, int y0, int x1
   int prev_bottom = -1;
   for (const Band& band : split_touching(r, merge_thin(ink_bands(r)))) {
     if (band.second - band.first < 3) continue;
-    const int xh = band_x_height(r, band);
+    const std::optional<std::pair<int, int>> core = band_core(r, band);
+    const int xh = core ? std::max(2, core->second + 1 - core->first) : 2;
     FoundLine line;
     line.x_height = xh;
     line.gap_before = prev_bottom < 0 ? -1 : band.first - prev_bottom;
-    for (const auto& [s0, s1] : band_segments(r, band, xh)) {
-      auto crop = crop_segment(r, band, s0, s1, xh);
+    const std::vector<std::pair<int, int>> segs = band_segments(r, band, xh);
+    for (const auto& [s0, s1] : segs) {
+      const bool narrow = segs.size() >= 2 && s1 - s0 <= LineFinderRule::kNarrowSegment * xh;
+      auto crop = crop_segment(r, band, s0, s1, xh, narrow ? core : std::nullopt);
       if (crop) line.segments.push_back({x0 + s0, x0 + s1, std::move(*crop)});
     }
     if (line.segments.empty()) continue;

@@ -12,7 +12,8 @@
 //   descenders and ascenders share rows. Bands under 3 rows are dropped. Each band is cut into segments at
 //   column gaps wider than kSegmentGap x its x-height (table cells, a man page's option and its
 //   description). Every segment's ink goes through the crop rule (line_crop.h) on its own, with 2
-//   x-heights of blank margin.
+//   x-heights of blank margin; a segment at most kNarrowSegment x-heights wide, of a line of two or
+//   more, with its band's core (a page number's digits show no x-height of their own).
 //
 // Promises: lines top to bottom, segments left to right; work linear in the region's pixels. Pure
 // functions; thread-safe.
@@ -30,6 +31,7 @@ struct LineFinderRule {
   static constexpr double kSegmentGap = 2.2;
   static constexpr double kTallBand = 1.6;
   static constexpr double kValley = 0.25;
+  static constexpr double kNarrowSegment = 3.0;  // x-heights
 };
 
 // A page binarised (1 = ink) and its ink strength in [0, 1], both [height, width] row-major.

@@ -116,8 +116,11 @@ PageLayout expect_reference_lines(const std::string& page_png, const std::string
   const std::vector<const LineSegment*> got = all_segments(layout);
   EXPECT_EQ(got.size() * 6, segs.size());
   for (size_t k = 0; k < got.size() && 6 * k < segs.size(); ++k) {
-    EXPECT_EQ(got[k]->x0, segs[6 * k + 1]) << page_png << " segment " << k;
-    EXPECT_EQ(got[k]->x1, segs[6 * k + 2]) << page_png << " segment " << k;
+    const float* e = segs.data() + 6 * k;
+    EXPECT_EQ(got[k]->x0, e[1]) << page_png << " segment " << k;
+    EXPECT_EQ(got[k]->x1, e[2]) << page_png << " segment " << k;
+    EXPECT_EQ(got[k]->crop.width, e[3]) << page_png << " segment " << k;
+    EXPECT_NEAR(sum(got[k]->crop.ink, false), e[4], 1e-3 * std::max(1.0f, e[4])) << page_png << " segment " << k;
   }
   return layout;
 }
@@ -125,7 +128,8 @@ PageLayout expect_reference_lines(const std::string& page_png, const std::string
 // A LaTeX report's table of contents: its leaders' dots stand on one grid down the page, and their
 // columns were clean gutters (the page was read as columns of dots). With the leaders erased
 // (dot_leaders.h) it is one column of entries, each led section a title and a page number apart,
-// as the reference reads it (the fixture script asserts the columns without the erasing).
+// as the reference reads it (the fixture script asserts the columns without the erasing). Its page
+// numbers are cropped with their lines' cores (kNarrowSegment), as the reference crops them.
 TEST(PageLayout, AContentsPageIsOneColumnOfEntriesWithoutLeaders) {
   const PageLayout layout = expect_reference_lines("contents_page.png", "contents_golden.safetensors");
   int led = 0;

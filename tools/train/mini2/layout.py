@@ -28,7 +28,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      columns read left to right (_blocks).
   3. Lines: in each zone and column, bands of rows with ink in that column's x range (thin bands
      merged as line_finder does, bands under 3 rows dropped), each cut into segments at gaps wider
-     than SEGMENT_GAP x-heights, each segment cropped by the crop rule.
+     than SEGMENT_GAP x-heights, each segment cropped by the crop rule (a segment at most
+     NARROW_SEGMENT x-heights wide, of a line of two or more, with its band's core: a page number's
+     digits show no x-height of their own).
 
 A Line carries what the structure decoder reads about it (features.py): its box, column, zone,
 x-height, gap to the line above in its column, and its segments' boxes and crops.
@@ -38,8 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dot_leaders import erase_leaders
-from line_finder import _segment, bands, binarise, merge_thin, segments, split_touching
-from lines import crop_line
+from line_finder import NARROW_SEGMENT, _segment, bands, binarise, merge_thin, segments, split_touching
+from lines import core_rows, crop_line
 
 RULE_H = 0.04   # horizontal ink runs at least this fraction of the page width are rules
 RULE_V = 0.05   # vertical ink runs at least this fraction of the page height are rules
@@ -354,8 +356,11 @@ def _lines_in(binary, ink, y0, y1, x0, x1, column, columns):
         segs, xh = segments(sub, b0, b1)
         line = Line(box=None, column=column, columns=columns, region=(x0, x1), xh=int(xh),
                     gap_before=-1 if prev_bottom is None else b0 - prev_bottom)
+        band_core = core_rows(sub[b0:b1].sum(axis=1))
         for s0, s1 in segs:
-            crop = crop_line(_segment(ink[y0:y1, x0:x1], b0, b1, s0, s1, xh), band=(2 * xh, 2 * xh + b1 - b0))
+            # a segment of a few characters (a page number beside its title) takes its line's core
+            core = band_core if len(segs) >= 2 and s1 - s0 <= NARROW_SEGMENT * xh else None
+            crop = crop_line(_segment(ink[y0:y1, x0:x1], b0, b1, s0, s1, xh), band=(2 * xh, 2 * xh + b1 - b0), core=core)
             if crop is not None:
                 line.segments.append(((x0 + s0, x0 + s1), crop))
         if line.segments:

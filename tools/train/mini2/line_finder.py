@@ -12,6 +12,7 @@ import numpy as np
 from lines import core_rows, crop_line
 
 SEGMENT_GAP = 2.2
+NARROW_SEGMENT = 3.0  # x-heights: a segment this narrow, of a line of several, is cropped with its line's core
 TALL_BAND = 1.6   # a band this many typical bands tall may be two lines touching (split_touching)
 VALLEY = 0.25     # ... cut where a row holds under this share of its fullest row's ink
 

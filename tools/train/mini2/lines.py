@@ -72,9 +72,11 @@ def core_rows(p):
     return int(core[0]), int(core[-1])
 
 
-def crop_line(ink, band=None):
+def crop_line(ink, band=None, core=None):
     """Applies the crop rule to a 2-D ink image (float, 1 = ink) holding one line in rows `band`
-    (default: the rows with ink). Returns the normalised [HEIGHT, W] float32 array, or None."""
+    (default: the rows with ink). Returns the normalised [HEIGHT, W] float32 array, or None.
+    `core`: (first, last) rows of the core, relative to the band, instead of the ink's own (a
+    segment too narrow to show its line's x-height, such as a page number, takes its line's)."""
     rows = np.nonzero(ink.max(axis=1) > 0.5)[0]
     if band is None:
         if len(rows) == 0:
@@ -85,7 +87,7 @@ def crop_line(ink, band=None):
     p = binary.sum(axis=1)
     if p.max() == 0:
         return None
-    first, last = core_rows(p)
+    first, last = core_rows(p) if core is None else core
     xh = max(2.0, last + 1 - first)
     top = y0 + first - ASCEND * xh
     bottom = y0 + last + 1 + DESCEND * xh
