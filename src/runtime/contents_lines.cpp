@@ -123,6 +123,8 @@ bool ordered(const std::vector<std::optional<Candidate>>& cands) {
   return double(rising) >= ContentsLineRule::kOrderedShare * double(nums.size() - 1);
 }
 
+int indent(const ReadLine& l) { return l.x0 - l.region_x0; }
+
 // Levels: the rank of each indent among the page's entry indents, indents grouped within `tol` of
 // their group's first (sorted ascending).
 std::vector<int> indent_levels(const std::vector<int>& indents, int tol) {
@@ -155,34 +157,55 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
     titled = titled || is_contents_title(lines[i]);
   }
   if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled && !ordered(cands))) return out;
-  for (size_t i = 0; i < n; ++i)
-    if (!cands[i]) cands[i] = unread_number(lines[i]);
-  std::vector<size_t> firsts;  // each entry's first line
-  std::vector<int> indents, heights;
+  std::vector<int> heights;
   for (size_t i = 0; i < n; ++i) {
-    if (cands[i]) {
-      ContentsEntry e;
-      e.title = cands[i]->title, e.page = cands[i]->page;
-      if (i > 0 && out[i - 1] && out[i - 1]->starts_entry) e.title = out[i - 1]->title + " " + e.title;
-      else firsts.push_back(i);
-      out[i] = std::move(e);
-      heights.push_back(lines[i].x_height);
-    } else if (i > 0 && i + 1 < n && cands[i - 1] && cands[i + 1] && !lines[i].segments.empty() &&
-               has_letter(lines[i].segments.back().text)) {
-      ContentsEntry e;
-      e.starts_entry = true;
-      e.title = clean_title(joined(lines[i].segments, lines[i].segments.size()));
-      out[i] = std::move(e);
-      firsts.push_back(i);
-    }
+    if (!cands[i]) cands[i] = unread_number(lines[i]);
+    if (cands[i]) heights.push_back(lines[i].x_height);
   }
   std::sort(heights.begin(), heights.end());
-  for (size_t i : firsts) indents.push_back(lines[i].x0 - lines[i].region_x0);
-  const std::vector<int> levels = indent_levels(indents, heights[heights.size() / 2]);
-  for (size_t k = 0; k < firsts.size(); ++k) {
-    out[firsts[k]]->level = levels[k];
-    if (out[firsts[k]]->starts_entry) out[firsts[k] + 1]->level = levels[k];
+  const int tol = heights[heights.size() / 2];
+  std::vector<std::pair<size_t, size_t>> entries;  // (an entry's line, its title's first line)
+  std::optional<std::string> prefix;
+  size_t prefix_at = 0;
+  for (size_t i = 0; i < n;) {
+    if (cands[i]) {
+      std::string title = cands[i]->title;
+      size_t first = i;
+      if (prefix) title = *prefix + " " + title, first = prefix_at, prefix.reset();
+      out[i] = ContentsEntry{ContentsPart::Entry, 0, std::move(title), cands[i]->page};
+      entries.emplace_back(i, first);
+      ++i;
+      continue;
+    }
+    // A title too long for one line: up to kMaxWrap lines with letters between two entries are its
+    // first part when the entry after hangs further in than the first of them and does not start
+    // with a digit (the number on the title's last line, as LaTeX sets it), else the rest of the
+    // entry before's (the number beside its first line).
+    size_t j = i;
+    while (j < n && j - i < size_t(ContentsLineRule::kMaxWrap) && !cands[j] &&
+           has_letter(joined(lines[j].segments, lines[j].segments.size())))
+      ++j;
+    if (i == 0 || !cands[i - 1] || j == i || j >= n || !cands[j]) {
+      i = std::max(j, i + 1);
+      continue;
+    }
+    const std::string next = joined(lines[j].segments, lines[j].segments.size());
+    const bool hangs = indent(lines[j]) > indent(lines[i]) + tol && !(!next.empty() && std::isdigit(static_cast<unsigned char>(next[0])));
+    std::string texts;
+    for (size_t k = i; k < j; ++k) {
+      std::string t = clean_title(joined(lines[k].segments, lines[k].segments.size()));
+      texts += (k > i ? " " : "") + t;
+      out[k] = ContentsEntry{hangs ? ContentsPart::Start : ContentsPart::Continuation, 0, std::move(t), ""};
+    }
+    if (hangs) prefix = std::move(texts), prefix_at = i;
+    else out[i - 1]->title += " " + texts;
+    i = j;
   }
+  std::vector<int> indents;
+  for (const auto& [e, first] : entries) indents.push_back(indent(lines[first]));
+  const std::vector<int> levels = indent_levels(indents, tol);
+  for (size_t k = 0; k < entries.size(); ++k)
+    for (size_t line = entries[k].second; line <= entries[k].first; ++line) out[line]->level = levels[k];
   return out;
 }
 

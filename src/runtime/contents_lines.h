@@ -12,12 +12,16 @@
 // kMinEntries candidates and at least kMinLed of them were led or read with a leader of dots, or a
 // line that reads as a contents title ("Contents", "Table of Contents", "Inhalt", "Table des
 // matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
-// page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents page every candidate is an entry, and so is a line of two or more
-// segments whose last one, where its page number stands, was read as marks or nothing (written
-// without a number); a line that is neither, between two entries and ending in a letter (the first
-// part of a title too long for one line), starts the next entry. An entry's level is the rank of its indent (x0 less
-// its column's left edge) among the page's entries' indents, grouped within an x-height (of the
-// median entry) of the group's first; at most kMaxLevel.
+// page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents
+// page every candidate is an entry, and so is a line of two or more segments whose last one, where
+// its page number stands, was read as marks or nothing (written without a number). A run of up to
+// kMaxWrap lines that are neither, with letters, between two entries, is part of a title too long
+// for one line: the start of the entry after when that entry hangs further in than the run's first
+// line by more than the median entry's x-height and does not start with a digit (the rest of a
+// title, not a numbered subsection: the number on the title's last line, as LaTeX sets it), else the
+// rest of the entry before (the number beside the title's first line). An entry's level is the rank of its
+// first line's indent (x0 less its column's left edge) among the page's entries', grouped within
+// the median entry's x-height of the group's first; at most kMaxLevel.
 //
 // Entries are written as bulleted items nested by level ("  " per level), the title, " — " and the
 // page number (the title alone when it could not be read); a leader left in the text is dropped.
@@ -38,12 +42,19 @@ struct ContentsLineRule {
   static constexpr int kMinOrdered = 8;         // entries with arabic page numbers, ...
   static constexpr double kOrderedShare = 0.9;  // ... this share of their successive pairs not decreasing
   static constexpr int kMaxLevel = 3;
+  static constexpr int kMaxWrap = 3;  // lines of one title without its page number
+};
+
+enum class ContentsPart {
+  Entry,         // the line that writes the entry: its title (whole) and page number
+  Start,         // the first part of the next line's entry
+  Continuation,  // the rest of the line before's entry
 };
 
 struct ContentsEntry {
-  bool starts_entry = false;  // the first part of a wrapped title: written with the next line
+  ContentsPart part = ContentsPart::Entry;
   int level = 0;
-  std::string title;          // with the parts before it, for the line that ends the entry
+  std::string title;  // an Entry's whole title; a part's own text
   std::string page;
 };
 

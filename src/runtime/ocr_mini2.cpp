@@ -226,7 +226,7 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
     const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
     if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return "";
     if (const ContentsEntry* e = contents_entry(*state, {page, line}))
-      return e->starts_entry ? "" : state->writer.push(StructureAction::Bullet, {contents_text(*e)}, e->level);
+      return e->part != ContentsPart::Entry ? "" : state->writer.push(StructureAction::Bullet, {contents_text(*e)}, e->level);
     return state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };

@@ -32,7 +32,7 @@ nlohmann::json fixture() {
 
 TEST(ContentsLines, AgreeWithThePythonTwinOnEveryFixturePage) {
   const nlohmann::json j = fixture();
-  int entries = 0, starts = 0, pages_without = 0;
+  int entries = 0, starts = 0, continuations = 0, pages_without = 0;
   for (const nlohmann::json& page : j["pages"]) {
     const std::vector<std::optional<ContentsEntry>> got = contents_entries(lines_of(page));
     ASSERT_EQ(got.size(), page["entries"].size());
@@ -42,19 +42,21 @@ TEST(ContentsLines, AgreeWithThePythonTwinOnEveryFixturePage) {
       ASSERT_EQ(got[i].has_value(), !want.is_null()) << "line " << i << ": " << page["lines"][i]["cells"].dump();
       if (!got[i]) continue;
       any = true;
-      EXPECT_EQ(got[i]->starts_entry, want["starts_entry"].get<bool>()) << i;
+      const std::string part = got[i]->part == ContentsPart::Entry ? "entry" : got[i]->part == ContentsPart::Start ? "start" : "continuation";
+      EXPECT_EQ(part, want["part"].get<std::string>()) << i;
       EXPECT_EQ(got[i]->level, want["level"].get<int>()) << i;
       EXPECT_EQ(got[i]->title, want["title"].get<std::string>()) << i;
       EXPECT_EQ(got[i]->page, want["page"].get<std::string>()) << i;
-      if (!got[i]->starts_entry) {
+      if (got[i]->part == ContentsPart::Entry) {
         EXPECT_EQ(std::string(size_t(2 * got[i]->level), ' ') + "- " + contents_text(*got[i]), page["items"][i].get<std::string>());
       }
-      got[i]->starts_entry ? ++starts : ++entries;
+      got[i]->part == ContentsPart::Entry ? ++entries : got[i]->part == ContentsPart::Start ? ++starts : ++continuations;
     }
     pages_without += !any;
   }
   EXPECT_GE(entries, 20);
   EXPECT_GE(starts, 1);
+  EXPECT_GE(continuations, 2);
   EXPECT_GE(pages_without, 2) << "the fixture must hold pages that are no contents pages";
 }
 

@@ -14,8 +14,8 @@ of successive pairs). On a contents page every candidate is an entry, and so is 
 last one, where its page number stands, was read as marks or nothing (written without a number); a
 line that is neither, between two entries and ending in a letter, starts the next entry (a title too
 long for one line). An entry's level is the rank of its indent (x0 less its column's left edge)
-among the page's entry indents, grouped within the median entry's x-height of the group's first; at
-most MAX_LEVEL. Written as nested bulleted items: "  " x level, "- ", the title, " \u2014 ", the page.
+among the page's entry indents (an entry's first line's), grouped within the median entry's x-height
+of the group's first; at most MAX_LEVEL. Written as nested bulleted items: "  " x level, "- ", the title, " \u2014 ", the page.
 
 A line is a dict: cells (the segments' texts), x0, region_x0, x_height, led.
 """
@@ -26,6 +26,7 @@ MIN_LED = 2
 MIN_ORDERED = 8       # entries with arabic page numbers, ...
 ORDERED_SHARE = 0.9   # ... this share of their successive pairs not decreasing
 MAX_LEVEL = 3
+MAX_WRAP = 3          # lines of one title without its page number
 TITLES = {"contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
           "indice", "contenido", "contenidos", "spis tresci", "index of contents"}
 
@@ -134,8 +135,14 @@ def indent_levels(indents, tol):
     return out
 
 
+def _indent(line):
+    return line["x0"] - line["region_x0"]
+
+
 def contents_entries(lines):
-    """One per line: None, or {"starts_entry", "level", "title", "page"}."""
+    """One per line: None, or {"part", "level", "title", "page"}; part is "entry" (the line that
+    writes the entry), "start" (the first part of the next line's entry) or "continuation" (the rest
+    of the line before's entry); only an entry's title and page are its whole item's."""
     n = len(lines)
     out = [None] * n
     cands = [candidate(l) for l in lines]
@@ -147,26 +154,44 @@ def contents_entries(lines):
     for i in range(n):
         if cands[i] is None and unread_number(lines[i]) is not None:
             cands[i] = (unread_number(lines[i]), "", False)
-    firsts, heights = [], []
-    for i in range(n):
+    heights = sorted(lines[i]["x_height"] for i in range(n) if cands[i] is not None)
+    tol = heights[len(heights) // 2]
+    first_of = {}  # an entry's line -> its title's first line
+    prefix, prefix_at, i = None, None, 0
+    while i < n:
         if cands[i] is not None:
-            title, page = cands[i][:2]
-            if i > 0 and out[i - 1] is not None and out[i - 1]["starts_entry"]:
-                title = out[i - 1]["title"] + " " + title
-            else:
-                firsts.append(i)
-            out[i] = {"starts_entry": False, "level": 0, "title": title, "page": page}
-            heights.append(lines[i]["x_height"])
-        elif 0 < i < n - 1 and cands[i - 1] is not None and cands[i + 1] is not None \
-                and _has_letter(lines[i]["cells"][-1] if lines[i]["cells"] else ""):
-            out[i] = {"starts_entry": True, "level": 0, "title": clean_title(_joined(lines[i]["cells"])), "page": ""}
-            firsts.append(i)
-    heights.sort()
-    levels = indent_levels([lines[i]["x0"] - lines[i]["region_x0"] for i in firsts], heights[len(heights) // 2])
-    for i, level in zip(firsts, levels):
-        out[i]["level"] = level
-        if out[i]["starts_entry"]:
-            out[i + 1]["level"] = level
+            title, first = cands[i][0], i
+            if prefix is not None:
+                title, first, prefix = prefix + " " + title, prefix_at, None
+            out[i] = {"part": "entry", "level": 0, "title": title, "page": cands[i][1]}
+            first_of[i] = first
+            i += 1
+            continue
+        # A title too long for one line: up to MAX_WRAP lines with letters between two entries are
+        # its first part when the entry after hangs further in than the first of them and does not
+        # start with a digit (the number on the title's last line, as LaTeX sets it), else the rest
+        # of the entry before's (the number beside its first line).
+        j = i
+        while j < n and j - i < MAX_WRAP and cands[j] is None and _has_letter(_joined(lines[j]["cells"])):
+            j += 1
+        if i == 0 or cands[i - 1] is None or j == i or j >= n or cands[j] is None:
+            i = max(j, i + 1)
+            continue
+        nxt = _joined(lines[j]["cells"])
+        hangs = _indent(lines[j]) > _indent(lines[i]) + tol and not nxt[:1].isdigit()
+        texts = [clean_title(_joined(lines[k]["cells"])) for k in range(i, j)]
+        for k in range(i, j):
+            out[k] = {"part": "start" if hangs else "continuation", "level": 0, "title": texts[k - i], "page": ""}
+        if hangs:
+            prefix, prefix_at = " ".join(texts), i
+        else:
+            out[i - 1]["title"] += " " + " ".join(texts)
+        i = j
+    entries = sorted(first_of)
+    levels = indent_levels([_indent(lines[first_of[e]]) for e in entries], tol)
+    for e, level in zip(entries, levels):
+        for k in range(first_of[e], e + 1):
+            out[k]["level"] = level
     return out
 
 
