@@ -189,8 +189,16 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
       i = std::max(j, i + 1);
       continue;
     }
-    const std::string next = joined(lines[j].segments, lines[j].segments.size());
-    const bool hangs = indent(lines[j]) > indent(lines[i]) + tol && !(!next.empty() && std::isdigit(static_cast<unsigned char>(next[0])));
+    const auto starts_with_digit = [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])); };
+    const bool hangs = indent(lines[j]) > indent(lines[i]) + tol && !starts_with_digit(joined(lines[j].segments, lines[j].segments.size()));
+    // The rest of the entry before: set no further out than its first line, not a numbered entry of
+    // its own (its number misread) nor a contents title.
+    const bool rest = indent(lines[i]) >= indent(lines[entries.back().second]) &&
+                      !starts_with_digit(joined(lines[i].segments, lines[i].segments.size())) && !is_contents_title(lines[i]);
+    if (!hangs && !rest) {
+      i = j;
+      continue;
+    }
     std::string texts;
     for (size_t k = i; k < j; ++k) {
       std::string t = clean_title(joined(lines[k].segments, lines[k].segments.size()));

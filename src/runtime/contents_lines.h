@@ -19,7 +19,9 @@
 // for one line: the start of the entry after when that entry hangs further in than the run's first
 // line by more than the median entry's x-height and does not start with a digit (the rest of a
 // title, not a numbered subsection: the number on the title's last line, as LaTeX sets it), else the
-// rest of the entry before (the number beside the title's first line). An entry's level is the rank of its
+// rest of the entry before (the number beside the title's first line) when its first line is set no
+// further out than that entry's first line and does not start with a digit or read as a contents
+// title; else the decoder's. An entry's level is the rank of its
 // first line's indent (x0 less its column's left edge) among the page's entries', grouped within
 // the median entry's x-height of the group's first; at most kMaxLevel.
 //

@@ -151,8 +151,9 @@ std::vector<SideBand> side_bands(const InkPage& p, const Window& w, const std::v
 // layout.py's _table_like: at least kTableAligned of the left side's bands have a right-side band
 // centred within a quarter of the median band height of theirs, and one side's bands reach, at the
 // median, less than kColumnFill of its width; or when kTableAligned of the right side's bands are at
-// most kNumberSide times as wide as tall, each with a left-side band so centred (a table of
-// contents' page numbers beside titles that fill their side, some of them wrapped).
+// most kNumberSide times as wide as tall, each within a left-side band's rows give or take that
+// tolerance (a table of contents' page numbers beside titles that fill their side, some of them
+// wrapped; digits stand on the baseline, the titles' descenders go below it).
 bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& spanning, int left,
                 std::pair<int, int> gutter, int right) {
   const std::vector<SideBand> lb = side_bands(p, w, spanning, left, gutter.first);
@@ -162,14 +163,14 @@ bool table_like(const InkPage& p, const Window& w, const std::vector<uint8_t>& s
   for (const SideBand& b : lb) heights.push_back(b.y1 - b.y0), fill_l.push_back(double(b.last_x + 1 - left) / (gutter.first - left));
   for (const SideBand& b : rb) heights.push_back(b.y1 - b.y0), fill_r.push_back(double(b.last_x + 1 - gutter.second) / (right - gutter.second));
   const double tol = std::max(1.0, median(heights) / 4);
-  auto beside = [tol](const SideBand& b, const std::vector<SideBand>& other) {
+  const auto aligned = std::count_if(lb.begin(), lb.end(), [&](const SideBand& l) {
     double nearest = 1e30;
-    for (const SideBand& o : other) nearest = std::min(nearest, std::fabs((o.y0 + o.y1) / 2.0 - (b.y0 + b.y1) / 2.0));
+    for (const SideBand& r : rb) nearest = std::min(nearest, std::fabs((r.y0 + r.y1) / 2.0 - (l.y0 + l.y1) / 2.0));
     return nearest <= tol;
-  };
-  const auto aligned = std::count_if(lb.begin(), lb.end(), [&](const SideBand& l) { return beside(l, rb); });
+  });
   const auto numbers = std::count_if(rb.begin(), rb.end(), [&](const SideBand& r) {
-    return r.last_x + 1 - r.first_x <= PageLayoutRule::kNumberSide * (r.y1 - r.y0) && beside(r, lb);
+    return r.last_x + 1 - r.first_x <= PageLayoutRule::kNumberSide * (r.y1 - r.y0) &&
+           std::any_of(lb.begin(), lb.end(), [&](const SideBand& l) { return l.y0 - tol <= r.y0 && r.y1 <= l.y1 + tol; });
   });
   return (double(aligned) / double(lb.size()) >= PageLayoutRule::kTableAligned &&
           std::min(median(fill_l), median(fill_r)) < PageLayoutRule::kColumnFill) ||

@@ -26,8 +26,8 @@
 //      row by row like a table without rules: kTableAligned of the left side's bands have a band
 //      on the right centred within a quarter of the median band height, and one side's bands reach
 //      less than kColumnFill of its width at the median (columns of text fill theirs); or kTableAligned
-//      of the right side's bands are at most kNumberSide times as wide as tall, each beside a
-//      left-side band (a contents page's numbers).
+//      of the right side's bands are at most kNumberSide times as wide as tall, each within a
+//      left-side band's rows (a contents page's numbers).
 //      Each side of a two-column zone is read the same way once more (kMaxSplitDepth) when it holds
 //      a gutter of its own over at least kSplitMinBands lines, as wide as a page's gutter (or a clean
 //      one), each part at least kSplitMinShare of the side: a reference card's three or four columns

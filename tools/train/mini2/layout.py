@@ -21,7 +21,7 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      when the two sides pair up row by row like a table without rules (_table_like: TABLE_ALIGNED
      of the left side's bands have a right-side band at the same height, and one side's bands fill
      less than COLUMN_FILL of its width at the median; or TABLE_ALIGNED of the right side's bands
-     are at most NUMBER_SIDE times as wide as tall, each beside a left-side band: a table of
+     are at most NUMBER_SIDE times as wide as tall, each within a left-side band's rows: a table of
      contents' page numbers).
   Each side of a two-column zone is read the same way once more when it holds a gutter of its
      own (find_gutter on that side's rows and columns alone), so a reference card's three or four
@@ -218,8 +218,9 @@ def _table_like(binary, rows, left, gutter, right):
     centred within a quarter of the median band height of theirs, and one side's bands reach, at
     the median, less than COLUMN_FILL of its width (columns of text fill their width); or when at
     least TABLE_ALIGNED of the right side's bands are at most NUMBER_SIDE times as wide as they are
-    tall and have a left-side band so centred (a table of contents' page numbers beside titles that
-    fill their side, some of them wrapped)."""
+    tall and lie within a left-side band's rows, give or take that tolerance (a table of contents'
+    page numbers beside titles that fill their side, some of them wrapped; digits stand on the
+    baseline, the titles' descenders go below it)."""
     lb = _side_bands(binary, rows, left, gutter[0])
     rb = _side_bands(binary, rows, gutter[1], right)
     if not lb or not rb:
@@ -229,9 +230,8 @@ def _table_like(binary, rows, left, gutter, right):
     aligned = np.mean([np.abs(centres - (b[0] + b[1]) / 2).min() <= tol for b in lb])
     fill_l = float(np.median([(b[2] + 1 - left) / (gutter[0] - left) for b in lb]))
     fill_r = float(np.median([(b[2] + 1 - gutter[1]) / (right - gutter[1]) for b in rb]))
-    lcentres = np.array([(b[0] + b[1]) / 2 for b in lb])
-    numbers = np.mean([b[2] + 1 - b[3] <= NUMBER_SIDE * (b[1] - b[0]) and np.abs(lcentres - (b[0] + b[1]) / 2).min() <= tol
-                       for b in rb])
+    numbers = np.mean([b[2] + 1 - b[3] <= NUMBER_SIDE * (b[1] - b[0])
+                       and any(l[0] - tol <= b[0] and b[1] <= l[1] + tol for l in lb) for b in rb])
     return (aligned >= TABLE_ALIGNED and min(fill_l, fill_r) < COLUMN_FILL) or numbers >= TABLE_ALIGNED
 
 

@@ -218,16 +218,6 @@ TOOLS = {
 # ---------------------------------------------------------------- the set
 
 
-def shipped_pdfs():
-    """realdocs' shipped PDFs, as found now (a dangling link in /usr/share/doc is skipped)."""
-    real = realdocs.glob.glob
-    realdocs.glob.glob = lambda pat, **kw: [p for p in real(pat, **kw) if os.path.exists(p)]
-    try:
-        return realdocs._shipped_pdfs()
-    finally:
-        realdocs.glob.glob = real
-
-
 def contents_pages(pdf, limit):
     pages = []
     for p in range(1, page_count(pdf) + 1):
@@ -283,7 +273,7 @@ def make(a):
                 continue
             add_document(manifest, name, tool, [n for n, _, _ in chosen], pdf, a)
             json.dump(manifest, open(man_path, "w"), indent=1)
-    for path in shipped_pdfs():
+    for path in realdocs._shipped_pdfs():
         name = "shipped-" + re.sub(r"[^A-Za-z0-9]+", "-", path[len("/usr/share/doc/"):].rsplit(".pdf", 1)[0])
         if name in done:
             continue

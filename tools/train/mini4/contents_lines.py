@@ -177,8 +177,15 @@ def contents_entries(lines):
         if i == 0 or cands[i - 1] is None or j == i or j >= n or cands[j] is None:
             i = max(j, i + 1)
             continue
-        nxt = _joined(lines[j]["cells"])
+        nxt, own = _joined(lines[j]["cells"]), _joined(lines[i]["cells"])
         hangs = _indent(lines[j]) > _indent(lines[i]) + tol and not nxt[:1].isdigit()
+        # the rest of the entry before: set in no further out than its first line, not a numbered
+        # entry of its own (its number misread) nor a contents title
+        rest = _indent(lines[i]) >= _indent(lines[first_of[i - 1]]) and not own[:1].isdigit() \
+            and not is_contents_title(lines[i])
+        if not hangs and not rest:
+            i = j
+            continue
         texts = [clean_title(_joined(lines[k]["cells"])) for k in range(i, j)]
         for k in range(i, j):
             out[k] = {"part": "start" if hangs else "continuation", "level": 0, "title": texts[k - i], "page": ""}
