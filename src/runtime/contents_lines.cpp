@@ -89,6 +89,23 @@ bool has_letter_or_digit(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
 }
 
+// A line of two or more segments whose last one reads as a page number once its spaces are dropped
+// and letters that look like digits are taken for them (a scan's lone digits: l and ] for 1, O for
+// 0, ...). Asked only on a contents page.
+std::optional<Candidate> misread_number(const ReadLine& l) {
+  if (l.segments.size() < 2) return std::nullopt;
+  static constexpr std::string_view kFrom = "lI|][!OoQDSsZzBgq", kTo = "11111100005522899";
+  std::string digits;
+  for (char c : l.segments.back().text) {
+    if (c == ' ') continue;
+    const size_t k = kFrom.find(c);
+    digits += k == std::string_view::npos ? c : kTo[k];
+  }
+  std::string title = clean_title(joined(l.segments, l.segments.size() - 1));
+  if (digits.empty() || digits.size() > 4 || !all_of_set(digits, "0123456789") || !has_letter(title)) return std::nullopt;
+  return Candidate{std::move(title), std::move(digits), false};
+}
+
 // A line of two or more segments whose last one, where its page number stands, was read as marks or
 // nothing (at most 4 characters, no letter or digit): an entry with no number.
 std::optional<Candidate> unread_number(const ReadLine& l) {
@@ -159,6 +176,7 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
   if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled && !ordered(cands))) return out;
   std::vector<int> heights;
   for (size_t i = 0; i < n; ++i) {
+    if (!cands[i]) cands[i] = misread_number(lines[i]);
     if (!cands[i]) cands[i] = unread_number(lines[i]);
     if (cands[i]) heights.push_back(lines[i].x_height);
   }

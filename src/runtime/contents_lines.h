@@ -14,7 +14,9 @@
 // matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
 // page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents
 // page every candidate is an entry, and so is a line of two or more segments whose last one, where
-// its page number stands, was read as marks or nothing (written without a number). A run of up to
+// its page number stands, reads as a number once letters that look like digits are taken for them
+// (l and ] for 1, O for 0, ...: a scan's lone digits), or was read as marks or nothing (written
+// without a number). A run of up to
 // kMaxWrap lines that are neither, with letters, between two entries, is part of a title too long
 // for one line: the start of the entry after when that entry hangs further in than the run's first
 // line by more than the median entry's x-height and does not start with a digit (the rest of a

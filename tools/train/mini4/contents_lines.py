@@ -88,6 +88,25 @@ def candidate(line):
     return (title, text[at:], dotted) if _has_letter(title) else None
 
 
+_LOOKALIKE = {"l": "1", "I": "1", "|": "1", "]": "1", "[": "1", "!": "1", "O": "0", "o": "0", "Q": "0", "D": "0",
+              "S": "5", "s": "5", "Z": "2", "z": "2", "B": "8", "g": "9", "q": "9"}
+
+
+def misread_number(line):
+    """(title, page) of a line of two or more segments whose last one reads as a page number once its
+    spaces are dropped and letters that look like digits are taken for them (LOOKALIKE: l and ] for
+    1, O for 0, ...: a scan's lone digits), else None. Asked only on a contents page."""
+    cells = line["cells"]
+    if len(cells) < 2:
+        return None
+    last = cells[-1].replace(" ", "")
+    digits = "".join(_LOOKALIKE.get(c, c) for c in last)
+    title = clean_title(_joined(cells[:-1]))
+    if not re.fullmatch(r"[0-9]{1,4}", digits) or not _has_letter(title):
+        return None
+    return title, digits
+
+
 def unread_number(line):
     """The title of a line whose last segment (of two or more) should be its page number but was read
     as marks or nothing (at most 4 characters, no letter or digit), else None."""
@@ -152,7 +171,9 @@ def contents_entries(lines):
     if count < MIN_ENTRIES or (led < MIN_LED and not titled and not _ordered(cands)):
         return out
     for i in range(n):
-        if cands[i] is None and unread_number(lines[i]) is not None:
+        if cands[i] is None and misread_number(lines[i]) is not None:
+            cands[i] = misread_number(lines[i]) + (False,)
+        elif cands[i] is None and unread_number(lines[i]) is not None:
             cands[i] = (unread_number(lines[i]), "", False)
     heights = sorted(lines[i]["x_height"] for i in range(n) if cands[i] is not None)
     tol = heights[len(heights) // 2]
