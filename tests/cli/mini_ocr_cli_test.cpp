@@ -100,6 +100,30 @@ TEST_F(MiniOcrCli, DefaultModelReadsTheTypesetSampleAsItsSource) {
   EXPECT_LT(c.cer(), 0.01) << c.errors << " errors in " << c.chars << " characters\n" << r.out;
 }
 
+// A LaTeX table of contents (tests/fixtures/mini2/contents_page.png, our own headings): every entry
+// a list item nested by its level with its page number, no leader left, one list (the JSON's block
+// is a list). Before the leaders were erased the page was read as columns of dots and numbers.
+TEST_F(MiniOcrCli, DefaultModelWritesAContentsPageAsANestedListWithPageNumbers) {
+  const fs::path json = scratch / "contents.json";
+  auto r = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/contents_page.png --json " + json.string(), scratch);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string item : {"- 1 Reading a page \u2014 2\n", "\n  - 1.1 Lines and columns \u2014 2\n",
+                                 "\n    - 2.2.1 Limits and Costs \u2014 3\n", "\n- 4 Measuring \u2014 5\n",
+                                 "\n  - 4.2 Speed \u2014 5\n"})
+    EXPECT_NE(r.out.find(item), std::string::npos) << "missing: " << item << "\n" << r.out;
+  int items = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(line.find(". . ."), std::string::npos) << line;
+    if (line.find("- ") != std::string::npos && line.find(" \u2014 ") != std::string::npos) ++items;
+  }
+  EXPECT_EQ(items, 4 + 10 + 4) << r.out;  // chapters, sections, subsections
+  const auto j = nlohmann::json::parse(read_file(json));
+  bool list = false;
+  for (const auto& b : j["pages"][0]["blocks"]) list = list || (b["label"] == "list" && b["text"].get<std::string>().find("4.2 Speed") != std::string::npos);
+  EXPECT_TRUE(list) << j.dump(1);
+}
+
 // FOLIO_ISA picks the kernels' instruction set: the AVX2 path reads the sample to the same bytes
 // (the int8 recognizer and the decoder's kernels give the same bits on every ISA; on an AVX2-only
 // machine both runs take it); a name it does not know is refused before any work.
