@@ -155,11 +155,18 @@ std::vector<DotLeader> find_dot_leaders(const std::vector<uint8_t>& binary, int 
   return out;
 }
 
-std::vector<InkBox> erase_dot_leaders(InkPage& page) {
+InkBox leader_bar(const DotLeader& l) {
+  const int pitch = (l.dots.back().x0 - l.dots.front().x0) / int(l.dots.size() - 1);
+  const int h = std::max(pitch, 3 * (l.box.y1 - l.box.y0));
+  return {l.box.x0, std::max(0, l.box.y1 - h), l.box.x1, l.box.y1, 0};
+}
+
+ErasedLeaders erase_dot_leaders(InkPage& page) {
   const std::vector<DotLeader> leaders = find_dot_leaders(page.binary, page.width, page.height);
-  std::vector<InkBox> boxes;
+  ErasedLeaders out;
   for (const DotLeader& l : leaders) {
-    boxes.push_back(l.box);
+    out.boxes.push_back(l.box);
+    out.bars.push_back(leader_bar(l));
     for (const InkBox& d : l.dots)
       for (int y = d.y0; y < d.y1; ++y) std::fill_n(page.binary.begin() + size_t(y) * page.width + d.x0, d.x1 - d.x0, uint8_t(0));
   }
@@ -168,7 +175,7 @@ std::vector<InkBox> erase_dot_leaders(InkPage& page) {
       for (int y = std::max(0, d.y0 - 1); y < std::min(page.height, d.y1 + 1); ++y)
         for (int x = std::max(0, d.x0 - 1); x < std::min(page.width, d.x1 + 1); ++x)
           if (!page.binary[size_t(y) * page.width + x]) page.ink[size_t(y) * page.width + x] = 0.0f;
-  return boxes;
+  return out;
 }
 
 }  // namespace folio

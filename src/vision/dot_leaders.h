@@ -52,9 +52,18 @@ std::vector<InkBox> ink_components(const std::vector<uint8_t>& binary, int width
 // The page's dot leaders, ordered by (y0, x0).
 std::vector<DotLeader> find_dot_leaders(const std::vector<uint8_t>& binary, int width, int height);
 
+// The rows and columns a leader fills as a bar of ink for the column search: its dots' columns, and
+// rows up from its dots' bottom as tall as its pitch or three dots (a bar of the dots' own rows
+// weighs too little against a column's lines). count is 0.
+InkBox leader_bar(const DotLeader& leader);
+
+struct ErasedLeaders {
+  std::vector<InkBox> boxes, bars;  // per leader
+};
+
 // Finds the leaders and erases their dots from the page: each dot's box from the binary map, and from
 // the ink strengths the box and the pixel around it where the binary map has no ink (the dot's
-// anti-aliased rim, which a crop would show as specks). Returns the leaders' boxes.
-std::vector<InkBox> erase_dot_leaders(InkPage& page);
+// anti-aliased rim, which a crop would show as specks). Returns the leaders' boxes and bars.
+ErasedLeaders erase_dot_leaders(InkPage& page);
 
 }  // namespace folio

@@ -369,10 +369,15 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
   PageLayout out;
   out.width = width, out.height = height;
   InkPage p = ink_page(gray, width, height);
-  const std::vector<InkBox> leaders = erase_dot_leaders(p);
+  const ErasedLeaders leaders = erase_dot_leaders(p);
+  // Columns are looked for with each leader a bar of ink (leader_bar): an entry (title, leader, page
+  // number) stays one run across its column, as its line is read without the dots.
+  InkPage columns{width, height, p.binary, {}};
+  for (const InkBox& bar : leaders.bars)
+    for (int y = bar.y0; y < bar.y1; ++y) std::fill_n(columns.binary.begin() + size_t(y) * width + bar.x0, bar.x1 - bar.x0, uint8_t(1));
   int left = width, right = -1;
   for (int y = 0; y < height; ++y) {
-    const uint8_t* row = p.binary.data() + size_t(y) * width;
+    const uint8_t* row = columns.binary.data() + size_t(y) * width;
     const auto* first = static_cast<const uint8_t*>(std::memchr(row, 1, size_t(width)));
     if (!first) continue;
     left = std::min(left, int(first - row));
@@ -382,13 +387,13 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
   }
   if (right < 0) return out;
   ++right;
-  for (const Block& b : blocks(p, Window{0, width, 0, height}, {left, right}, 0))
+  for (const Block& b : blocks(columns, Window{0, width, 0, height}, {left, right}, 0))
     for (FoundLine& f : find_lines_in(p, b.x0, b.y0, b.x1, b.y1)) {
       LayoutLine l;
       static_cast<FoundLine&>(l) = std::move(f);
       l.column = b.column, l.columns = b.columns;
       l.region_x0 = b.x0, l.region_x1 = b.x1;
-      l.led = std::any_of(leaders.begin(), leaders.end(), [&](const InkBox& d) {
+      l.led = std::any_of(leaders.boxes.begin(), leaders.boxes.end(), [&](const InkBox& d) {
         return 2 * l.y0 <= d.y0 + d.y1 && d.y0 + d.y1 < 2 * l.y1 && d.x0 < l.region_x1 && d.x1 > l.region_x0;
       });
       out.lines.push_back(std::move(l));

@@ -7,7 +7,9 @@
 //      of the page, the 5th of its Otsu ink). Rules are removed: pixels of horizontal ink runs of at
 //      least kRuleH x the page width or vertical runs of at least kRuleV x its height stop being ink
 //      (a ruled table falls apart into rows and cells). Dot leaders are erased (dot_leaders.h: a
-//      contents entry's title and page number become two segments, and its line is `led`).
+//      contents entry's title and page number become two segments, and its line is `led`);
+//      columns are looked for with each leader a bar of ink (leader_bar: an entry stays one run
+//      across its column, so a two-column index is two columns, not titles and page numbers).
 //   2. Columns: a clean gutter first: the widest run of pixel columns in the middle half of the
 //      ink's extent with no ink in any row (but bands lying within that middle half: a centred page
 //      number), at least kCleanGutterMin x the page width (a reference card's close columns), when

@@ -83,8 +83,13 @@ TEST(DotLeaders, ErasingTakesTheDotsAndTheirRimOnly) {
   p.ink.assign(p.binary.size(), 0.0f);
   for (size_t i = 0; i < p.ink.size(); ++i) p.ink[i] = p.binary[i] ? 1.0f : 0.0f;
   p.ink[size_t(29) * p.width + 100] = 0.3f;  // a dot's anti-aliased rim
-  const std::vector<InkBox> boxes = erase_dot_leaders(p);
-  ASSERT_EQ(boxes.size(), 1u);
+  const ErasedLeaders erased = erase_dot_leaders(p);
+  ASSERT_EQ(erased.boxes.size(), 1u);
+  ASSERT_EQ(erased.bars.size(), 1u);
+  EXPECT_EQ(erased.bars[0].x0, 100);
+  EXPECT_EQ(erased.bars[0].x1, 172);
+  EXPECT_EQ(erased.bars[0].y1, 32);
+  EXPECT_EQ(erased.bars[0].y0, 32 - 10) << "as tall as the pitch";
   int ink = 0;
   for (size_t i = 0; i < p.binary.size(); ++i) ink += p.binary[i];
   EXPECT_EQ(ink, 30 * 10 + 8 * 10);

@@ -143,6 +143,24 @@ TEST(PageLayout, AContentsPageIsOneColumnOfEntriesWithoutLeaders) {
   EXPECT_GE(led, 8);
 }
 
+// A two-column index, each term led by dots to its page number: looked for with each leader a bar
+// of ink (leader_bar), the columns are the index's; with the leaders only erased, the left column's
+// terms and numbers stood apart as columns of their own (the fixture script asserts the difference).
+TEST(PageLayout, ATwoColumnIndexWithLeadersIsTwoColumnsOfEntries) {
+  const PageLayout layout = expect_reference_lines("index_page.png", "index_golden.safetensors");
+  int led = 0, left = 0, right = 0;
+  for (const LayoutLine& l : layout.lines) {
+    if (!l.led) continue;
+    ++led;
+    EXPECT_EQ(l.columns, 2);
+    (l.column == 0 ? left : right)++;
+    EXPECT_EQ(l.segments.size(), 2u) << "a term and its page number";
+  }
+  EXPECT_GE(left, 15);
+  EXPECT_GE(right, 15);
+  EXPECT_EQ(led, left + right);
+}
+
 // A table of contents without leaders: wrapped titles filling their side, a page number at the
 // right margin beside each first line. The numbers' quiet strip is no gutter: every band right of it
 // is a page number beside a title (kNumberSide; the fixture script asserts two columns without it).

@@ -127,10 +127,21 @@ def find_leaders(binary):
     return sorted(out, key=lambda l: (l[1], l[0]))
 
 
+def leader_bar(leader):
+    """The rows and columns (y0, y1, x0, x1) a leader fills as a bar of ink for the column search:
+    its dots' columns, and rows up from its dots' bottom as tall as its pitch or three dots (a
+    bar of the dots' own rows weighs too little against a column's lines)."""
+    x0, y0, x1, y1, dots = leader
+    pitch = (dots[-1][0] - dots[0][0]) // (len(dots) - 1)
+    h = max(pitch, 3 * (y1 - y0))
+    return max(0, y1 - h), y1, x0, x1
+
+
 def erase_leaders(binary, ink):
     """Erases the leaders' dots from both maps (in place): a dot's box from the binary page, and from
     the ink strengths the box and the pixel around it that are not binary ink (the dot's
-    anti-aliased rim, which the crops would show as specks). Returns the leaders' boxes (x0, y0, x1, y1)."""
+    anti-aliased rim, which the crops would show as specks). Returns the leaders' boxes (x0, y0, x1, y1)
+    and bars (leader_bar)."""
     leaders = find_leaders(binary)
     h, w = binary.shape
     for _, _, _, _, dots in leaders:
@@ -139,4 +150,4 @@ def erase_leaders(binary, ink):
         for x0, y0, x1, y1, _ in dots:
             a, b, c, d = max(0, y0 - 1), min(h, y1 + 1), max(0, x0 - 1), min(w, x1 + 1)
             ink[a:b, c:d][~binary[a:b, c:d]] = 0.0
-    return [l[:4] for l in leaders]
+    return [l[:4] for l in leaders], [leader_bar(l) for l in leaders]

@@ -6,7 +6,9 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      least RULE_H x the page width or vertical runs of at least RULE_V x its height (table borders,
      underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
      Dot leaders are erased (dot_leaders.py: a contents entry's title and page number become two
-     segments, and its line is `led`). The text extent is the box of the remaining ink.
+     segments, and its line is `led`); columns are looked for with each leader a bar of ink
+     (dot_leaders.leader_bar) (an entry stays one run across its column: a two-column index is two columns, not titles
+     and numbers). The text extent is the box of that ink.
   2. Columns: the vertical projection counts, per pixel column, the rows with ink. A rough gutter is
      the widest run of pixel columns in the middle half of the text extent whose count stays at or
      below GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. A band of the
@@ -298,13 +300,18 @@ def find_layout(gray):
     ruled = rules(binary)
     binary &= ~ruled
     ink[ruled] = 0.0
-    leaders = erase_leaders(binary, ink)
+    leaders, bars = erase_leaders(binary, ink)
     if not binary.any():
         return []
-    cols = np.nonzero(binary.any(axis=0))[0]
+    # Columns are looked for with each leader a bar of ink: an entry (title, leader, page number)
+    # stays one run across the page, as the lines are read without the dots.
+    led = binary.copy()
+    for by0, by1, bx0, bx1 in bars:
+        led[by0:by1, bx0:bx1] = True
+    cols = np.nonzero(led.any(axis=0))[0]
     extent = (int(cols[0]), int(cols[-1]) + 1)
     out = []
-    for y0, y1, x0, x1, column, columns in _blocks(binary, 0, binary.shape[0], 0, binary.shape[1], extent):
+    for y0, y1, x0, x1, column, columns in _blocks(led, 0, binary.shape[0], 0, binary.shape[1], extent):
         out.extend(_lines_in(binary, ink, y0, y1, x0, x1, column, columns))
     for line in out:
         line.led = any(2 * line.box[1] <= ly0 + ly1 < 2 * line.box[3] and lx0 < line.region[1] and lx1 > line.region[0]

@@ -2,7 +2,7 @@
 
     /usr/bin/python3 tools/train/mini4/contents.py make --out train-work/contents
     /usr/bin/python3 tools/train/mini4/contents.py eval --set train-work/contents --folio build/folio \
-        --model models/folio-mini-ocr-3 [--scan] [--tesseract] [--json out.json]
+        --model models/folio-mini-ocr-3 [--scan] [--tesseract] [--paddle] [--json out.json]
 
 `make` composes manuals from held-out sources (corpus.is_held_out: man pages never in any training
 text), each man page a chapter with its sections and subsections, and typesets each with a table of
@@ -345,6 +345,25 @@ def score_page(truth, text):
     return {"entries": len(truth), "kept": kept, "number_lost": lost_number, "leader_lines": leaders, "as_list": as_list}
 
 
+def run_paddle(images, paddle_dir):
+    """PaddleOCR's text of each image (paddle_ocr.mjs): its lines top to bottom, one per line."""
+    out = subprocess.run(["node", os.path.join(HERE, "paddle_ocr.mjs"), *images], capture_output=True, text=True,
+                         env={**os.environ, "PADDLE_DIR": paddle_dir}, check=True).stdout
+    texts = {}
+    for row in out.splitlines():
+        if row.startswith("{"):
+            r = json.loads(row)
+            texts[r["file"]] = "\n".join(l["text"] for l in sorted(r["lines"], key=lambda l: (l["box"][0][1], l["box"][0][0])))
+    return [texts.get(img, "") for img in images]
+
+
+def _png(pgm):
+    from PIL import Image
+    png = pgm[:-4] + ".png"
+    Image.open(pgm).save(png)
+    return png
+
+
 def run_tesseract(images, threads):
     return [subprocess.run(["tesseract", img, "-", "--psm", "6"], capture_output=True, text=True,
                            env={**os.environ, "OMP_THREAD_LIMIT": str(threads)}).stdout for img in images]
@@ -352,7 +371,7 @@ def run_tesseract(images, threads):
 
 def evaluate(a):
     manifest = json.load(open(os.path.join(a.set, "manifest.json")))
-    readers = ["folio"] + (["tesseract"] if a.tesseract else [])
+    readers = ["folio"] + (["tesseract"] if a.tesseract else []) + (["paddle"] if a.paddle else [])
     totals = {r: collections.Counter() for r in readers}
     by_tool = {r: collections.defaultdict(collections.Counter) for r in readers}
     pages_out = []
@@ -365,17 +384,21 @@ def evaluate(a):
         scans = [os.path.join(a.set, "scans", doc["name"], f"{i + 1:03d}.jpg") for i in range(n)]
         t0 = time.time()
         outs = {"folio": realdocs.run_folio(a, scans if a.scan else [pdf], n)[0]}
-        if a.tesseract:
+        if a.tesseract or a.paddle:
             imgs = scans if a.scan else [realdocs.render(pdf, i + 1, 300, os.path.join(tmp, f"p{i}")) for i in range(n)]
-            outs["tesseract"] = run_tesseract(imgs, a.threads)
+            if a.tesseract:
+                outs["tesseract"] = run_tesseract(imgs, a.threads)
+            if a.paddle:
+                outs["paddle"] = run_paddle(imgs if a.scan else [_png(i) for i in imgs], a.paddle_dir)
         for r in readers:
             for i in range(n):
                 s = score_page(doc["entries"][i], outs[r][i])
                 totals[r].update(s)
                 by_tool[r][doc["tool"]].update(s)
                 pages_out.append({"reader": r, "doc": doc["name"], "page": i + 1, **s})
-        f = pages_out[-n * len(readers)]
-        print(f"{doc['name']}: folio kept {f['kept']}/{f['entries']} ({time.time() - t0:.1f} s)", flush=True)
+        got = [p for p in pages_out[-n * len(readers):] if p["reader"] == "folio"]
+        print(f"{doc['name']}: folio kept {sum(p['kept'] for p in got)}/{sum(p['entries'] for p in got)} "
+              f"({time.time() - t0:.1f} s)", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
     summary = {}
     for r in readers:
@@ -408,6 +431,8 @@ def main():
     e.add_argument("--threads", type=int, default=2)
     e.add_argument("--scan", action="store_true")
     e.add_argument("--tesseract", action="store_true")
+    e.add_argument("--paddle", action="store_true", help="PaddleOCR PP-OCRv4 too (paddle_ocr.mjs)")
+    e.add_argument("--paddle-dir", default="train-work/paddle", help="where npm installed @gutenye/ocr-node")
     e.add_argument("--only", default="")
     e.add_argument("--json", default="")
     a = ap.parse_args()
