@@ -51,38 +51,68 @@ std::string joined(const std::vector<ReadSegment>& segs, size_t n) {
   return out;
 }
 
-// A one-segment line's page number: after a leader read as dots (three or more, spaced or not),
-// or, on a led line, after a space. npos when none.
-size_t number_start(std::string_view t, bool led) {
-  const size_t space = t.rfind(' ');
-  if (space == std::string_view::npos || !is_page_number(t.substr(space + 1))) return std::string_view::npos;
-  size_t k = space, dots = 0;
-  while (k > 0 && (t[k - 1] == '.' || t[k - 1] == ' ')) dots += t[--k] == '.';
-  return dots >= 3 || led ? space + 1 : std::string_view::npos;
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Start of the run of 1-4 digits ending at `end`, or npos.
+size_t digits_before(std::string_view t, size_t end) {
+  size_t k = end;
+  while (k > 0 && ascii_digit(t[k - 1])) --k;
+  return end - k >= 1 && end - k <= 4 ? k : std::string_view::npos;
 }
+
+// Start of the page list that ends the text (numbers of 1-4 digits joined by ',' or '-' and spaces,
+// or one roman numeral) when the text holds it whole or a space or comma stands before it; npos when
+// none.
+size_t page_list_start(std::string_view t) {
+  const size_t space = t.rfind(' ');
+  const std::string_view last = space == std::string_view::npos ? t : t.substr(space + 1);
+  if (is_page_number(last) && !all_of_set(last, "0123456789")) return space == std::string_view::npos ? 0 : space + 1;
+  size_t start = digits_before(t, t.size());
+  if (start == std::string_view::npos) return start;
+  for (;;) {
+    size_t k = start;
+    while (k > 0 && t[k - 1] == ' ') --k;
+    if (k == 0 || (t[k - 1] != ',' && t[k - 1] != '-')) break;
+    --k;
+    while (k > 0 && t[k - 1] == ' ') --k;
+    const size_t more = digits_before(t, k);
+    if (more == std::string_view::npos) break;
+    start = more;
+  }
+  return start == 0 || t[start - 1] == ' ' || t[start - 1] == ',' ? start : std::string_view::npos;
+}
+
+bool is_page_list(std::string_view s) { return !s.empty() && page_list_start(s) == 0; }
 
 struct Candidate {
   std::string title, page;
-  bool dotted = false;  // its page number came after a leader read as dots
+  bool strong = false;  // led, or its page list after a leader read as dots or after a comma
 };
 
 std::optional<Candidate> candidate(const ReadLine& l) {
   const std::vector<ReadSegment>& segs = l.segments;
   if (segs.empty()) return std::nullopt;
   const std::string_view last = trim(segs.back().text);
-  if (segs.size() >= 2 && is_page_number(last)) {
+  if (segs.size() >= 2 && is_page_list(last)) {
     std::string title = clean_title(joined(segs, segs.size() - 1));
-    if (has_letter(title)) return Candidate{std::move(title), std::string(last), false};
+    if (has_letter(title)) return Candidate{std::move(title), std::string(last), l.led};
     return std::nullopt;
   }
   const std::string text = joined(segs, segs.size());
-  size_t at = number_start(text, false);
-  const bool dotted = at != std::string_view::npos;
-  if (!dotted) at = number_start(text, l.led);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string title = clean_title(std::string_view(text).substr(0, at));
-  if (!has_letter(title)) return std::nullopt;
-  return Candidate{std::move(title), text.substr(at), dotted};
+  const size_t at = page_list_start(text);
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  std::string_view before = std::string_view(text).substr(0, at);
+  while (!before.empty() && before.back() == ' ') before.remove_suffix(1);
+  size_t k = before.size();
+  while (k > 0 && (before[k - 1] == '.' || before[k - 1] == ' ')) --k;
+  std::string_view title;
+  if (std::count(before.begin() + std::ptrdiff_t(k), before.end(), '.') >= 3) title = before;
+  else if (!before.empty() && before.back() == ',') title = before.substr(0, before.size() - 1);
+  else if (l.led) title = before;
+  else return std::nullopt;
+  std::string cleaned = clean_title(title);
+  if (!has_letter(cleaned)) return std::nullopt;
+  return Candidate{std::move(cleaned), text.substr(at), true};
 }
 
 bool has_letter_or_digit(std::string_view s) {
@@ -122,8 +152,8 @@ bool is_contents_title(const ReadLine& l) {
     if (std::isalpha(static_cast<unsigned char>(c))) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     else if (c == ' ' && !t.empty() && t.back() != ' ') t += ' ';
   t = std::string(trim(t));
-  static constexpr std::array<std::string_view, 11> kTitles = {
-      "contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
+  static constexpr std::array<std::string_view, 12> kTitles = {
+      "index", "contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
       "indice", "contenido", "contenidos", "spis tresci", "index of contents"};
   return std::find(kTitles.begin(), kTitles.end(), t) != kTitles.end();
 }
@@ -170,7 +200,7 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
   for (size_t i = 0; i < n; ++i) {
     cands[i] = candidate(lines[i]);
     count += cands[i].has_value();
-    led += cands[i].has_value() && (lines[i].led || cands[i]->dotted);
+    led += cands[i].has_value() && cands[i]->strong;
     titled = titled || is_contents_title(lines[i]);
   }
   if (count < ContentsLineRule::kMinEntries || (led < ContentsLineRule::kMinLed && !titled && !ordered(cands))) return out;

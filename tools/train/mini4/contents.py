@@ -48,8 +48,11 @@ MIN_ENTRIES = 5
 ENTRY_SHARE = 0.5
 ENTRY_CER = 0.25
 # A page number: arabic, or roman (front matter), at the end of the line.
-_NUMBER = r"(?P<page>\d{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})"
-TRUTH_ENTRY = re.compile(r"^(?P<indent> *)(?P<text>\S.*?)(?: *(?:\. ?){2,} *| {2,})" + _NUMBER + r" *$")
+_ONE = r"(?:\d{1,4}|[ivxlcdm]{1,8}|[IVXLCDM]{1,8})"
+_NUMBER = r"(?P<page>" + _ONE + r")"
+# An index entry's pages: numbers and ranges, comma-separated ("12, 15–17").
+_PAGES = r"(?P<page>" + _ONE + r"(?: *[,–-] *" + _ONE + r")*)"
+TRUTH_ENTRY = re.compile(r"^(?P<indent> *)(?P<text>\S.*?)(?: *(?:\. ?){2,} *| {2,}|, *)" + _PAGES + r" *$")
 LEADER_RUN = re.compile(r"(?:\.\s?){4,}|(?:\u2026\s?){2,}|(?:\u00b7\s?){4,}")
 
 
@@ -67,12 +70,18 @@ def truth_entries(layout_text):
             text = m.group("text").strip()
             if pending is not None:
                 text = pending + " " + text
-            entries.append({"text": text, "page": m.group("page"), "indent": len(m.group("indent"))})
+            entries.append({"text": text, "page": page_list(m.group("page")), "indent": len(m.group("indent"))})
             pending, prev_entry = None, True
         else:
-            pending = line.strip() if prev_entry and pending is None else None
+            # a title's first part (not an index's letter heading)
+            pending = line.strip() if prev_entry and pending is None and len(line.strip()) > 2 else None
             prev_entry = False
     return entries
+
+
+def page_list(pages):
+    """A page field compared as the numbers and ranges it lists: spaces dropped, dashes as '-'."""
+    return re.sub(r"\s+", "", pages.replace("\u2013", "-").replace("\u2014", "-")).lower()
 
 
 def text_lines(layout_text):
@@ -146,6 +155,53 @@ def latex_toc(src, out_pdf, rng, docclass):
         shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
 
 
+def _index_terms(rng, paragraph, k=2):
+    """Up to k words of the paragraph worth an index entry: 7 letters or more, in lower case."""
+    words = sorted({w for w in re.findall(r"\b[a-z]{7,}\b", paragraph)})
+    return rng.sample(words, min(k, len(words)))
+
+
+def latex_index(src, out_pdf, rng):
+    """A LaTeX report with a makeindex index: terms of each paragraph, a quarter of them as
+    subentries of the paragraph's first term."""
+    blocks = open(src).read().split("\n\n")
+    for i, b in enumerate(blocks):
+        if b.startswith("#") or "\\" in b:
+            continue
+        terms = _index_terms(rng, b)
+        marks = [f"\\index{{{terms[0]}!{t}}}" if k and rng.random() < 0.25 else f"\\index{{{t}}}" for k, t in enumerate(terms)]
+        blocks[i] = b + " " + " ".join(marks)
+    opts = ["-s", "--toc", "-V", "documentclass=report", "--top-level-division=chapter",
+            "-V", f"fontsize={rng.choice(['10pt', '11pt', '12pt'])}", "-V", "geometry:margin=2.5cm",
+            "-V", f"fontfamily={rng.choice(['lmodern', 'times', 'palatino', 'charter'])}",
+            "-V", "header-includes=\\usepackage{makeidx}\\makeindex", "-V", "include-after=\\printindex"]
+    with tempfile.TemporaryDirectory(prefix="toc_index_") as work:
+        open(os.path.join(work, "doc.md"), "w").write("\n\n".join(blocks))
+        _run(["pandoc", "-f", "markdown", "-t", "latex", "doc.md", "-o", "doc.tex", *opts], cwd=work)
+        _run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=work)
+        _run(["makeindex", "-q", "doc.idx"], cwd=work)
+        for _ in range(2):
+            _run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=work)
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
+
+
+def texinfo_index(src, out_pdf, rng):
+    """A texinfo manual with a concept index (@cindex under each heading, @printindex cp)."""
+    with tempfile.TemporaryDirectory(prefix="toc_texinfo_") as work:
+        _run(["pandoc", "-f", "gfm", "-t", "texinfo", "-s", src, "-o", os.path.join(work, "doc.texi")])
+        rows, out = open(os.path.join(work, "doc.texi")).read().split("\n"), []
+        for i, row in enumerate(rows):
+            if row == "@bye":
+                out += ["@node Index", "@unnumbered Index", "", "@printindex cp", ""]
+            out.append(row)
+            if re.match(r"@(chapter|section|subsection) ", row):
+                following = " ".join(rows[i + 1:i + 12])
+                out += [f"@cindex {t}" for t in _index_terms(rng, following, 3)]
+        open(os.path.join(work, "doc.texi"), "w").write("\n".join(out))
+        _run(["texi2pdf", "--batch", "-q", "doc.texi"], cwd=work)
+        shutil.copy(os.path.join(work, "doc.pdf"), out_pdf)
+
+
 def texinfo_toc(src, out_pdf, rng):
     with tempfile.TemporaryDirectory(prefix="toc_texinfo_") as work:
         _run(["pandoc", "-f", "gfm", "-t", "texinfo", "-s", "--toc", src, "-o", os.path.join(work, "doc.texi")])
@@ -212,39 +268,89 @@ TOOLS = {
     "docbook-fop": docbook_toc,
     "groff-ms": groff_ms_toc,
     "weasyprint": weasyprint_toc,
+    "latex-index": latex_index,
+    "texinfo-index": texinfo_index,
 }
 
 
 # ---------------------------------------------------------------- the set
 
 
-def contents_pages(pdf, limit):
-    pages = []
-    for p in range(1, page_count(pdf) + 1):
-        if is_contents_page(realdocs.page_text(pdf, p, "-layout")):
-            pages.append(p)
-            if len(pages) >= limit:
+def _crop_text(pdf, page, x, w, h):
+    return subprocess.run(["pdftotext", "-layout", "-f", str(page), "-l", str(page), "-x", str(x), "-y", "0",
+                           "-W", str(w), "-H", str(h), pdf, "-"], capture_output=True, text=True).stdout
+
+
+def column_texts(pdf, page):
+    """The page's `-layout` text per column: two when a vertical line near the middle (0.35-0.65 of
+    the width) crosses no word and each side reads as entries (an index set in two columns, whose
+    lines `-layout` would interleave), else the whole page's."""
+    html = subprocess.run(["pdftotext", "-bbox", "-f", str(page), "-l", str(page), pdf, "-"],
+                          capture_output=True, text=True).stdout
+    m = re.search(r'<page width="([\d.]+)" height="([\d.]+)"', html)
+    whole = [realdocs.page_text(pdf, page, "-layout")]
+    if not m:
+        return whole
+    w, h = int(float(m.group(1))) + 1, int(float(m.group(2))) + 1
+    words = [(float(a), float(b)) for a, b in re.findall(r'<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)"', html)]
+    free = [x for x in range(int(0.35 * w), int(0.65 * w)) if not any(a < x < b for a, b in words)]
+    if not free:
+        return whole
+    x = min(free, key=lambda v: abs(v - w / 2))
+    halves = [_crop_text(pdf, page, 0, x, h), _crop_text(pdf, page, x, w - x, h)]
+    return halves if all(_entry_page(t, MIN_ENTRIES // 2) for t in halves) else whole
+
+
+def _entry_page(text, least):
+    lines = text_lines(text)
+    if sum(1 for ln in lines if SIDE_BY_SIDE.search(ln)) > 2:
+        return False
+    n = len(truth_entries(text))
+    return n >= least and n >= ENTRY_SHARE * len(lines)
+
+
+def page_entries(pdf, page):
+    """(entries, is an entry page) of one page, read per column."""
+    texts = column_texts(pdf, page)
+    entries = [e for t in texts for e in truth_entries(t)]
+    return entries, len(entries) >= MIN_ENTRIES and all(_entry_page(t, 1) for t in texts)
+
+
+def entry_pages(pdf, limit):
+    """[(page, kind)]: the first run of contents pages in the front half and the index pages of the
+    last run in the back half, up to `limit` each."""
+    n = page_count(pdf)
+    found = []
+    for order, kind in ((range(1, (n + 1) // 2 + 1), "contents"), (range(n, (n + 1) // 2, -1), "index")):
+        run = []
+        for p in order:
+            if page_entries(pdf, p)[1] and all(p != q for q, _ in found):
+                run.append(p)
+            elif run:
                 break
-        elif pages:
-            break  # the contents run is over
-    return pages
+        if kind == "index":
+            run = sorted(run)[:limit]
+        found += [(p, kind) for p in run[:limit]]
+    return sorted(found)
 
 
 def add_document(manifest, name, tool, sources, pdf, a):
-    pages = contents_pages(pdf, a.pages_per_doc)
-    if not pages:
-        print(f"{name}: no contents page", flush=True)
+    chosen = entry_pages(pdf, a.pages_per_doc)
+    if not chosen:
+        print(f"{name}: no contents or index page", flush=True)
         return
+    pages, kinds = [p for p, _ in chosen], [k for _, k in chosen]
     sub = os.path.join(a.out, "pages", name + ".pdf")
     realdocs.extract_pages(pdf, pages, sub)
-    truth = [truth_entries(realdocs.page_text(sub, i + 1, "-layout")) for i in range(len(pages))]
+    truth = [page_entries(sub, i + 1)[0] for i in range(len(pages))]
     scan_dir = os.path.join(a.out, "scans", name)
     os.makedirs(scan_dir, exist_ok=True)
     dpis = [realdocs.write_scan(sub, i + 1, random.Random(f"{a.seed}:scan:{name}:{i}"),
                                 os.path.join(scan_dir, f"{i + 1:03d}.jpg")) for i in range(len(pages))]
-    manifest["documents"].append({"name": name, "tool": tool, "sources": sources, "pages": pages, "scan_dpi": dpis,
-                                  "entries": truth})
-    print(f"{name}: {len(pages)} contents pages, {sum(map(len, truth))} entries", flush=True)
+    manifest["documents"].append({"name": name, "tool": tool, "sources": sources, "pages": pages, "kinds": kinds,
+                                  "scan_dpi": dpis, "entries": truth})
+    print(f"{name}: {kinds.count('contents')} contents and {kinds.count('index')} index pages, "
+          f"{sum(map(len, truth))} entries", flush=True)
 
 
 def make(a):
@@ -311,7 +417,7 @@ def output_lines(text):
     return out
 
 
-_OUT_ENTRY = re.compile(r"^(?P<text>.*?\S)[\s.\u2026\u00b7\u2014\u2013,-]*\s" + _NUMBER + r"$")
+_OUT_ENTRY = re.compile(r"^(?P<text>.*?\S)(?:[\s.\u2026\u00b7\u2014\u2013-]*\s|,\s*)" + _PAGES + r"$")
 
 
 def score_page(truth, text):
@@ -321,11 +427,11 @@ def score_page(truth, text):
     cands = []
     for s, item in lines:
         m = _OUT_ENTRY.match(s.strip())
-        cands.append((norm(m.group("text")) if m else norm(s), m.group("page").lower() if m else None, item))
+        cands.append((norm(m.group("text")) if m else norm(s), page_list(m.group("page")) if m else None, item))
     used = [False] * len(cands)
     kept = lost_number = as_list = 0
     for e in truth:
-        want, page = norm(e["text"]), e["page"].lower()
+        want, page = norm(e["text"]), page_list(e["page"])
         best, best_d = -1, ENTRY_CER
         for i, (t, p, _) in enumerate(cands):
             if used[i]:
@@ -373,6 +479,7 @@ def evaluate(a):
     manifest = json.load(open(os.path.join(a.set, "manifest.json")))
     readers = ["folio"] + (["tesseract"] if a.tesseract else []) + (["paddle"] if a.paddle else [])
     totals = {r: collections.Counter() for r in readers}
+    by_kind = {r: collections.defaultdict(collections.Counter) for r in readers}
     by_tool = {r: collections.defaultdict(collections.Counter) for r in readers}
     pages_out = []
     tmp = tempfile.mkdtemp(prefix="toc_eval_")
@@ -394,8 +501,10 @@ def evaluate(a):
             for i in range(n):
                 s = score_page(doc["entries"][i], outs[r][i])
                 totals[r].update(s)
+                by_kind[r][doc.get("kinds", ["contents"] * n)[i]].update(s)
                 by_tool[r][doc["tool"]].update(s)
-                pages_out.append({"reader": r, "doc": doc["name"], "page": i + 1, **s})
+                pages_out.append({"reader": r, "doc": doc["name"], "page": i + 1,
+                                  "kind": doc.get("kinds", ["contents"] * n)[i], **s})
         got = [p for p in pages_out[-n * len(readers):] if p["reader"] == "folio"]
         print(f"{doc['name']}: folio kept {sum(p['kept'] for p in got)}/{sum(p['entries'] for p in got)} "
               f"({time.time() - t0:.1f} s)", flush=True)
@@ -406,10 +515,14 @@ def evaluate(a):
         summary[r] = {"entries": t["entries"], "kept": t["kept"] / max(1, t["entries"]),
                       "number_lost": t["number_lost"] / max(1, t["entries"]), "leader_lines": t["leader_lines"],
                       "as_list": t["as_list"] / max(1, t["kept"]),
-                      "by_tool": {k: round(v["kept"] / max(1, v["entries"]), 4) for k, v in sorted(by_tool[r].items())}}
+                      "by_tool": {k: round(v["kept"] / max(1, v["entries"]), 4) for k, v in sorted(by_tool[r].items())},
+                      "by_kind": {k: {"entries": v["entries"], "kept": round(v["kept"] / max(1, v["entries"]), 4)}
+                                  for k, v in sorted(by_kind[r].items())}}
         print(f"{r}: {t['kept']}/{t['entries']} entries kept with their page numbers ({summary[r]['kept']:.1%}), "
               f"number lost {summary[r]['number_lost']:.1%}, leader lines {t['leader_lines']}, "
               f"as list items {summary[r]['as_list']:.1%}")
+        for k, v in sorted(by_kind[r].items()):
+            print(f"  {k} pages: {v['kept']}/{v['entries']} ({v['kept'] / max(1, v['entries']):.1%})")
         for k, v in sorted(by_tool[r].items()):
             print(f"    {k}: {v['kept']}/{v['entries']}")
     if a.json:

@@ -4,12 +4,13 @@ The reference of src/runtime/contents_lines.h (keep the two in step; the C++ tes
 tests/runtime/contents_lines_test.cpp reads tests/fixtures/mini4/contents_lines.json, which
 tools/fixtures/make_contents_lines_fixture.py writes from this module). The rules are the header's:
 
-A line is an entry candidate when its last segment is a page number (1-4 digits, or a roman numeral
-of up to 8 letters in one case) and the segments before it hold a letter; or, in one segment, when
-its text ends in a dot leader read as dots and a page number, or (a led line, dot_leaders.py) in a
-space and a page number. A page is a contents page when it has at least MIN_ENTRIES candidates and at
-least MIN_LED of them were led or read with a leader of dots, or a line that reads as a contents
-title, or at least MIN_ORDERED of them have arabic page numbers that do not decrease (ORDERED_SHARE
+A line is an entry candidate when its last segment is a page list (numbers of 1-4 digits joined by
+commas and dashes, "3, 17-19", or one roman numeral of up to 8 letters in one case) and the segments
+before it hold a letter; or when its text ends in a page list after a dot leader read as dots, after
+a comma (an index's "term, 3, 17-19"), or (a led line, dot_leaders.py) after a space. A page is a
+contents page (or an index) when it has at least MIN_ENTRIES candidates and at least MIN_LED of them
+were led, read with a leader of dots or after a comma, or a line that reads as a contents title
+(or "Index"), or at least MIN_ORDERED of them have arabic page numbers that do not decrease (ORDERED_SHARE
 of successive pairs). On a contents page every candidate is an entry, and so is a line of two or more segments whose
 last one, where its page number stands, was read as marks or nothing (written without a number); a
 line that is neither, between two entries and ending in a letter, starts the next entry (a title too
@@ -27,7 +28,7 @@ MIN_ORDERED = 8       # entries with arabic page numbers, ...
 ORDERED_SHARE = 0.9   # ... this share of their successive pairs not decreasing
 MAX_LEVEL = 3
 MAX_WRAP = 3          # lines of one title without its page number
-TITLES = {"contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
+TITLES = {"index", "contents", "table of contents", "inhalt", "inhaltsverzeichnis", "table des matieres", "sommaire",
           "indice", "contenido", "contenidos", "spis tresci", "index of contents"}
 
 
@@ -56,36 +57,73 @@ def _joined(cells):
     return " ".join(c.strip(" ") for c in cells if c.strip(" "))
 
 
-def _number_start(t, led):
-    space = t.rfind(" ")
-    if space < 0 or not is_page_number(t[space + 1:]):
-        return None
-    k, dots = space, 0
-    while k > 0 and t[k - 1] in ". ":
+def _digits_before(t, end):
+    """Start of the run of 1-4 digits ending at `end`, or None."""
+    k = end
+    while k > 0 and t[k - 1].isdigit() and t[k - 1].isascii():
         k -= 1
-        dots += t[k] == "."
-    return space + 1 if dots >= 3 or led else None
+    return k if 1 <= end - k <= 4 else None
+
+
+def page_list_start(t):
+    """Start of the page list that ends the text (numbers of 1-4 digits joined by ',' or '-' and
+    spaces: "12", "3, 17-19"; or one roman numeral), when the text holds it whole or a space or a
+    comma stands before it; else None."""
+    space = t.rfind(" ")
+    if is_page_number(t[space + 1:]) and not t[space + 1:].isdigit():
+        return space + 1 if space >= 0 else 0  # a roman numeral
+    start = _digits_before(t, len(t))
+    if start is None:
+        return None
+    while True:
+        k = start
+        while k > 0 and t[k - 1] == " ":
+            k -= 1
+        if k == 0 or t[k - 1] not in ",-":
+            break
+        k -= 1
+        while k > 0 and t[k - 1] == " ":
+            k -= 1
+        more = _digits_before(t, k)
+        if more is None:
+            break
+        start = more
+    return start if start == 0 or t[start - 1] in " ," else None
+
+
+def is_page_list(s):
+    return bool(s) and page_list_start(s) == 0
 
 
 def candidate(line):
-    """(title, page, dotted) when the line is an entry candidate, else None; dotted: its page number
-    came after a leader read as dots."""
+    """(title, page, strong) when the line is an entry candidate, else None; strong: its page list
+    came after a leader read as dots or after a comma (an index's "term, 3, 17-19"), or the line
+    was led."""
     cells = line["cells"]
     if not cells:
         return None
     last = cells[-1].strip(" ")
-    if len(cells) >= 2 and is_page_number(last):
+    if len(cells) >= 2 and is_page_list(last):
         title = clean_title(_joined(cells[:-1]))
-        return (title, last, False) if _has_letter(title) else None
+        return (title, last, line["led"]) if _has_letter(title) else None
     text = _joined(cells)
-    at = _number_start(text, False)
-    dotted = at is not None
-    if at is None:
-        at = _number_start(text, line["led"])
-    if at is None:
+    at = page_list_start(text)
+    if at is None or at == 0:
         return None
-    title = clean_title(text[:at])
-    return (title, text[at:], dotted) if _has_letter(title) else None
+    before = text[:at].rstrip(" ")
+    k = len(before)
+    while k > 0 and before[k - 1] in ". ":
+        k -= 1
+    if before[k:].count(".") >= 3:
+        title, strong = before, True
+    elif before.endswith(","):
+        title, strong = before[:-1], True
+    elif line["led"]:
+        title, strong = before, True
+    else:
+        return None
+    title = clean_title(title)
+    return (title, text[at:], strong) if _has_letter(title) else None
 
 
 _LOOKALIKE = {"l": "1", "I": "1", "|": "1", "]": "1", "[": "1", "!": "1", "O": "0", "o": "0", "Q": "0", "D": "0",
@@ -166,7 +204,7 @@ def contents_entries(lines):
     out = [None] * n
     cands = [candidate(l) for l in lines]
     count = sum(c is not None for c in cands)
-    led = sum(c is not None and (l["led"] or c[2]) for c, l in zip(cands, lines))
+    led = sum(c is not None and c[2] for c in cands)
     titled = any(is_contents_title(l) for l in lines)
     if count < MIN_ENTRIES or (led < MIN_LED and not titled and not _ordered(cands)):
         return out
