@@ -61,8 +61,8 @@ size_t digits_before(std::string_view t, size_t end) {
 }
 
 // Start of the page list that ends the text (numbers of 1-4 digits joined by ',' or '-' and spaces,
-// or one roman numeral) when the text holds it whole or a space or comma stands before it; npos when
-// none.
+// or one roman numeral) when the text holds it whole or a space, comma or colon stands before it;
+// npos when none.
 size_t page_list_start(std::string_view t) {
   const size_t space = t.rfind(' ');
   const std::string_view last = space == std::string_view::npos ? t : t.substr(space + 1);
@@ -79,14 +79,14 @@ size_t page_list_start(std::string_view t) {
     if (more == std::string_view::npos) break;
     start = more;
   }
-  return start == 0 || t[start - 1] == ' ' || t[start - 1] == ',' ? start : std::string_view::npos;
+  return start == 0 || t[start - 1] == ' ' || t[start - 1] == ',' || t[start - 1] == ':' ? start : std::string_view::npos;
 }
 
 bool is_page_list(std::string_view s) { return !s.empty() && page_list_start(s) == 0; }
 
 struct Candidate {
   std::string title, page;
-  bool strong = false;  // led, or its page list after a leader read as dots or after a comma
+  bool strong = false;  // led, or its page list after a leader read as dots or after a comma or colon
 };
 
 std::optional<Candidate> candidate(const ReadLine& l) {
@@ -107,7 +107,7 @@ std::optional<Candidate> candidate(const ReadLine& l) {
   while (k > 0 && (before[k - 1] == '.' || before[k - 1] == ' ')) --k;
   std::string_view title;
   if (std::count(before.begin() + std::ptrdiff_t(k), before.end(), '.') >= 3) title = before;
-  else if (!before.empty() && before.back() == ',') title = before.substr(0, before.size() - 1);
+  else if (!before.empty() && (before.back() == ',' || before.back() == ':')) title = before.substr(0, before.size() - 1);
   else if (l.led) title = before;
   else return std::nullopt;
   std::string cleaned = clean_title(title);

@@ -5,13 +5,13 @@
 // tools/train/mini4/contents_lines.py (keep them in step; tests/runtime/contents_lines_test.cpp
 // compares them on fixture pages).
 //
-// A line is an entry candidate when its last segment is a page number (1-4 digits, or a roman
-// numeral of up to 8 letters in one case) and the segments before it hold a letter; or, in one
-// segment, when its text ends in a dot leader read as dots and a page number, or (a led line,
-// page_layout.h) in a space and a page number. A page is a contents page when it has at least
-// kMinEntries candidates and at least kMinLed of them were led or read with a leader of dots, or a
-// line that reads as a contents title ("Contents", "Table of Contents", "Inhalt", "Table des
-// matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
+// A line is an entry candidate when its last segment is a page list (numbers of 1-4 digits joined by
+// commas and dashes, "3, 17-19", or one roman numeral of up to 8 letters in one case) and the
+// segments before it hold a letter; or when its text ends in a page list after a dot leader read as
+// dots, after a comma or colon (an index's "term, 3, 17-19"), or (a led line, page_layout.h) after a
+// space. A page is a contents page (or an index) when it has at least kMinEntries candidates and at
+// least kMinLed of them are strong (led, dotted, or after a comma or colon), or a line that reads as
+// a contents title ("Contents", "Table of Contents", "Index", "Inhalt", "Table des matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
 // page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents
 // page every candidate is an entry, and so is a line of two or more segments whose last one, where
 // its page number stands, reads as a number once letters that look like digits are taken for them

@@ -52,7 +52,7 @@ _ONE = r"(?:\d{1,4}|[ivxlcdm]{1,8}|[IVXLCDM]{1,8})"
 _NUMBER = r"(?P<page>" + _ONE + r")"
 # An index entry's pages: numbers and ranges, comma-separated ("12, 15–17").
 _PAGES = r"(?P<page>" + _ONE + r"(?: *[,–-] *" + _ONE + r")*)"
-TRUTH_ENTRY = re.compile(r"^(?P<indent> *)(?P<text>\S.*?)(?: *(?:\. ?){2,} *| {2,}|, *)" + _PAGES + r" *$")
+TRUTH_ENTRY = re.compile(r"^(?P<indent> *)(?P<text>\S.*?)(?: *(?:\. ?){2,} *| {2,}|[,:] *)" + _PAGES + r" *$")
 LEADER_RUN = re.compile(r"(?:\.\s?){4,}|(?:\u2026\s?){2,}|(?:\u00b7\s?){4,}")
 
 
@@ -90,7 +90,7 @@ def text_lines(layout_text):
 
 # Two entries side by side (an index or a change history set in two columns): `pdftotext -layout`
 # interleaves the columns' lines, so the page's truth cannot be read off it.
-SIDE_BY_SIDE = re.compile(r"(?:\. ?){3,} *[\w,]+ {3,}\S")
+SIDE_BY_SIDE = re.compile(r"(?:\. ?){3,} *[\w,\u2013-]+(?: [\w,\u2013-]+)* {3,}\S")
 
 
 def is_contents_page(layout_text):
@@ -316,9 +316,18 @@ def page_entries(pdf, page):
     return entries, len(entries) >= MIN_ENTRIES and all(_entry_page(t, 1) for t in texts)
 
 
+def entry_kind(entries):
+    """"contents" when the entries' page numbers grow (4 in 5 successive pairs of single arabic
+    numbers do not decrease), else "index" (alphabetical terms: groff's contents, set last, is still
+    contents)."""
+    nums = [int(e["page"]) for e in entries if e["page"].isdigit()]
+    rising = sum(b >= a for a, b in zip(nums, nums[1:]))
+    return "contents" if len(nums) >= 2 and rising >= 0.8 * (len(nums) - 1) else "index"
+
+
 def entry_pages(pdf, limit):
-    """[(page, kind)]: the first run of contents pages in the front half and the index pages of the
-    last run in the back half, up to `limit` each."""
+    """[(page, where)]: the first run of entry pages in the front half ("contents") and of the last run
+    in the back half ("index"), up to `limit` each; what each page is, entry_kind says."""
     n = page_count(pdf)
     found = []
     for order, kind in ((range(1, (n + 1) // 2 + 1), "contents"), (range(n, (n + 1) // 2, -1), "index")):
@@ -343,6 +352,7 @@ def add_document(manifest, name, tool, sources, pdf, a):
     sub = os.path.join(a.out, "pages", name + ".pdf")
     realdocs.extract_pages(pdf, pages, sub)
     truth = [page_entries(sub, i + 1)[0] for i in range(len(pages))]
+    kinds = [entry_kind(t) for t in truth]
     scan_dir = os.path.join(a.out, "scans", name)
     os.makedirs(scan_dir, exist_ok=True)
     dpis = [realdocs.write_scan(sub, i + 1, random.Random(f"{a.seed}:scan:{name}:{i}"),

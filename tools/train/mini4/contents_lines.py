@@ -7,7 +7,7 @@ tools/fixtures/make_contents_lines_fixture.py writes from this module). The rule
 A line is an entry candidate when its last segment is a page list (numbers of 1-4 digits joined by
 commas and dashes, "3, 17-19", or one roman numeral of up to 8 letters in one case) and the segments
 before it hold a letter; or when its text ends in a page list after a dot leader read as dots, after
-a comma (an index's "term, 3, 17-19"), or (a led line, dot_leaders.py) after a space. A page is a
+a comma or a colon (an index's "term, 3, 17-19"), or (a led line, dot_leaders.py) after a space. A page is a
 contents page (or an index) when it has at least MIN_ENTRIES candidates and at least MIN_LED of them
 were led, read with a leader of dots or after a comma, or a line that reads as a contents title
 (or "Index"), or at least MIN_ORDERED of them have arabic page numbers that do not decrease (ORDERED_SHARE
@@ -67,8 +67,8 @@ def _digits_before(t, end):
 
 def page_list_start(t):
     """Start of the page list that ends the text (numbers of 1-4 digits joined by ',' or '-' and
-    spaces: "12", "3, 17-19"; or one roman numeral), when the text holds it whole or a space or a
-    comma stands before it; else None."""
+    spaces: "12", "3, 17-19"; or one roman numeral), when the text holds it whole or a space, a
+    comma or a colon stands before it; else None."""
     space = t.rfind(" ")
     if is_page_number(t[space + 1:]) and not t[space + 1:].isdigit():
         return space + 1 if space >= 0 else 0  # a roman numeral
@@ -80,7 +80,7 @@ def page_list_start(t):
         while k > 0 and t[k - 1] == " ":
             k -= 1
         if k == 0 or t[k - 1] not in ",-":
-            break
+            break  # (a list is joined by commas and dashes)
         k -= 1
         while k > 0 and t[k - 1] == " ":
             k -= 1
@@ -88,7 +88,7 @@ def page_list_start(t):
         if more is None:
             break
         start = more
-    return start if start == 0 or t[start - 1] in " ," else None
+    return start if start == 0 or t[start - 1] in " ,:" else None
 
 
 def is_page_list(s):
@@ -97,8 +97,8 @@ def is_page_list(s):
 
 def candidate(line):
     """(title, page, strong) when the line is an entry candidate, else None; strong: its page list
-    came after a leader read as dots or after a comma (an index's "term, 3, 17-19"), or the line
-    was led."""
+    came after a leader read as dots or after a comma or colon (an index's "term, 3, 17-19"), or
+    the line was led."""
     cells = line["cells"]
     if not cells:
         return None
@@ -116,7 +116,7 @@ def candidate(line):
         k -= 1
     if before[k:].count(".") >= 3:
         title, strong = before, True
-    elif before.endswith(","):
+    elif before.endswith((",", ":")):
         title, strong = before[:-1], True
     elif line["led"]:
         title, strong = before, True
