@@ -316,13 +316,15 @@ def page_entries(pdf, page):
     return entries, len(entries) >= MIN_ENTRIES and all(_entry_page(t, 1) for t in texts)
 
 
-def entry_kind(entries, front):
-    """"contents" for a page of the document's front half, or of its back half whose entries' page
-    numbers grow (8 single arabic numbers or more, 9 in 10 successive pairs not decreasing: groff's
-    contents, set last); else "index"."""
-    nums = [int(e["page"]) for e in entries if e["page"].isdigit()]
-    rising = sum(b >= a for a, b in zip(nums, nums[1:]))
-    return "contents" if front or (len(nums) >= 8 and rising >= 0.9 * (len(nums) - 1)) else "index"
+def entry_kind(entries):
+    """"index" when the entries' terms are in alphabetical order (the first letters of 9 in 10
+    successive pairs of the 8 or more entries set furthest out, symbols and digits skipped, do not
+    go back; a subentry follows its own term's order), else "contents"."""
+    out = min((e["indent"] for e in entries), default=0)
+    firsts = [m.group(0).lower() for e in entries if e["indent"] <= out + 1
+              for m in [re.search(r"[A-Za-z]", realdocs.fold(e["text"]))] if m]
+    rising = sum(b >= a for a, b in zip(firsts, firsts[1:]))
+    return "index" if len(firsts) >= 8 and rising >= 0.9 * (len(firsts) - 1) else "contents"
 
 
 def entry_pages(pdf, limit):
@@ -352,7 +354,7 @@ def add_document(manifest, name, tool, sources, pdf, a):
     sub = os.path.join(a.out, "pages", name + ".pdf")
     realdocs.extract_pages(pdf, pages, sub)
     truth = [page_entries(sub, i + 1)[0] for i in range(len(pages))]
-    kinds = [entry_kind(t, where == "contents") for t, where in zip(truth, kinds)]
+    kinds = [entry_kind(t) for t in truth]
     scan_dir = os.path.join(a.out, "scans", name)
     os.makedirs(scan_dir, exist_ok=True)
     dpis = [realdocs.write_scan(sub, i + 1, random.Random(f"{a.seed}:scan:{name}:{i}"),
