@@ -74,6 +74,7 @@ size_t page_list_start(std::string_view t) {
     while (k > 0 && t[k - 1] == ' ') --k;
     if (k == 0 || (t[k - 1] != ',' && t[k - 1] != '-')) break;
     --k;
+    while (k > 0 && t[k - 1] == '-') --k;  // an en dash read as two hyphens
     while (k > 0 && t[k - 1] == ' ') --k;
     const size_t more = digits_before(t, k);
     if (more == std::string_view::npos) break;
@@ -83,6 +84,14 @@ size_t page_list_start(std::string_view t) {
 }
 
 bool is_page_list(std::string_view s) { return !s.empty() && page_list_start(s) == 0; }
+
+// A page list as written: runs of hyphens (an en dash read as two) one hyphen.
+std::string tidy_pages(std::string_view pages) {
+  std::string out;
+  for (char c : pages)
+    if (c != '-' || out.empty() || out.back() != '-') out += c;
+  return out;
+}
 
 struct Candidate {
   std::string title, page;
@@ -95,7 +104,7 @@ std::optional<Candidate> candidate(const ReadLine& l) {
   const std::string_view last = trim(segs.back().text);
   if (segs.size() >= 2 && is_page_list(last)) {
     std::string title = clean_title(joined(segs, segs.size() - 1));
-    if (has_letter(title)) return Candidate{std::move(title), std::string(last), l.led};
+    if (has_letter(title)) return Candidate{std::move(title), tidy_pages(last), l.led};
     return std::nullopt;
   }
   const std::string text = joined(segs, segs.size());
@@ -112,7 +121,7 @@ std::optional<Candidate> candidate(const ReadLine& l) {
   else return std::nullopt;
   std::string cleaned = clean_title(title);
   if (!has_letter(cleaned)) return std::nullopt;
-  return Candidate{std::move(cleaned), text.substr(at), true};
+  return Candidate{std::move(cleaned), tidy_pages(std::string_view(text).substr(at)), true};
 }
 
 bool has_letter_or_digit(std::string_view s) {

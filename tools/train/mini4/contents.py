@@ -81,7 +81,7 @@ def truth_entries(layout_text):
 
 def page_list(pages):
     """A page field compared as the numbers and ranges it lists: spaces dropped, dashes as '-'."""
-    return re.sub(r"\s+", "", pages.replace("\u2013", "-").replace("\u2014", "-")).lower()
+    return re.sub(r"-+", "-", re.sub(r"\s+", "", pages.replace("\u2013", "-").replace("\u2014", "-"))).lower()
 
 
 def text_lines(layout_text):

@@ -82,6 +82,8 @@ def page_list_start(t):
         if k == 0 or t[k - 1] not in ",-":
             break  # (a list is joined by commas and dashes)
         k -= 1
+        while k > 0 and t[k - 1] == "-":  # an en dash read as two hyphens
+            k -= 1
         while k > 0 and t[k - 1] == " ":
             k -= 1
         more = _digits_before(t, k)
@@ -89,6 +91,11 @@ def page_list_start(t):
             break
         start = more
     return start if start == 0 or t[start - 1] in " ,:" else None
+
+
+def tidy_pages(pages):
+    """A page list as written: runs of hyphens (an en dash read as two) one hyphen."""
+    return re.sub(r"-{2,}", "-", pages)
 
 
 def is_page_list(s):
@@ -105,7 +112,7 @@ def candidate(line):
     last = cells[-1].strip(" ")
     if len(cells) >= 2 and is_page_list(last):
         title = clean_title(_joined(cells[:-1]))
-        return (title, last, line["led"]) if _has_letter(title) else None
+        return (title, tidy_pages(last), line["led"]) if _has_letter(title) else None
     text = _joined(cells)
     at = page_list_start(text)
     if at is None or at == 0:
@@ -123,7 +130,7 @@ def candidate(line):
     else:
         return None
     title = clean_title(title)
-    return (title, text[at:], strong) if _has_letter(title) else None
+    return (title, tidy_pages(text[at:]), strong) if _has_letter(title) else None
 
 
 _LOOKALIKE = {"l": "1", "I": "1", "|": "1", "]": "1", "[": "1", "!": "1", "O": "0", "o": "0", "Q": "0", "D": "0",
