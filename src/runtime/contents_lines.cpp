@@ -29,10 +29,12 @@ bool has_letter(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
 }
 
-// The title without what is left of a leader at its end: a tail of dots and spaces that holds a
-// space or two dots (a title's own final period, as in "etc.", stays).
+// The title without what is left of a leader at its end (a tail of dots and spaces that holds a
+// space or two dots: a title's own final period, as in "etc.", stays) and without an index term's
+// final comma or colon.
 std::string clean_title(std::string_view t) {
   t = trim(t);
+  while (!t.empty() && (t.back() == ',' || t.back() == ':')) t = trim(t.substr(0, t.size() - 1));
   size_t k = t.size();
   while (k > 0 && (t[k - 1] == '.' || t[k - 1] == ' ')) --k;
   const std::string_view tail = t.substr(k);
@@ -240,7 +242,8 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
     // entry before's (the number beside its first line).
     size_t j = i;
     while (j < n && j - i < size_t(ContentsLineRule::kMaxWrap) && !cands[j] &&
-           has_letter(joined(lines[j].segments, lines[j].segments.size())))
+           has_letter(joined(lines[j].segments, lines[j].segments.size())) &&
+           joined(lines[j].segments, lines[j].segments.size()).size() > 2)
       ++j;
     if (i == 0 || !cands[i - 1] || j == i || j >= n || !cands[j]) {
       i = std::max(j, i + 1);
@@ -271,6 +274,84 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
   const std::vector<int> levels = indent_levels(indents, tol);
   for (size_t k = 0; k < entries.size(); ++k)
     for (size_t line = entries[k].second; line <= entries[k].first; ++line) out[line]->level = levels[k];
+  return out;
+}
+
+namespace {
+
+ReadLine part_of(const ReadLine& l, std::vector<ReadSegment> segs, int region_x0) {
+  ReadLine p;
+  p.x0 = segs.front().x0, p.region_x0 = region_x0, p.x_height = l.x_height, p.led = l.led;
+  p.segments = std::move(segs);
+  return p;
+}
+
+// The x where the line parts into two entry candidates side by side at its widest such gap, or -1.
+int split_at(const ReadLine& l) {
+  int best = -1, gap = -1;
+  const std::vector<ReadSegment>& s = l.segments;
+  for (size_t k = 1; k < s.size(); ++k) {
+    const int g = s[k].x0 - s[k - 1].x1;
+    if (g <= gap) continue;
+    if (candidate(part_of(l, {s.begin(), s.begin() + std::ptrdiff_t(k)}, 0)) &&
+        candidate(part_of(l, {s.begin() + std::ptrdiff_t(k), s.end()}, 0)))
+      best = s[k].x0, gap = g;
+  }
+  return best;
+}
+
+// The right column's edge of a page of entries side by side, or -1.
+int column_split(const std::vector<ReadLine>& lines) {
+  std::vector<int> xs;
+  size_t wide = 0;
+  for (const ReadLine& l : lines) {
+    if (l.segments.size() < 2) continue;
+    ++wide;
+    if (const int x = split_at(l); x >= 0) xs.push_back(x);
+  }
+  if (xs.size() < size_t(ContentsLineRule::kMinEntries) || 2 * xs.size() < wide) return -1;
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+std::vector<ContentsWrite> writes_of(const std::optional<ContentsEntry>& e, const ReadLine& l) {
+  if (!e) {
+    std::string text = joined(l.segments, l.segments.size());
+    if (text.empty()) return {};
+    return {ContentsWrite{false, 0, std::move(text)}};
+  }
+  if (e->part != ContentsPart::Entry) return {};
+  return {ContentsWrite{true, e->level, contents_text(*e)}};
+}
+
+}  // namespace
+
+std::vector<std::optional<std::vector<ContentsWrite>>> contents_writes(const std::vector<ReadLine>& lines) {
+  std::vector<std::optional<std::vector<ContentsWrite>>> out(lines.size());
+  const int split = column_split(lines);
+  if (split < 0) {
+    const std::vector<std::optional<ContentsEntry>> entries = contents_entries(lines);
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (entries[i]) out[i] = writes_of(entries[i], lines[i]);
+    return out;
+  }
+  std::vector<std::pair<size_t, ReadLine>> lefts, rights;  // (line, its part)
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::vector<ReadSegment> left, right;
+    for (const ReadSegment& s : lines[i].segments) (s.x1 <= split ? left : right).push_back(s);
+    if (!left.empty()) lefts.emplace_back(i, part_of(lines[i], std::move(left), lines[i].region_x0));
+    if (!right.empty()) rights.emplace_back(i, part_of(lines[i], std::move(right), split));
+  }
+  std::vector<ReadLine> parts;
+  size_t last = 0;
+  for (const auto* side : {&lefts, &rights})
+    for (const auto& [i, p] : *side) parts.push_back(p), last = std::max(last, i);
+  const std::vector<std::optional<ContentsEntry>> entries = contents_entries(parts);
+  for (size_t i = 0; i < lines.size(); ++i) out[i].emplace();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const size_t line = k < lefts.size() ? lefts[k].first : last;
+    for (ContentsWrite& w : writes_of(entries[k], parts[k])) out[line]->push_back(std::move(w));
+  }
   return out;
 }
 

@@ -17,7 +17,8 @@
 // its page number stands, reads as a number once letters that look like digits are taken for them
 // (l and ] for 1, O for 0, ...: a scan's lone digits), or was read as marks or nothing (written
 // without a number). A run of up to
-// kMaxWrap lines that are neither, with letters, between two entries, is part of a title too long
+// kMaxWrap lines that are neither, with letters and longer than two characters (not an index's letter
+// heading), between two entries, is part of a title too long
 // for one line: the start of the entry after when that entry hangs further in than the run's first
 // line by more than the median entry's x-height and does not start with a digit (the rest of a
 // title, not a numbered subsection: the number on the title's last line, as LaTeX sets it), else the
@@ -64,6 +65,24 @@ struct ContentsEntry {
 
 // One per line of the page: the entry it is, or nothing (not a contents page, or not an entry).
 std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<ReadLine>& lines);
+
+// What a line writes: a bulleted item at its level (contents_text), or a paragraph of its text.
+struct ContentsWrite {
+  bool item = true;
+  int level = 0;
+  std::string text;
+};
+
+// The writer's plan, one per line: nullopt (the decoder's choice) or what the line writes, in order.
+// On a page read in one column, contents_entries' items (a wrapped title's parts write nothing). A
+// page whose rows are two entries side by side (an index set in two columns without leaders, whose
+// rows the layout paired as a table's: at least kMinEntries lines, and half of those of two or more
+// segments, part at their widest gap into two candidates) is planned column by column: the
+// segments ending before the right column's edge (the upper median of those gaps' right sides) are
+// the left column's, the others the right's (indents from that edge); contents_entries plans the left
+// column's parts and then the right's as one page; each line writes its left part (a part that is no
+// entry as a paragraph), and the last line with a segment the right column after it.
+std::vector<std::optional<std::vector<ContentsWrite>>> contents_writes(const std::vector<ReadLine>& lines);
 
 // An entry's text as its item shows it: the title, " — ", the page (the title alone when no page
 // number was read). StructureWriter::push(Bullet, {text}, level) writes the nested item.

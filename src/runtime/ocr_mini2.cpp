@@ -29,7 +29,7 @@ struct MiniOcr2Model::PassState {
   std::vector<size_t> line_counts;                            // [page]
   std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
   std::vector<std::vector<LineStyle>> styles;                // [page][line], until the decoder leaves the page
-  std::vector<std::vector<std::optional<ContentsEntry>>> contents;  // [page][line] (contents_lines.h)
+  std::vector<std::vector<std::optional<std::vector<ContentsWrite>>>> contents;  // [page][line] (contents_lines.h)
   StructureCursor cursor, written;
   StructureWriter writer;
   HeadingLevels headings;                                    // the decoder side's
@@ -167,7 +167,7 @@ ReferencePart MiniOcr2Model::page_part(const PageAnalysis& analysis, size_t firs
   if (state.cells.size() <= k)
     state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1), state.contents.resize(k + 1);
   state.line_counts[k] = cells.size();
-  state.contents[k] = contents_entries(page.lines);
+  state.contents[k] = contents_writes(page.lines);
   state.cells[k] = std::move(cells);
   state.styles[k] = page_line_styles(page.lines);
   if (on_encoded)
@@ -206,7 +206,7 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
       if (!allowed) logits[t] = -std::numeric_limits<float>::infinity();
     }
     if (!more) return;
-    if (contents_entry(*state, {page, static_cast<size_t>(state->cursor.line())})) return keep_only(StructureAction::Bullet, logits);
+    if (contents_writes_at(*state, {page, static_cast<size_t>(state->cursor.line())})) return keep_only(StructureAction::Bullet, logits);
     keep_prose_out_of_code(*state, logits);
     settle_heading_level(*state, logits);
   };
@@ -225,16 +225,21 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
     }
     const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
     if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return "";
-    if (const ContentsEntry* e = contents_entry(*state, {page, line}))
-      return e->part != ContentsPart::Entry ? "" : state->writer.push(StructureAction::Bullet, {contents_text(*e)}, e->level);
+    if (const std::vector<ContentsWrite>* writes = contents_writes_at(*state, {page, line})) {
+      std::string out;
+      for (const ContentsWrite& w : *writes)
+        out += state->writer.push(w.item ? StructureAction::Bullet : StructureAction::Para, {w.text}, w.level);
+      return out;
+    }
     return state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };
 }
 
-// Contents entries (contents_lines.h) are the model's rule, not the decoder's choice: written as
-// nested items, the decoder is given the bulleted item as its action for them.
-const ContentsEntry* MiniOcr2Model::contents_entry(const PassState& state, std::pair<size_t, size_t> at) const {
+// Contents entries (contents_lines.h) are the model's rule, not the decoder's choice: a planned line
+// writes its plan (nested items, or a two-column index's paragraphs), and the decoder is given the
+// bulleted item as its action for it.
+const std::vector<ContentsWrite>* MiniOcr2Model::contents_writes_at(const PassState& state, std::pair<size_t, size_t> at) const {
   const auto [page, line] = at;
   if (page >= state.contents.size() || line >= state.contents[page].size() || !state.contents[page][line]) return nullptr;
   return &*state.contents[page][line];

@@ -106,8 +106,8 @@ class MiniOcr2Model : public OcrModel {
   const LineStyle* cursor_style(const PassState& state) const;  // the style of the line being decided
   std::optional<int> heading_level(int32_t token) const;        // 1-3 for H1-H3
   void keep_prose_out_of_code(const PassState& state, std::span<float> logits) const;
-  // The contents entry at (page, line) of the pass, or null (contents_lines.h).
-  const ContentsEntry* contents_entry(const PassState& state, std::pair<size_t, size_t> at) const;
+  // What the line at (page, line) of the pass writes by the contents rule, or null (contents_lines.h).
+  const std::vector<ContentsWrite>* contents_writes_at(const PassState& state, std::pair<size_t, size_t> at) const;
   void keep_only(StructureAction action, std::span<float> logits) const;
   void settle_heading_level(const PassState& state, std::span<float> logits) const;
   void note_heading(PassState& state, int32_t token) const;

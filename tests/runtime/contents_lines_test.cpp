@@ -18,7 +18,8 @@ std::vector<ReadLine> lines_of(const nlohmann::json& page) {
   for (const nlohmann::json& l : page["lines"]) {
     ReadLine r;
     r.x0 = l["x0"], r.region_x0 = l["region_x0"], r.x_height = l["x_height"], r.led = l["led"];
-    for (const nlohmann::json& c : l["cells"]) r.segments.push_back({0, 0, c.get<std::string>(), 0.0});
+    for (size_t k = 0; k < l["cells"].size(); ++k)
+      r.segments.push_back({l["spans"][k][0].get<int>(), l["spans"][k][1].get<int>(), l["cells"][k].get<std::string>(), 0.0});
     out.push_back(std::move(r));
   }
   return out;
@@ -58,6 +59,32 @@ TEST(ContentsLines, AgreeWithThePythonTwinOnEveryFixturePage) {
   EXPECT_GE(starts, 1);
   EXPECT_GE(continuations, 2);
   EXPECT_GE(pages_without, 2) << "the fixture must hold pages that are no contents pages";
+}
+
+TEST(ContentsLines, WritesAgreeWithThePythonTwinOnEveryFixturePage) {
+  const nlohmann::json j = fixture();
+  int planned = 0, paragraphs = 0, after_own = 0;
+  for (const nlohmann::json& page : j["pages"]) {
+    const auto got = contents_writes(lines_of(page));
+    ASSERT_EQ(got.size(), page["writes"].size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const nlohmann::json& want = page["writes"][i];
+      ASSERT_EQ(got[i].has_value(), !want.is_null()) << "line " << i << ": " << page["lines"][i]["cells"].dump();
+      if (!got[i]) continue;
+      ++planned;
+      ASSERT_EQ(got[i]->size(), want.size()) << "line " << i;
+      for (size_t k = 0; k < want.size(); ++k) {
+        EXPECT_EQ((*got[i])[k].item, want[k][0].get<bool>()) << i;
+        EXPECT_EQ((*got[i])[k].level, want[k][1].get<int>()) << i;
+        EXPECT_EQ((*got[i])[k].text, want[k][2].get<std::string>()) << i;
+        paragraphs += !(*got[i])[k].item;
+      }
+      after_own += got[i]->size() > 1;
+    }
+  }
+  EXPECT_GE(planned, 50);
+  EXPECT_GE(paragraphs, 2) << "a two-column index's title and letter heading";
+  EXPECT_GE(after_own, 1) << "the right column written after the left";
 }
 
 ReadLine entry_line(std::vector<std::string> cells, int x0, bool led) {

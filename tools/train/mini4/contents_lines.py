@@ -41,9 +41,12 @@ def _has_letter(s):
 
 
 def clean_title(t):
-    """The title without what is left of a leader at its end: a tail of dots and spaces that holds a
-    space or two dots (a title's own final period, as in "etc.", stays)."""
+    """The title without what is left of a leader at its end (a tail of dots and spaces that holds a
+    space or two dots: a title's own final period, as in "etc.", stays) and without an index term's
+    final comma or colon."""
     t = t.strip(" ")
+    while t and t[-1] in ",:":
+        t = t[:-1].rstrip(" ")
     k = len(t)
     while k > 0 and t[k - 1] in ". ":
         k -= 1
@@ -238,7 +241,8 @@ def contents_entries(lines):
         # start with a digit (the number on the title's last line, as LaTeX sets it), else the rest
         # of the entry before's (the number beside its first line).
         j = i
-        while j < n and j - i < MAX_WRAP and cands[j] is None and _has_letter(_joined(lines[j]["cells"])):
+        while j < n and j - i < MAX_WRAP and cands[j] is None and _has_letter(_joined(lines[j]["cells"])) \
+                and len(_joined(lines[j]["cells"])) > 2:
             j += 1
         if i == 0 or cands[i - 1] is None or j == i or j >= n or cands[j] is None:
             i = max(j, i + 1)
@@ -276,3 +280,67 @@ def contents_text(entry):
 def contents_item(entry):
     """The entry's markdown item: "  " x level, "- ", its text."""
     return "  " * entry["level"] + "- " + contents_text(entry)
+
+
+def _part(line, cells, spans, region_x0):
+    return {"cells": cells, "spans": spans, "x0": spans[0][0], "region_x0": region_x0, "x_height": line["x_height"],
+            "led": line["led"]}
+
+
+def _split_at(line):
+    """The x where the line parts into two entries side by side (a two-column index read across),
+    the widest gap between segments whose sides are both entry candidates; else None."""
+    best, gap = None, -1
+    cells, spans = line["cells"], line["spans"]
+    for k in range(1, len(cells)):
+        left, right = _part(line, cells[:k], spans[:k], 0), _part(line, cells[k:], spans[k:], 0)
+        g = spans[k][0] - spans[k - 1][1]
+        if g > gap and candidate(left) is not None and candidate(right) is not None:
+            best, gap = spans[k][0], g
+    return best
+
+
+def column_split(lines):
+    """The x of the right column when at least MIN_ENTRIES lines, and half of those of two or more
+    segments, part into two entries side by side (an index set in two columns without leaders,
+    whose rows the layout paired as a table's); the upper median of their x. Else None."""
+    wide = [l for l in lines if len(l["cells"]) >= 2]
+    xs = sorted(x for x in (_split_at(l) for l in wide) if x is not None)
+    if len(xs) < MIN_ENTRIES or 2 * len(xs) < len(wide):
+        return None
+    return xs[len(xs) // 2]
+
+
+def _writes(entry, line):
+    """What one (part of a) line writes: its item, nothing (a part of a wrapped title), or, where it is
+    no entry, its text as a paragraph."""
+    if entry is None:
+        return [(False, 0, _joined(line["cells"]))] if _joined(line["cells"]) else []
+    return [(True, entry["level"], contents_text(entry))] if entry["part"] == "entry" else []
+
+
+def contents_writes(lines):
+    """The writer's plan, one per line: None (the decoder's choice) or the list of (item, level, text)
+    the line writes: an item at its level, or a paragraph. On a contents page read in one column,
+    contents_entries' items. On a page whose rows are two entries side by side (column_split), the
+    left column's parts and then the right column's, each column's lines planned by
+    contents_entries (a column's indents from its own edge), written in that order: each line its
+    left part's, the last line with a segment the right column's too."""
+    split = column_split(lines)
+    if split is None:
+        return [None if e is None else _writes(e, l) for e, l in zip(contents_entries(lines), lines)]
+    lefts, rights = [], []
+    for i, l in enumerate(lines):
+        on_left = [k for k, (x0, x1) in enumerate(l["spans"]) if x1 <= split]
+        on_right = [k for k in range(len(l["cells"])) if k not in on_left]
+        if on_left:
+            lefts.append((i, _part(l, [l["cells"][k] for k in on_left], [l["spans"][k] for k in on_left], l["region_x0"])))
+        if on_right:
+            rights.append((i, _part(l, [l["cells"][k] for k in on_right], [l["spans"][k] for k in on_right], split)))
+    parts = lefts + rights
+    entries = contents_entries([p for _, p in parts])
+    out = [[] for _ in lines]
+    last = max(i for i, _ in parts)
+    for k, ((i, p), e) in enumerate(zip(parts, entries)):
+        out[i if k < len(lefts) else last] += _writes(e, p)
+    return out
