@@ -1,35 +1,38 @@
-// Contents pages: which lines of a page are entries of a table of contents, and how each is written,
-// for the mini OCR models. Their structure decoder sees a line's geometry and only its first and
-// last characters, and wrote contents entries as paragraphs, one-cell table rows or code, with
-// their page numbers lost or run into the text (docs/mini-ocr.md, "Contents pages"). The C++ twin of
-// tools/train/mini4/contents_lines.py (keep them in step; tests/runtime/contents_lines_test.cpp
+// Contents pages and indexes: which lines of a page are entries, and what each line writes, for the
+// mini OCR models. Their structure decoder sees a line's geometry and only its first and last
+// characters, and wrote contents entries as paragraphs, one-cell table rows or code, with their page
+// numbers lost or run into the text (docs/mini-ocr.md, "Contents pages and indexes"). The C++ twin
+// of tools/train/mini4/contents_lines.py (keep them in step; tests/runtime/contents_lines_test.cpp
 // compares them on fixture pages).
 //
-// A line is an entry candidate when its last segment is a page list (numbers of 1-4 digits joined by
+// Candidates. A line is one when its last segment is a page list (numbers of 1-4 digits joined by
 // commas and dashes, "3, 17-19", or one roman numeral of up to 8 letters in one case) and the
 // segments before it hold a letter; or when its text ends in a page list after a dot leader read as
 // dots, after a comma or colon (an index's "term, 3, 17-19"), or (a led line, page_layout.h) after a
-// space. A page is a contents page (or an index) when it has at least kMinEntries candidates and at
-// least kMinLed of them are strong (led, dotted, or after a comma or colon), or a line that reads as
-// a contents title ("Contents", "Table of Contents", "Index", "Inhalt", "Table des matieres", ...), or kMinOrdered of them have arabic page numbers that do not decrease (a contents
-// page's numbers grow, a table's figures do not; kOrderedShare of successive pairs). On a contents
-// page every candidate is an entry, and so is a line of two or more segments whose last one, where
-// its page number stands, reads as a number once letters that look like digits are taken for them
-// (l and ] for 1, O for 0, ...: a scan's lone digits), or was read as marks or nothing (written
-// without a number). A run of up to
-// kMaxWrap lines that are neither, with letters and longer than two characters (not an index's letter
-// heading), between two entries, is part of a title too long
-// for one line: the start of the entry after when that entry hangs further in than the run's first
-// line by more than the median entry's x-height and does not start with a digit (the rest of a
-// title, not a numbered subsection: the number on the title's last line, as LaTeX sets it), else the
-// rest of the entry before (the number beside the title's first line) when its first line is set no
-// further out than that entry's first line and does not start with a digit or read as a contents
-// title; else the decoder's. An entry's level is the rank of its
-// first line's indent (x0 less its column's left edge) among the page's entries', grouped within
-// the median entry's x-height of the group's first; at most kMaxLevel.
+// space.
 //
-// Entries are written as bulleted items nested by level ("  " per level), the title, " — " and the
-// page number (the title alone when it could not be read); a leader left in the text is dropped.
+// Pages. A page is a contents page (or an index) when it has kMinEntries candidates and kMinLed of
+// them are strong (led, dotted, or after a comma or colon), or a line reads as a contents title
+// ("Contents", "Table of Contents", "Index", "Inhalt", "Table des matieres", ...), or kMinOrdered of
+// them have arabic page numbers that do not decrease (kOrderedShare of successive pairs: a contents
+// page's numbers grow, a table's figures do not).
+//
+// Entries. On such a page every candidate is an entry, and so is a line of two or more segments
+// whose last one, where its page number stands, reads as a number once letters that look like
+// digits are taken for them (l and ] for 1, O for 0, ...: a scan's lone digits), or was read as
+// marks or nothing (written without a number). A run of up to kMaxWrap lines that are neither, with
+// letters and longer than two characters (not an index's letter heading), between two entries, is
+// part of a title too long for one line: the start of the entry after when that entry hangs further
+// in than the run's first line by more than the median entry's x-height and does not start with a
+// digit (the rest of a title, not a numbered subsection: LaTeX sets the number on the title's last
+// line); else the rest of the entry before (the number beside the title's first line) when its first
+// line is set no further out than that entry's first line and does not start with a digit or read
+// as a contents title; else the decoder's. An entry's level is the rank of its first line's indent
+// (x0 less its column's left edge) among the page's entries', grouped within the median entry's
+// x-height of the group's first; at most kMaxLevel.
+//
+// Entries are written as bulleted items nested by level ("  " per level): the title, " — " and the
+// page list (the title alone when none was read); a leader left in the text is dropped.
 // Pure; any thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-"""Contents pages: an evaluation set of tables of contents from many toolchains, and its scoring.
+"""Contents pages and indexes: an evaluation set from many toolchains and shipped PDFs, and its scoring.
 
     /usr/bin/python3 tools/train/mini4/contents.py make --out train-work/contents
     /usr/bin/python3 tools/train/mini4/contents.py eval --set train-work/contents --folio build/folio \
@@ -6,23 +6,23 @@
 
 `make` composes manuals from held-out sources (corpus.is_held_out: man pages never in any training
 text), each man page a chapter with its sections and subsections, and typesets each with a table of
-contents by one of the toolchains below (several document classes and styles each); it adds the
-contents pages of the PDFs documentation packages ship. A page is a contents page when at least
-MIN_ENTRIES of its lines, and ENTRY_SHARE of its text lines, are entries. Each chosen page is copied to
-SET/pages/NAME.pdf and written as a scan (realdocs.write_scan: 200 or 300 DPI, turned, blurred, noise,
-JPEG). SET/manifest.json holds per document its toolchain, sources, pages and truth entries.
+contents or an index by one of TOOLS; it adds the contents and index pages of the PDFs
+documentation packages ship. From each document the first run of entry pages in its front half and
+the last run in its back half (up to --pages-per-doc each) are copied to SET/pages/NAME.pdf and
+written as scans (realdocs.write_scan). SET/manifest.json holds per document its toolchain,
+sources, pages, each page's kind (contents or index, entry_kind) and truth entries.
 
-Truth: the entries of `pdftotext -layout` of the page: a line whose text ends in a page number
-(arabic or roman) after a dot leader or a run of two or more spaces; a line with no number directly
-after an entry and followed by one is the first part of a wrapped entry. Nothing is trained on this
-set: the rules it measures are layout and writing rules, not learned.
+Truth (page_entries): the entries of `pdftotext -layout`, read per column where a page's entries
+stand in two: a line ending in a page list (numbers and ranges, or a roman numeral) after a dot
+leader, two spaces, a comma or a colon; a line with no number just after an entry and before one
+is the first part of a wrapped title. Nothing is trained on this set.
 
 Scoring (`eval`): the reader's output split into lines (markdown list, heading and table syntax
-off); an output line is an entry when it ends in a page number. A truth entry is *kept* when one
-output entry, matched one to one in order, has its page number and its text within ENTRY_CER
+off); an output line is an entry when it ends in a page list. A truth entry is *kept* when one
+output entry, matched one to one in order, has its page list and its text within ENTRY_CER
 (normalised edit distance, both sides folded as realdocs.fold, leaders dropped). Also counted:
-entries whose text is found but whose number is not (the number lost or misread), output lines
-still holding a dot leader, and kept entries written as list items.
+entries whose text is found but whose number is not, output lines still holding a dot leader, and
+kept entries written as list items. tools/train/mini4/README.md has the details.
 """
 import argparse
 import collections

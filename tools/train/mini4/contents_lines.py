@@ -1,24 +1,16 @@
-"""Contents pages: which lines of a page are entries of a table of contents, and how each is written.
+"""Contents pages and indexes: which lines of a page are entries, and what each line writes.
 
 The reference of src/runtime/contents_lines.h (keep the two in step; the C++ test
 tests/runtime/contents_lines_test.cpp reads tests/fixtures/mini4/contents_lines.json, which
-tools/fixtures/make_contents_lines_fixture.py writes from this module). The rules are the header's:
+tools/fixtures/make_contents_lines_fixture.py writes from this module). The rules are the header's,
+step for step: candidates (a line ending in a page list as its own segment, or after a leader read
+as dots, a comma or colon, or a space on a led line), contents pages (MIN_ENTRIES candidates with
+MIN_LED strong ones, a contents or index title, or MIN_ORDERED growing numbers), entries (with
+look-alike digits and unread numbers on such a page), titles wrapped over up to MAX_WRAP lines
+joined to the entry after or before, levels by indent up to MAX_LEVEL; and contents_writes, which
+plans a page whose rows are two entries side by side column by column.
 
-A line is an entry candidate when its last segment is a page list (numbers of 1-4 digits joined by
-commas and dashes, "3, 17-19", or one roman numeral of up to 8 letters in one case) and the segments
-before it hold a letter; or when its text ends in a page list after a dot leader read as dots, after
-a comma or a colon (an index's "term, 3, 17-19"), or (a led line, dot_leaders.py) after a space. A page is a
-contents page (or an index) when it has at least MIN_ENTRIES candidates and at least MIN_LED of them
-were led, read with a leader of dots or after a comma, or a line that reads as a contents title
-(or "Index"), or at least MIN_ORDERED of them have arabic page numbers that do not decrease (ORDERED_SHARE
-of successive pairs). On a contents page every candidate is an entry, and so is a line of two or more segments whose
-last one, where its page number stands, was read as marks or nothing (written without a number); a
-line that is neither, between two entries and ending in a letter, starts the next entry (a title too
-long for one line). An entry's level is the rank of its indent (x0 less its column's left edge)
-among the page's entry indents (an entry's first line's), grouped within the median entry's x-height
-of the group's first; at most MAX_LEVEL. Written as nested bulleted items: "  " x level, "- ", the title, " \u2014 ", the page.
-
-A line is a dict: cells (the segments' texts), x0, region_x0, x_height, led.
+A line is a dict: cells (the segments' texts), spans (their (x0, x1)), x0, region_x0, x_height, led.
 """
 import re
 
