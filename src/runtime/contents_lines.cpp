@@ -223,6 +223,8 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
   }
   std::sort(heights.begin(), heights.end());
   const int tol = heights[heights.size() / 2];
+  std::vector<std::string> text(n);  // each line's segments joined
+  for (size_t i = 0; i < n; ++i) text[i] = joined(lines[i].segments, lines[i].segments.size());
   std::vector<std::pair<size_t, size_t>> entries;  // (an entry's line, its title's first line)
   std::optional<std::string> prefix;
   size_t prefix_at = 0;
@@ -241,27 +243,24 @@ std::vector<std::optional<ContentsEntry>> contents_entries(const std::vector<Rea
     // with a digit (the number on the title's last line, as LaTeX sets it), else the rest of the
     // entry before's (the number beside its first line).
     size_t j = i;
-    while (j < n && j - i < size_t(ContentsLineRule::kMaxWrap) && !cands[j] &&
-           has_letter(joined(lines[j].segments, lines[j].segments.size())) &&
-           joined(lines[j].segments, lines[j].segments.size()).size() > 2)
-      ++j;
+    while (j < n && j - i < size_t(ContentsLineRule::kMaxWrap) && !cands[j] && has_letter(text[j]) && text[j].size() > 2) ++j;
     if (i == 0 || !cands[i - 1] || j == i || j >= n || !cands[j]) {
       i = std::max(j, i + 1);
       continue;
     }
     const auto starts_with_digit = [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])); };
-    const bool hangs = indent(lines[j]) > indent(lines[i]) + tol && !starts_with_digit(joined(lines[j].segments, lines[j].segments.size()));
+    const bool hangs = indent(lines[j]) > indent(lines[i]) + tol && !starts_with_digit(text[j]);
     // The rest of the entry before: set no further out than its first line, not a numbered entry of
     // its own (its number misread) nor a contents title.
     const bool rest = indent(lines[i]) >= indent(lines[entries.back().second]) &&
-                      !starts_with_digit(joined(lines[i].segments, lines[i].segments.size())) && !is_contents_title(lines[i]);
+                      !starts_with_digit(text[i]) && !is_contents_title(lines[i]);
     if (!hangs && !rest) {
       i = j;
       continue;
     }
     std::string texts;
     for (size_t k = i; k < j; ++k) {
-      std::string t = clean_title(joined(lines[k].segments, lines[k].segments.size()));
+      std::string t = clean_title(text[k]);
       texts += (k > i ? " " : "") + t;
       out[k] = ContentsEntry{hangs ? ContentsPart::Start : ContentsPart::Continuation, 0, std::move(t), ""};
     }

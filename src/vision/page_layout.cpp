@@ -371,10 +371,15 @@ PageLayout find_layout(const uint8_t* gray, int width, int height) {
   InkPage p = ink_page(gray, width, height);
   const ErasedLeaders leaders = erase_dot_leaders(p);
   // Columns are looked for with each leader a bar of ink (leader_bar): an entry (title, leader, page
-  // number) stays one run across its column, as its line is read without the dots.
-  InkPage columns{width, height, p.binary, {}};
-  for (const InkBox& bar : leaders.bars)
-    for (int y = bar.y0; y < bar.y1; ++y) std::fill_n(columns.binary.begin() + size_t(y) * width + bar.x0, bar.x1 - bar.x0, uint8_t(1));
+  // number) stays one run across its column, as its line is read without the dots. A page without
+  // leaders is looked at as it is (no copy).
+  InkPage with_bars;
+  if (!leaders.bars.empty()) {
+    with_bars = InkPage{width, height, p.binary, {}};
+    for (const InkBox& bar : leaders.bars)
+      for (int y = bar.y0; y < bar.y1; ++y) std::fill_n(with_bars.binary.begin() + size_t(y) * width + bar.x0, bar.x1 - bar.x0, uint8_t(1));
+  }
+  const InkPage& columns = leaders.bars.empty() ? p : with_bars;
   int left = width, right = -1;
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = columns.binary.data() + size_t(y) * width;

@@ -7,8 +7,8 @@ The reference the C++ front end mirrors (keep the two in step). Built on line_fi
      underlines, separators) stop being ink, so a ruled table falls apart into its rows and cells.
      Dot leaders are erased (dot_leaders.py: a contents entry's title and page number become two
      segments, and its line is `led`); columns are looked for with each leader a bar of ink
-     (dot_leaders.leader_bar) (an entry stays one run across its column: a two-column index is two columns, not titles
-     and numbers). The text extent is the box of that ink.
+     (dot_leaders.leader_bar: an entry stays one run across its column, so a two-column index is
+     two columns, not titles and numbers). The text extent is the box of that ink.
   2. Columns: the vertical projection counts, per pixel column, the rows with ink. A rough gutter is
      the widest run of pixel columns in the middle half of the text extent whose count stays at or
      below GUTTER_INK x the rows with ink, at least GUTTER_MIN x the page width wide. A band of the

@@ -217,6 +217,7 @@ def contents_entries(lines):
             cands[i] = (unread_number(lines[i]), "", False)
     heights = sorted(lines[i]["x_height"] for i in range(n) if cands[i] is not None)
     tol = heights[len(heights) // 2]
+    text = [_joined(l["cells"]) for l in lines]
     first_of = {}  # an entry's line -> its title's first line
     prefix, prefix_at, i = None, None, 0
     while i < n:
@@ -233,13 +234,12 @@ def contents_entries(lines):
         # start with a digit (the number on the title's last line, as LaTeX sets it), else the rest
         # of the entry before's (the number beside its first line).
         j = i
-        while j < n and j - i < MAX_WRAP and cands[j] is None and _has_letter(_joined(lines[j]["cells"])) \
-                and len(_joined(lines[j]["cells"])) > 2:
+        while j < n and j - i < MAX_WRAP and cands[j] is None and _has_letter(text[j]) and len(text[j]) > 2:
             j += 1
         if i == 0 or cands[i - 1] is None or j == i or j >= n or cands[j] is None:
             i = max(j, i + 1)
             continue
-        nxt, own = _joined(lines[j]["cells"]), _joined(lines[i]["cells"])
+        nxt, own = text[j], text[i]
         hangs = _indent(lines[j]) > _indent(lines[i]) + tol and not nxt[:1].isdigit()
         # the rest of the entry before: set in no further out than its first line, not a numbered
         # entry of its own (its number misread) nor a contents title
@@ -248,7 +248,7 @@ def contents_entries(lines):
         if not hangs and not rest:
             i = j
             continue
-        texts = [clean_title(_joined(lines[k]["cells"])) for k in range(i, j)]
+        texts = [clean_title(text[k]) for k in range(i, j)]
         for k in range(i, j):
             out[k] = {"part": "start" if hangs else "continuation", "level": 0, "title": texts[k - i], "page": ""}
         if hangs:
