@@ -28,6 +28,13 @@ void check_pass_pages(const OcrPages& pages, size_t first, size_t count) {
                                                                      std::to_string(pages.size()));
 }
 
+OcrPass prepare_ocr_pass(OcrModel& model, const OcrPages& pages, size_t first, size_t count, const KVPolicy& policy,
+                         VisionMode mode, ThreadPool& threads, const PageEncodedFn& on_encoded) {
+  if (policy.rolls())
+    return model.prepare_rolling(pages, first, count, static_cast<size_t>(policy.resident_pages), mode, threads, on_encoded);
+  return model.prepare(pages, first, count, mode, threads, on_encoded);
+}
+
 namespace {
 
 // The OCR models folio knows: the model_type values of a config.json and how such a directory

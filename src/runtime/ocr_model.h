@@ -107,6 +107,11 @@ class OcrModel {
 // every prepare makes).
 void check_pass_pages(const OcrPages& pages, size_t first, size_t count);
 
+// The pass of pages [first, first + count) as `policy` reads it: prepare_rolling with the policy's
+// resident pages when it rolls, prepare otherwise (errors as theirs).
+OcrPass prepare_ocr_pass(OcrModel& model, const OcrPages& pages, size_t first, size_t count, const KVPolicy& policy,
+                         VisionMode mode, ThreadPool& threads, const PageEncodedFn& on_encoded);
+
 // Opens the OCR model in directory `dir`, choosing the implementation from its config.json
 // ("model_type": "unlimited-ocr", "deepseek-ocr", "deepseek_vl_v2"; "folio-mini-ocr"). InvalidInput naming the
 // directory or file when something is missing, broken or of an unknown type. `weights`: as

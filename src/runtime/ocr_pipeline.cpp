@@ -12,6 +12,7 @@
 #include "doc/ocr_markdown.h"
 #include "kv/block_pool.h"
 #include "runtime/generator.h"
+#include "runtime/ocr_pass_reader.h"
 #include "runtime/scheduler.h"
 #include "text/tokenizer.h"
 
@@ -144,12 +145,11 @@ class OcrRun {
     prog_.passes = passes;
   }
 
-  void read_pass(size_t pi, size_t first, size_t count);
-  void read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes);
+  void read(const std::vector<std::pair<size_t, size_t>>& passes);
   OcrSummary finish();
 
  private:
-  struct SideRun;
+  struct Pass;
 
   void report() {
     if (cb_.on_progress) cb_.on_progress(prog_);
@@ -161,7 +161,6 @@ class OcrRun {
   OcrPass prepare(size_t first, size_t count);
   GenerationOptions options(const OcrPass& pass, size_t pi, size_t count) const;
   void absorb(const GenerationResult& r);
-  void hand_over(std::string_view text, size_t first, size_t count);
   void count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before);
 
   OcrModel& model_;
@@ -190,10 +189,7 @@ OcrPass OcrRun::prepare(size_t first, size_t count) {
     prog_.kv_bytes = pool_.bytes_in_use();
     report();
   };
-  OcrPass pass = opt_.policy.rolls()
-                     ? model_.prepare_rolling(pages_, first, count, static_cast<size_t>(opt_.policy.resident_pages), opt_.mode,
-                                              threads_, on_encoded)
-                     : model_.prepare(pages_, first, count, opt_.mode, threads_, on_encoded);
+  OcrPass pass = prepare_ocr_pass(model_, pages_, first, count, opt_.policy, opt_.mode, threads_, on_encoded);
   // Kept reference KV is found by content: every page's rows are produced (encoded) now and keyed.
   if (opt_.prefix_cache_bytes > 0 && opt_.policy.reference_reusable())
     for (ReferencePart& part : pass.reference) produce_keyed(part, model_.decoder().config().hidden);
@@ -223,41 +219,6 @@ GenerationOptions OcrRun::options(const OcrPass& pass, size_t pi, size_t count) 
   return g;
 }
 
-// A pass's text, parsed into exactly its pages, to the sink.
-void OcrRun::hand_over(std::string_view text, size_t first, size_t count) {
-  std::vector<OcrPage> fitted = fit_ocr_pages(model_.parse(text), count, first, warnings_);
-  for (size_t k = 0; k < count; ++k) sink_.page(first + k, std::move(fitted[k]));
-}
-
-void OcrRun::read_pass(size_t pi, size_t first, size_t count) {
-  prog_.pass = pi + 1;
-  if (pi > 0) emit("\n\n");
-  OcrPass pass = prepare(first, count);
-  const GenerationOptions g = options(pass, pi, count);
-  StreamingDetokenizer detok(model_.tokenizer());
-  std::string text;  // this pass's
-  auto say = [&](std::string_view s) {
-    text.append(s);
-    emit(s);
-  };
-  std::optional<Clock::time_point> first_token;
-  const double decode_ms_before = stats_.decode_ms;
-  const int32_t eos = model_.decoder().config().eos_id;
-  int64_t pass_tokens = 0;
-  auto on_token = [&](int32_t tok) {
-    if (pass.write_token) say(pass.write_token(tok));
-    else if (!(g.stop_at_eos && tok == eos)) say(detok.push(tok));
-    count_token(first_token, decode_ms_before);
-    // The first token comes from the prefill's logits, before any generated token is stored (and
-    // before --kv-keep compresses the reference): what decoding holds is seen from the second on.
-    if (++pass_tokens > 1) stats_.kv_bytes_decoding_max = std::max(stats_.kv_bytes_decoding_max, prog_.kv_bytes);
-    return true;
-  };
-  absorb(gen_.generate(pass.reference, g, on_token));
-  say(pass.write_end ? pass.write_end() : detok.flush());
-  hand_over(text, first, count);
-}
-
 // A token generated: the progress figures (decode rate since the first token of this decoding).
 void OcrRun::count_token(std::optional<Clock::time_point>& first_token, double decode_ms_before) {
   const auto now = Clock::now();
@@ -270,63 +231,58 @@ void OcrRun::count_token(std::optional<Clock::time_point>& first_token, double d
   report();
 }
 
-// One pass decoding side by side with others, from its preparation until its pages are handed over.
-struct OcrRun::SideRun {
+// One pass, from its preparation until its pages are handed over.
+struct OcrRun::Pass {
   OcrPass pass;
-  std::optional<StreamingDetokenizer> detok;
-  std::string text;
-  size_t sent = 0;      // of text, emitted
-  bool opened = false;  // its separator emitted: it is the pass streaming now, or was
+  std::optional<OcrPassReader> reader;
   std::optional<GenerationResult> result;  // set when it ended
 };
 
-// Passes decoded side by side, each prepared only when it can start (a prepared pass of the mini
-// models holds its pages' readings) and at most a few passes past the oldest one still decoding,
-// so a long pass does not let later ones pile up. Text is emitted in pass order, a pass's as it
-// comes once the passes before it have ended; its pages go to the sink then, and the pass is let go.
-void OcrRun::read_side_by_side(const std::vector<std::pair<size_t, size_t>>& passes) {
+// The passes, at most opt_.passes_in_flight decoding side by side (one: one pass after another).
+// Each is prepared only when it can start (a prepared pass of the mini models holds its pages'
+// readings) and at most a few passes past the oldest one not handed over, so a long pass does not
+// let later ones pile up. Text is emitted in pass order, a pass's as it comes once the passes
+// before it have ended; its pages go to the sink then, and the pass is let go.
+void OcrRun::read(const std::vector<std::pair<size_t, size_t>>& plan) {
   // Passes made past the oldest one not handed over, at most: room for a few to end early (they
   // wait, holding their text) without stalling the others, and a bound on what waits.
   const size_t ahead = 4 * opt_.passes_in_flight;
-  std::vector<std::unique_ptr<SideRun>> runs(passes.size());
-  size_t shown = 0, made = 0;  // the pass whose text streams now; passes made so far
+  std::vector<std::unique_ptr<Pass>> runs(plan.size());
+  OcrTextInOrder order;
+  size_t handed = 0, made = 0;
+  auto reader = [&](size_t k) -> const OcrPassReader* { return runs[k] ? &*runs[k]->reader : nullptr; };
   auto flush = [&] {
-    for (; shown < runs.size() && runs[shown]; ++shown) {
-      SideRun& r = *runs[shown];
-      prog_.pass = shown + 1;
-      if (!r.opened && shown > 0) emit("\n\n");  // as one pass after another: at the pass's start
-      r.opened = true;
-      emit(std::string_view(r.text).substr(r.sent));
-      r.sent = r.text.size();
-      if (!r.result) return;
-      absorb(*r.result);
-      hand_over(r.text, passes[shown].first, passes[shown].second);
-      runs[shown].reset();
+    emit(order.take(runs.size(), reader));
+    prog_.pass = std::min(order.current() + 1, plan.size());
+    for (; handed < order.current(); ++handed) {
+      absorb(*runs[handed]->result);
+      for (auto& [index, page] : runs[handed]->reader->take_final_pages(warnings_)) sink_.page(index, std::move(page));
+      runs[handed].reset();
     }
   };
   std::optional<Clock::time_point> first_token;
   const double decode_ms_before = stats_.decode_ms;
-  const int32_t eos = model_.decoder().config().eos_id;
   auto next = [&]() -> std::optional<Generator::BatchItem> {
-    if (made == passes.size() || made >= shown + ahead) return std::nullopt;
+    if (made == plan.size() || made >= handed + ahead) return std::nullopt;
     const size_t k = made++;
-    runs[k] = std::make_unique<SideRun>();
-    SideRun& run = *runs[k];
-    run.pass = prepare(passes[k].first, passes[k].second);
-    run.detok.emplace(model_.tokenizer());
-    GenerationOptions g = options(run.pass, k, passes[k].second);
-    const bool skip_eos = g.stop_at_eos;
-    auto on_token = [&, k, skip_eos](int32_t tok) {
-      SideRun& r = *runs[k];
-      if (r.pass.write_token) r.text += r.pass.write_token(tok);
-      else if (!(skip_eos && tok == eos)) r.text += r.detok->push(tok);
+    runs[k] = std::make_unique<Pass>();
+    Pass& run = *runs[k];
+    run.pass = prepare(plan[k].first, plan[k].second);
+    run.reader.emplace(model_, run.pass, plan[k].first, plan[k].second);
+    GenerationOptions g = options(run.pass, k, plan[k].second);
+    auto on_token = [&, k](int32_t tok) {
+      OcrPassReader& r = *runs[k]->reader;
+      r.push(tok);
       flush();
       count_token(first_token, decode_ms_before);
+      // The first token comes from the prefill's logits, before any generated token is stored (and
+      // before --kv-keep compresses the reference): what decoding holds is seen from the second on.
+      if (r.tokens().size() > 1) stats_.kv_bytes_decoding_max = std::max(stats_.kv_bytes_decoding_max, prog_.kv_bytes);
       return true;
     };
     auto on_done = [&, k](const GenerationResult& res) {
-      SideRun& r = *runs[k];
-      r.text += r.pass.write_end ? r.pass.write_end() : r.detok->flush();
+      Pass& r = *runs[k];
+      r.reader->end();
       r.result = res;
       r.pass = OcrPass{};  // its pages' readings: only the text is needed from here
       flush();
@@ -361,9 +317,7 @@ void OcrRun::absorb(const GenerationResult& r) {
   st.decode_tokens += generated;
   st.kv_active_bytes_max = std::max(st.kv_active_bytes_max, r.kv_active_bytes_max);
   st.kv_offloaded_bytes_peak = std::max(st.kv_offloaded_bytes_peak, r.kv_offloaded_bytes_peak);
-  st.encode_ms += r.produce_ms;
-  st.prefill_ms += r.prefill_ms;
-  st.decode_ms += r.decode_ms;
+  st.encode_ms += r.produce_ms;  // prefill and decode are timed over the whole batch (read)
   st.stop_reasons.push_back(std::string(r.stop_reason.name()));
 }
 
@@ -420,11 +374,7 @@ OcrSummary read_document(OcrModel& model, const OcrPages& pages, const OcrOption
   const auto passes = plan_ocr_passes(model, pages, opt);
   if (opt.passes_in_flight < 1) throw_invalid("--passes-in-flight must be at least 1");
   OcrRun run(model, pages, opt, threads, cb, passes.size(), sink, keep);
-  if (opt.passes_in_flight > 1 && passes.size() > 1) {
-    run.read_side_by_side(passes);
-  } else {
-    for (size_t pi = 0; pi < passes.size(); ++pi) run.read_pass(pi, passes[pi].first, passes[pi].second);
-  }
+  run.read(passes);
   return run.finish();
 }
 

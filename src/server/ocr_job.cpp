@@ -19,6 +19,7 @@
 #include "runtime/ocr_pipeline.h"
 #include "server/base64.h"
 #include "core/content_hash.h"
+#include "runtime/ocr_pass_reader.h"
 #include "runtime/ocr_sequence.h"
 #include "server/remote_pass.h"
 #include "server/remote_prefix.h"
@@ -67,17 +68,11 @@ struct OcrJob::Shared {
 struct OcrJob::Pass {
   size_t first = 0, count = 0;
   RequestId id = -1;
-  bool stop_at_eos = true;
   int64_t cached_rows = 0;
   bool local_hit = false;  // its prepared pass came from this replica's cache (its KV likely too)
-  std::optional<StreamingDetokenizer> detok;
-  // The model's own text for its tokens, when its tokens are not text (OcrPass::write_token).
-  std::function<std::string(int32_t)> write_token;
-  std::function<std::string()> write_end;
-  std::string text;
-  std::vector<int32_t> tokens;
+  std::optional<OcrPassReader> reader;  // set once submitted
   std::optional<SequenceResult> result;
-  bool ended = false;
+  bool ended() const { return reader && reader->ended(); }
 };
 
 namespace {
@@ -137,9 +132,7 @@ std::shared_ptr<CachedPass> lay_out_pass(const OcrEngine& engine, const OcrPages
   OcrModel& model = *engine.model;
   const KVPolicy& policy = engine.scheduler->options().policy;
   auto fresh = std::make_shared<CachedPass>();
-  fresh->pass = policy.rolls() ? model.prepare_rolling(pages, first, count, static_cast<size_t>(policy.resident_pages),
-                                                       VisionMode::Base, *engine.encode_threads, {})
-                               : model.prepare(pages, first, count, VisionMode::Base, *engine.encode_threads, {});
+  fresh->pass = prepare_ocr_pass(model, pages, first, count, policy, VisionMode::Base, *engine.encode_threads, {});
   return fresh;
 }
 
@@ -284,7 +277,6 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     auto p = std::make_unique<Pass>();
     p->first = plan[k].first;
     p->count = plan[k].second;
-    p->detok.emplace(engine.model->tokenizer());
     const std::string key = pass_key(engine, job->ocr_pages_, p->first, p->count, uploads);
     std::shared_ptr<const CachedPass> cached = find_or_prepare(engine, key, job->ocr_pages_, p->first, p->count, uploads, p->cached_rows,
                                                                  p->local_hit);
@@ -316,8 +308,7 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
   OcrModel& model = *engine_.model;
   // One sequence per pass, with a fresh copy of the model's recipe.
   OcrPass pass = model.fresh_decoding(cached->pass);
-  p.write_token = std::move(pass.write_token);
-  p.write_end = std::move(pass.write_end);
+  OcrPassReader reader(model, pass, p.first, p.count);  // takes the pass's own text hooks
   SequenceRequest sr = ocr_sequence_request(std::move(pass), 0);
   const int64_t max_ref = limits_.max_reference_length > 0 ? limits_.max_reference_length : model.decoder().config().max_positions - 1;
   if (const int64_t P = reference_length(sr); P > max_ref)
@@ -333,7 +324,6 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
       return cached->later_pages[i++];
     };
   }
-  p.stop_at_eos = sr.stop_at_eos;
   sr.max_tokens = max_tokens.value_or(std::min<int64_t>(model.max_output_tokens(p.count), limits_.max_output_length));
   sr.deadline = deadline;
   std::shared_ptr<Shared> sh = shared_;
@@ -370,6 +360,7 @@ void OcrJob::submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> ca
     throw *refused;
   }
   p.id = sub.id;
+  p.reader.emplace(std::move(reader));
 }
 
 OcrJob::~OcrJob() {
@@ -382,39 +373,18 @@ OcrJob::~OcrJob() {
 
 void OcrJob::cancel() {
   for (const auto& p : passes_)
-    if (!p->ended && p->id >= 0) engine_.scheduler->cancel(p->id);
+    if (!p->ended() && p->id >= 0) engine_.scheduler->cancel(p->id);
 }
 
 void OcrJob::absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optional<SequenceResult>& result) {
-  const int32_t eos = engine_.model->decoder().config().eos_id;
-  bool boundary = false;
-  for (int32_t t : fresh) {
-    p.tokens.push_back(t);
-    if (p.stop_at_eos && t == eos) continue;
-    const std::string piece = p.write_token ? p.write_token(t) : p.detok->push(t);
-    // A page boundary can only appear where a marker ends ('>' of "<page>" / "<PAGE>").
-    if (piece.find('>') != std::string::npos) boundary = true;
-    p.text += piece;
-  }
-  OcrModel& model = *engine_.model;
+  for (int32_t t : fresh) p.reader->push(t);
   if (result) {
-    p.text += p.write_end ? p.write_end() : p.detok->flush();
+    p.reader->end();
     p.result = result;
-    p.ended = true;
-    std::vector<OcrPage> got = fit_ocr_pages(model.parse(p.text), p.count, p.first, warnings_);
-    for (size_t k = 0; k < p.count; ++k) {
-      pages_[p.first + k] = std::move(got[k]);
-      final_[p.first + k] = true;
-    }
-  } else if (boundary && p.count > 1) {
-    // Pages before the one being written are final: fit_ocr_pages only ever changes the last page.
-    std::vector<OcrPage> got = model.parse(p.text);
-    const size_t complete = std::min(got.empty() ? 0 : got.size() - 1, p.count - 1);
-    for (size_t k = 0; k < complete; ++k)
-      if (!final_[p.first + k]) {
-        pages_[p.first + k] = std::move(got[k]);
-        final_[p.first + k] = true;
-      }
+  }
+  for (auto& [index, page] : p.reader->take_final_pages(warnings_)) {
+    pages_[index] = std::move(page);
+    final_[index] = true;
   }
 }
 
@@ -429,14 +399,14 @@ OcrJob::Progress OcrJob::poll(std::chrono::milliseconds wait) {
     auto any = [&] {
       for (size_t k = 0; k < passes_.size(); ++k) {
         const Shared::Slot& s = shared_->slots[k];
-        if (!passes_[k]->ended && (s.tokens.size() > s.taken || s.result)) return true;
+        if (!passes_[k]->ended() && (s.tokens.size() > s.taken || s.result)) return true;
       }
       return false;
     };
     shared_->cv.wait_for(lk, wait, any);
     for (size_t k = 0; k < passes_.size(); ++k) {
       Shared::Slot& s = shared_->slots[k];
-      if (passes_[k]->ended) continue;
+      if (passes_[k]->ended()) continue;
       news[k].fresh.assign(s.tokens.begin() + static_cast<std::ptrdiff_t>(s.taken), s.tokens.end());
       s.taken = s.tokens.size();
       news[k].result = s.result;
@@ -444,10 +414,10 @@ OcrJob::Progress OcrJob::poll(std::chrono::milliseconds wait) {
   }
   Progress out;
   for (size_t k = 0; k < passes_.size(); ++k)
-    if (!passes_[k]->ended && (!news[k].fresh.empty() || news[k].result)) absorb(*passes_[k], news[k].fresh, news[k].result);
+    if (!passes_[k]->ended() && (!news[k].fresh.empty() || news[k].result)) absorb(*passes_[k], news[k].fresh, news[k].result);
   while (reported_ < pages_.size() && final_[reported_]) out.pages.push_back(reported_++);
   out.done = true;
-  for (const auto& p : passes_) out.done = out.done && p->ended;
+  for (const auto& p : passes_) out.done = out.done && p->ended();
   return out;
 }
 
@@ -457,17 +427,7 @@ void OcrJob::wait() {
 }
 
 std::string OcrJob::take_text() {
-  std::string out;
-  while (text_pass_ < passes_.size()) {
-    const Pass& p = *passes_[text_pass_];
-    out.append(p.text, text_taken_);
-    text_taken_ = p.text.size();
-    if (!p.ended) break;
-    ++text_pass_;
-    text_taken_ = 0;
-    if (text_pass_ < passes_.size()) out += "\n\n";
-  }
-  return out;
+  return text_order_.take(passes_.size(), [this](size_t k) -> const OcrPassReader* { return passes_[k]->reader ? &*passes_[k]->reader : nullptr; });
 }
 
 void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& invalid_document) {
@@ -496,14 +456,7 @@ json OcrJob::page_json(size_t i) const {
 
 std::string OcrJob::page_markdown(size_t i) const { return folio::page_markdown(pages_.at(i)); }
 
-std::string OcrJob::markdown_piece(size_t i) const {
-  // Mirrors document_markdown (doc/ocr_markdown.h); tests check the pieces add up to it.
-  const std::string body = folio::page_markdown(pages_.at(i));
-  if (pages_.size() == 1) return body;
-  std::string md = (i > 0 ? "\n\n" : "") + std::string("<!-- page ") + std::to_string(i + 1) + " -->";
-  if (!body.empty()) md += "\n\n" + body;
-  return md;
-}
+std::string OcrJob::markdown_piece(size_t i) const { return document_markdown_piece(pages_.at(i), i, pages_.size()); }
 
 std::string OcrJob::markdown() const { return document_markdown(pages_); }
 
@@ -518,7 +471,7 @@ json OcrJob::usage() const {
   int64_t prompt = 0, completion = 0, cached = 0;
   for (const auto& p : passes_) {
     if (p->result) prompt += p->result->prompt_tokens;
-    completion += static_cast<int64_t>(p->tokens.size());
+    completion += p->reader ? static_cast<int64_t>(p->reader->tokens().size()) : 0;
     // Reused KV (a whole reference: every prompt token) or at least reused image rows.
     cached += p->result ? p->result->cached_prompt_tokens : p->cached_rows;
   }
@@ -530,7 +483,8 @@ json OcrJob::usage() const {
 
 std::vector<int32_t> OcrJob::tokens() const {
   std::vector<int32_t> all;
-  for (const auto& p : passes_) all.insert(all.end(), p->tokens.begin(), p->tokens.end());
+  for (const auto& p : passes_)
+    if (p->reader) all.insert(all.end(), p->reader->tokens().begin(), p->reader->tokens().end());
   return all;
 }
 
@@ -551,7 +505,7 @@ json OcrJob::result(bool page_images) const {
       if (!p->result->tokens.empty() && (ttft_ms == 0 || p->result->ttft_ms < ttft_ms)) ttft_ms = p->result->ttft_ms;
       decode_ms = std::max(decode_ms, p->result->decode_ms);
     }
-    decode_tokens += static_cast<int64_t>(p->tokens.size());
+    if (p->reader) decode_tokens += static_cast<int64_t>(p->reader->tokens().size());
   }
   json j = {{"object", "ocr"},
             {"model", engine_.model_id},

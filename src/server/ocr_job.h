@@ -32,6 +32,7 @@
 #include "core/thread_pool.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_pages.h"
+#include "runtime/ocr_pass_reader.h"
 #include "runtime/scheduler.h"
 #include "server/api_error.h"
 #include "server/ocr_request.h"
@@ -133,7 +134,7 @@ class OcrJob {
   size_t reported_ = 0;
   std::vector<std::string> warnings_;
   std::vector<std::string> page_images_;  // data URIs, when asked for
-  size_t text_pass_ = 0, text_taken_ = 0;  // take_text's place: pass, bytes of its text
+  OcrTextInOrder text_order_;  // take_text's place
 };
 
 // The widest page image a job returns: enough to read a page on a screen, a few hundred KB per page.
