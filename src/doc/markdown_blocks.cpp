@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <optional>
 #include <string>
 
 namespace folio {
@@ -22,12 +24,36 @@ std::string label_of(std::string_view block) {
   return "text";
 }
 
+// "<!-- image [x0, y0, x1, y1] -->", as page_markdown writes an image block with one box.
+std::optional<OcrBox> image_box(std::string_view block) {
+  constexpr std::string_view head = "<!-- image [", tail = "] -->";
+  if (!starts_with(block, head) || block.size() < head.size() + tail.size() || block.substr(block.size() - tail.size()) != tail)
+    return std::nullopt;
+  OcrBox box{};
+  std::string_view rest = block.substr(head.size(), block.size() - head.size() - tail.size());
+  for (int k = 0; k < 4; ++k) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+    if (ec != std::errc()) return std::nullopt;
+    box[size_t(k)] = v;
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+    if (k < 3) {
+      if (!starts_with(rest, ", ")) return std::nullopt;
+      rest.remove_prefix(2);
+    }
+  }
+  if (!rest.empty()) return std::nullopt;
+  return box;
+}
+
 }  // namespace
 
 std::vector<OcrBlock> markdown_blocks(std::string_view md) {
   std::vector<OcrBlock> out;
   auto add = [&](std::string_view piece) {
-    if (!piece.empty()) out.push_back({label_of(piece), {}, std::string(piece)});
+    if (piece.empty()) return;
+    if (const std::optional<OcrBox> box = image_box(piece)) out.push_back({"image", {*box}, ""});
+    else out.push_back({label_of(piece), {}, std::string(piece)});
   };
   bool fenced = false;
   size_t start = 0;

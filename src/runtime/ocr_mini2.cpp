@@ -30,6 +30,8 @@ struct MiniOcr2Model::PassState {
   std::vector<std::vector<std::vector<std::string>>> cells;  // [page][line][segment]
   std::vector<std::vector<LineStyle>> styles;                // [page][line], until the decoder leaves the page
   std::vector<std::vector<std::optional<std::vector<ContentsWrite>>>> contents;  // [page][line] (contents_lines.h)
+  std::vector<std::vector<std::pair<size_t, std::string>>> figures;  // [page]: (before_line, image block) by before_line
+  std::vector<size_t> figures_written;                               // [page], the writer side's
   StructureCursor cursor, written;
   StructureWriter writer;
   HeadingLevels headings;                                    // the decoder side's
@@ -79,6 +81,22 @@ double mean_of(const std::vector<float>& v) {
   return v.empty() ? 0.0 : sum / double(v.size());
 }
 
+// Where a figure stands among the lines in reading order: before the first line below its top that
+// shares columns with it, else after them all.
+size_t figure_place(const PageLayout& layout, const FigureBox& f) {
+  for (size_t i = 0; i < layout.lines.size(); ++i) {
+    const LayoutLine& l = layout.lines[i];
+    if (l.y0 >= f.y0 && l.x0 < f.x1 && l.x1 > f.x0) return i;
+  }
+  return layout.lines.size();
+}
+
+// A figure as the image block page_markdown writes (its box normalised to 0..999).
+std::string image_block(const FigureBox& f, int width, int height) {
+  auto norm = [](int v, int size) { return std::to_string(std::clamp(static_cast<int>(std::lround(999.0 * v / std::max(1, size))), 0, 999)); };
+  return "<!-- image [" + norm(f.x0, width) + ", " + norm(f.y0, height) + ", " + norm(f.x1, width) + ", " + norm(f.y1, height) + "] -->";
+}
+
 }  // namespace
 
 MiniOcr2Model::PageAnalysis MiniOcr2Model::analyse_page(GrayImage image, ThreadPool* pool) const {
@@ -86,8 +104,14 @@ MiniOcr2Model::PageAnalysis MiniOcr2Model::analyse_page(GrayImage image, ThreadP
   std::vector<uint8_t> gray = std::move(image.pixels);
   const double skew = skew_angle(gray.data(), image.width, image.height, pool);
   if (skew != 0.0) gray = rotate_page(gray.data(), image.width, image.height, skew);
-  PageAnalysis a{image.width, image.height, find_layout(gray.data(), image.width, image.height), 0.0};
+  // Figures are cut out of the page the layout sees: their labels are not lines.
+  const std::vector<FigureBox> figures = find_figures(gray.data(), image.width, image.height);
+  for (const FigureBox& f : figures)
+    for (int y = f.y0; y < f.y1; ++y) std::fill_n(gray.begin() + static_cast<std::ptrdiff_t>(size_t(y) * image.width + f.x0), f.x1 - f.x0, uint8_t(255));
+  PageAnalysis a{image.width, image.height, find_layout(gray.data(), image.width, image.height), {}, 0.0};
   if (static_cast<int64_t>(a.layout.lines.size()) > kMaxLinesPerPage) a.layout.lines.resize(static_cast<size_t>(kMaxLinesPerPage));
+  for (const FigureBox& f : figures) a.figures.push_back({f, figure_place(a.layout, f)});
+  std::stable_sort(a.figures.begin(), a.figures.end(), [](const Mini2Figure& x, const Mini2Figure& y) { return x.before_line < y.before_line; });
   a.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return a;
 }
@@ -110,6 +134,7 @@ Mini2Page MiniOcr2Model::read_lines(const PageAnalysis& analysis, ThreadPool& th
     }
     page.lines.push_back(std::move(r));
   }
+  page.figures = analysis.figures;
   return page;
 }
 
@@ -165,7 +190,9 @@ ReferencePart MiniOcr2Model::page_part(const PageAnalysis& analysis, size_t firs
     for (const ReadSegment& s : l.segments) cells.back().push_back(s.text);
   }
   if (state.cells.size() <= k)
-    state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1), state.contents.resize(k + 1);
+    state.cells.resize(k + 1), state.line_counts.resize(k + 1), state.styles.resize(k + 1), state.contents.resize(k + 1),
+        state.figures.resize(k + 1), state.figures_written.resize(k + 1, 0);
+  for (const Mini2Figure& f : page.figures) state.figures[k].emplace_back(f.before_line, image_block(f.box, page.width, page.height));
   state.line_counts[k] = cells.size();
   state.contents[k] = contents_writes(page.lines);
   state.cells[k] = std::move(cells);
@@ -219,21 +246,31 @@ void MiniOcr2Model::bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) 
   pass.write_token = [this, state](int32_t token) -> std::string {
     const auto page = static_cast<size_t>(state->written.page()), line = static_cast<size_t>(state->written.line());
     state->written.advance(token);
+    const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
+    // The page's figures that stand before this line (all that are left, at the page's end).
+    std::string out = write_figures(*state, page, a ? line : std::numeric_limits<size_t>::max());
     if (token == page_token_) {
       if (page < state->cells.size()) state->cells[page] = {};  // written: only its line count is needed now
-      return state->writer.page_break("\n<page>\n");  // kMini2PageMarker on a line of its own
+      return out + state->writer.page_break("\n<page>\n");  // kMini2PageMarker on a line of its own
     }
-    const auto a = token >= 0 && static_cast<size_t>(token) < action_of_token_.size() ? action_of_token_[static_cast<size_t>(token)] : std::nullopt;
-    if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return "";
+    if (!a || page >= state->cells.size() || line >= state->cells[page].size()) return out;
     if (const std::vector<ContentsWrite>* writes = contents_writes_at(*state, {page, line})) {
-      std::string out;
       for (const ContentsWrite& w : *writes)
         out += state->writer.push(w.item ? StructureAction::Bullet : StructureAction::Para, {w.text}, w.level);
       return out;
     }
-    return state->writer.push(*a, state->cells[page][line]);
+    return out + state->writer.push(*a, state->cells[page][line]);
   };
   pass.write_end = [state] { return state->writer.finish(); };
+}
+
+std::string MiniOcr2Model::write_figures(PassState& state, size_t page, size_t before_line) {
+  if (page >= state.figures.size()) return "";
+  std::string out;
+  const auto& figures = state.figures[page];
+  for (size_t& k = state.figures_written[page]; k < figures.size() && figures[k].first <= before_line; ++k)
+    out += state.writer.block(figures[k].second);
+  return out;
 }
 
 // Contents entries (contents_lines.h) are the model's rule, not the decoder's choice: a planned line
@@ -314,6 +351,8 @@ OcrPass MiniOcr2Model::fresh_decoding(const OcrPass& prepared) const {
   state->cells = old->cells;
   state->styles = old->styles;
   state->contents = old->contents;
+  state->figures = old->figures;
+  state->figures_written.assign(old->figures.size(), 0);
   bind_hooks(out, std::move(state));
   return out;
 }

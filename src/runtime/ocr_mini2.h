@@ -14,7 +14,11 @@
 //  - a heading's level is settled across the pass (heading_levels.h): a heading that looks like an
 //    earlier one gets its level, and no level is skipped;
 //  - the text is the lines' readings arranged by the actions (StructureWriter): markdown with
-//    headings, paragraphs, lists, code and tables; "<page>" between pages.
+//    headings, paragraphs, lists, code and tables; "<page>" between pages;
+//  - figures (figure_finder.h) are found before the layout and left out of it (their labels are no
+//    lines); each is written as the image block "<!-- image [x0, y0, x1, y1] -->" (its box
+//    normalised to 0..999, as Unlimited-OCR's) before the first line below its top that it stands
+//    over, or after the page's last line.
 // Threads: besides the pool, prepare and prepare_rolling analyse the next page (render, deskew,
 // layout) on a thread of their own while the pool reads the current page's lines; they render one
 // page at a time, so OcrPages' one-renderer rule holds as long as nothing else renders the same
@@ -31,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "vision/figure_finder.h"
 #include "vision/line_features.h"
 #include "vision/line_recognizer.h"
 #include "vision/page_layout.h"
@@ -44,10 +49,17 @@ namespace folio {
 
 inline constexpr std::string_view kMini2PageMarker = "<page>";
 
+// A figure of a page (figure_finder.h): its box, and where it stands among the page's lines.
+struct Mini2Figure {
+  FigureBox box;           // page pixels
+  size_t before_line = 0;  // the index of the first line it comes before (== lines: after them all)
+};
+
 // One page as the model reads it.
 struct Mini2Page {
   int width = 0, height = 0;
   std::vector<ReadLine> lines;  // reading order
+  std::vector<Mini2Figure> figures;  // by before_line
 };
 
 class MiniOcr2Model : public OcrModel {
@@ -90,7 +102,8 @@ class MiniOcr2Model : public OcrModel {
   // pool reads the lines of the one before (PageAhead in the .cpp).
   struct PageAnalysis {
     int width = 0, height = 0;
-    PageLayout layout;
+    PageLayout layout;               // of the page without its figures
+    std::vector<Mini2Figure> figures;
     double ms = 0;  // its time
   };
   class PageAhead;
@@ -102,6 +115,8 @@ class MiniOcr2Model : public OcrModel {
                           const PageEncodedFn& on_encoded, PassState& state) const;
   void finish_pass(OcrPass& pass, std::shared_ptr<PassState> state) const;
   void bind_hooks(OcrPass& pass, std::shared_ptr<PassState> state) const;
+  // The image blocks of `page`'s figures that stand before line `before_line` and were not written.
+  static std::string write_figures(PassState& state, size_t page, size_t before_line);
   // Heading levels settled per pass (heading_levels.h), on the decoding thread.
   const LineStyle* cursor_style(const PassState& state) const;  // the style of the line being decided
   std::optional<int> heading_level(int32_t token) const;        // 1-3 for H1-H3

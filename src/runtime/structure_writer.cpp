@@ -125,6 +125,14 @@ std::string StructureWriter::push(StructureAction a, const std::vector<std::stri
   return out + text;
 }
 
+std::string StructureWriter::block(std::string_view markdown) {
+  std::string out = close_block();
+  if (any_block_) out += "\n\n";
+  any_block_ = true;
+  block_has_text_ = false;
+  return out + std::string(markdown);
+}
+
 std::string StructureWriter::page_break(std::string_view marker) {
   std::string out = close_block();
   any_block_ = false;

@@ -39,6 +39,8 @@ class StructureWriter {
   // The markdown that line's action adds (cells: the line's segments, in order). `depth`: a
   // bulleted item's nesting, "  " per level before its "- " (contents entries, contents_lines.h).
   std::string push(StructureAction action, const std::vector<std::string>& cells, int depth = 0);
+  // A block of its own between the lines (a figure's image block): closes the open block.
+  std::string block(std::string_view markdown);
   // Ends the page: what its open block still owes, then `marker`.
   std::string page_break(std::string_view marker);
   // Ends the document: what its open block still owes.

@@ -26,6 +26,7 @@
 
 #include <vector>
 
+#include "vision/ink_components.h"
 #include "vision/line_finder.h"
 
 namespace folio {
@@ -36,18 +37,10 @@ struct DotLeaderRule {
   static constexpr double kGapMax = 0.025;      // x the page width: LaTeX's leaders, groff's (a sixth of an inch)
 };
 
-struct InkBox {
-  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // ends exclusive
-  int count = 0;                       // ink pixels
-};
-
 struct DotLeader {
   InkBox box;                 // x0 of its first dot to x1 of its last; its dots' rows
   std::vector<InkBox> dots;   // left to right
 };
-
-// The 8-connected ink components of the binary page (1 = ink), in order of their first pixel.
-std::vector<InkBox> ink_components(const std::vector<uint8_t>& binary, int width, int height);
 
 // The page's dot leaders, ordered by (y0, x0).
 std::vector<DotLeader> find_dot_leaders(const std::vector<uint8_t>& binary, int width, int height);

@@ -1,0 +1,285 @@
+#include "vision/figure_finder.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "vision/ink_components.h"
+
+namespace folio {
+
+namespace {
+
+int paper_level(const uint8_t* gray, size_t n) {
+  std::array<uint64_t, 256> hist{};
+  for (size_t i = 0; i < n; ++i) ++hist[gray[i]];
+  const auto want = static_cast<uint64_t>(static_cast<double>(n) * FigureRule::kPaperPercentile / 100.0);
+  uint64_t seen = 0;
+  for (int v = 0; v < 256; ++v)
+    if ((seen += hist[size_t(v)]) >= want) return v;
+  return 255;
+}
+
+// The median height of glyph-sized components.
+double text_height(const std::vector<InkBox>& boxes, int page_height) {
+  std::vector<int> heights;
+  for (const InkBox& b : boxes) {
+    const int h = b.y1 - b.y0, w = b.x1 - b.x0;
+    if (h >= 0.003 * page_height && h <= 0.03 * page_height && w <= 2 * h) heights.push_back(h);
+  }
+  if (heights.empty()) return std::max(8.0, 0.012 * page_height);
+  std::nth_element(heights.begin(), heights.begin() + static_cast<std::ptrdiff_t>(heights.size() / 2), heights.end());
+  return heights[heights.size() / 2];
+}
+
+// 1 where a mark lies on a straight stroke: a run at least `length` long one way, at most `thick`
+// the other.
+std::vector<uint8_t> straight_strokes(const std::vector<uint8_t>& marks, int width, int height, int length, int thick) {
+  const size_t n = size_t(width) * height;
+  std::vector<uint16_t> hrun(n, 0), vrun(n, 0);
+  for (int y = 0; y < height; ++y) {
+    const size_t row = size_t(y) * width;
+    for (int x = 0; x < width;) {
+      if (!marks[row + x]) { ++x; continue; }
+      int e = x;
+      while (e < width && marks[row + e]) ++e;
+      std::fill(hrun.begin() + static_cast<std::ptrdiff_t>(row + x), hrun.begin() + static_cast<std::ptrdiff_t>(row + e),
+                uint16_t(std::min(e - x, 65535)));
+      x = e;
+    }
+  }
+  // Down: run length so far; then up: each pixel takes its run's length from the run's last row.
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const size_t i = size_t(y) * width + x;
+      vrun[i] = marks[i] ? uint16_t(std::min(65535, (y > 0 ? vrun[i - size_t(width)] : 0) + 1)) : uint16_t(0);
+    }
+  for (int y = height - 2; y >= 0; --y)
+    for (int x = 0; x < width; ++x) {
+      const size_t i = size_t(y) * width + x;
+      if (marks[i] && marks[i + size_t(width)]) vrun[i] = vrun[i + size_t(width)];
+    }
+  std::vector<uint8_t> out(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (hrun[i] >= length && vrun[i] <= thick) || (vrun[i] >= length && hrun[i] <= thick);
+  return out;
+}
+
+struct Seed {
+  InkBox box;
+  bool strong = false;
+};
+
+// Step 2: seed-sized components classified by their pixels' tones and strokes.
+// What a component's box holds: marks of a glyph's size or less, how many of them stand on rows that
+// read as text (a band of rows at most 2 H tall with kLineMarks or more marks), and those rows.
+struct Inside {
+  size_t marks = 0, on_lines = 0, lines = 0;
+};
+
+Inside inside_of(const std::vector<InkBox>& boxes, const InkBox& frame, double h) {
+  std::vector<InkBox> inside;
+  for (const InkBox& c : boxes) {
+    const int w = c.x1 - c.x0, ht = c.y1 - c.y0;
+    if (c.x0 > frame.x0 && c.x1 < frame.x1 && c.y0 > frame.y0 && c.y1 < frame.y1 && std::max(w, ht) >= 0.25 * h && ht <= 1.5 * h && w <= 3 * h)
+      inside.push_back(c);
+  }
+  std::sort(inside.begin(), inside.end(), [](const InkBox& a, const InkBox& b) { return a.y0 < b.y0; });
+  Inside out;
+  out.marks = inside.size();
+  for (size_t i = 0; i < inside.size();) {
+    int y1 = inside[i].y1;
+    size_t j = i + 1;
+    while (j < inside.size() && inside[j].y0 < y1) y1 = std::max(y1, inside[j].y1), ++j;
+    if (y1 - inside[i].y0 <= 2 * h && j - i >= size_t(FigureRule::kLineMarks)) out.on_lines += j - i, ++out.lines;
+    i = j;
+  }
+  return out;
+}
+
+// The boxes of the pieces of marks off straight strokes that span kCurveSpan x H or more (a curve,
+// a bar, a blob; not a glyph touching a frame).
+std::vector<InkBox> long_pieces(const std::vector<uint8_t>& marks, const std::vector<uint8_t>& straight, int width, int height, double h) {
+  std::vector<uint8_t> rest(marks.size());
+  for (size_t i = 0; i < marks.size(); ++i) rest[i] = marks[i] && !straight[i];
+  std::vector<InkBox> out;
+  for (const InkBox& b : ink_components(rest, width, height))
+    if (std::max(b.x1 - b.x0, b.y1 - b.y0) >= FigureRule::kCurveSpan * h) out.push_back(b);
+  return out;
+}
+
+bool holds_any(const InkBox& outer, const std::vector<InkBox>& pieces) {
+  return std::any_of(pieces.begin(), pieces.end(), [&](const InkBox& p) {
+    return p.x0 >= outer.x0 && p.x1 <= outer.x1 && p.y0 >= outer.y0 && p.y1 <= outer.y1;
+  });
+}
+
+std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
+                             const std::vector<InkBox>& pieces, int width, double h) {
+  const int side = static_cast<int>(FigureRule::kSeedSize * h);
+  std::vector<int> seed_of(comps.boxes.size(), -1);
+  std::vector<Seed> seeds;
+  for (size_t c = 0; c < comps.boxes.size(); ++c) {
+    const InkBox& b = comps.boxes[c];
+    if (b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) {
+      seed_of[c] = static_cast<int>(seeds.size());
+      seeds.push_back({b, false});
+    }
+  }
+  std::vector<std::array<uint32_t, 256>> tones(seeds.size());
+  std::vector<uint64_t> straight_count(seeds.size(), 0);
+  for (auto& t : tones) t.fill(0);
+  for (size_t r = 0; r < comps.runs.size(); ++r) {
+    const int s = seed_of[comps.component[r]];
+    if (s < 0) continue;
+    const InkRun& run = comps.runs[r];
+    const size_t row = size_t(run.y) * width;
+    for (int x = run.x0; x < run.x1; ++x) {
+      ++tones[size_t(s)][gray[row + x]];
+      straight_count[size_t(s)] += straight[row + x];
+    }
+  }
+  std::vector<Seed> out;
+  for (size_t s = 0; s < seeds.size(); ++s) {
+    const InkBox& b = seeds[s].box;
+    const auto& t = tones[s];
+    const int mode = static_cast<int>(std::max_element(t.begin(), t.end()) - t.begin());
+    uint64_t near = 0, dark = 0;
+    for (int v = std::max(0, mode - FigureRule::kUniformSpread); v <= std::min(255, mode + FigureRule::kUniformSpread); ++v) near += t[size_t(v)];
+    for (int v = 0; v < mode - FigureRule::kTextBelowTone; ++v) dark += t[size_t(v)];
+    const double count = std::max(1, b.count);
+    const bool uniform = near >= FigureRule::kUniformShare * count;
+    const double fill = count / (double(b.x1 - b.x0) * double(b.y1 - b.y0));
+    // A shaded box around text: one light tone filling its box, and text far darker than it (a
+    // photograph's light areas have the tones between).
+    if (uniform && mode > FigureRule::kLightTone && fill >= FigureRule::kBoxFill && near + dark >= FigureRule::kToneAndText * count) continue;
+    Seed seed = seeds[s];
+    const Inside in = inside_of(comps.boxes, b, h);
+    seed.strong = (uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill) ||
+                  (1.0 - double(straight_count[s]) / count >= FigureRule::kCurvedShare && holds_any(b, pieces)) ||
+                  (in.marks >= size_t(FigureRule::kScatterMarks) && 2 * in.on_lines < in.marks);
+    if (!seed.strong && in.lines >= 2) continue;  // a frame around lines of text: a table, a text box
+    out.push_back(seed);
+  }
+  return out;
+}
+
+int gap_between(const InkBox& a, const InkBox& b) {
+  const int dx = std::max({0, b.x0 - a.x1, a.x0 - b.x1});
+  const int dy = std::max({0, b.y0 - a.y1, a.y0 - b.y1});
+  return std::max(dx, dy);
+}
+
+void unite(InkBox& a, const InkBox& b) {
+  a.x0 = std::min(a.x0, b.x0), a.y0 = std::min(a.y0, b.y0);
+  a.x1 = std::max(a.x1, b.x1), a.y1 = std::max(a.y1, b.y1);
+}
+
+struct Region {
+  InkBox box;
+  int strong = 0, weak = 0;
+};
+
+// Step 3: seeds joined while any two regions are within `gap`.
+std::vector<Region> join_seeds(const std::vector<Seed>& seeds, int gap) {
+  std::vector<Region> regions;
+  for (const Seed& s : seeds) regions.push_back({s.box, s.strong ? 1 : 0, s.strong ? 0 : 1});
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < regions.size() && !merged; ++i)
+      for (size_t j = i + 1; j < regions.size(); ++j)
+        if (gap_between(regions[i].box, regions[j].box) <= gap) {
+          unite(regions[i].box, regions[j].box);
+          regions[i].strong += regions[j].strong, regions[i].weak += regions[j].weak;
+          regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(j));
+          merged = true;
+          break;
+        }
+  }
+  std::erase_if(regions, [](const Region& r) { return r.strong == 0 && r.weak < 2; });
+  return regions;
+}
+
+// Step 4's exception: a component on a line of text that goes on beyond `reach` of the region (a
+// glyph-sized component on its rows just outside the margin).
+bool line_goes_on(const std::vector<InkBox>& boxes, const InkBox& c, const InkBox& reach, double h) {
+  const int mid = (c.y0 + c.y1) / 2;
+  const int beyond = static_cast<int>(3 * h);
+  for (const InkBox& o : boxes) {
+    if (o.y0 > mid || o.y1 <= mid || o.y1 - o.y0 > 3 * h) continue;
+    if ((o.x0 >= reach.x1 && o.x0 < reach.x1 + beyond) || (o.x1 <= reach.x0 && o.x1 > reach.x0 - beyond)) return true;
+  }
+  return false;
+}
+
+void take_in_labels(Region& r, const std::vector<InkBox>& boxes, double h) {
+  const int margin = static_cast<int>(FigureRule::kLabelMargin * h);
+  for (int round = 0; round < FigureRule::kLabelRounds; ++round) {
+    const InkBox reach{r.box.x0 - margin, r.box.y0 - margin, r.box.x1 + margin, r.box.y1 + margin, 0};
+    bool grew = false;
+    for (const InkBox& c : boxes) {
+      const bool inside = c.x0 >= r.box.x0 && c.x1 <= r.box.x1 && c.y0 >= r.box.y0 && c.y1 <= r.box.y1;
+      const bool near = c.x0 < reach.x1 && c.x1 > reach.x0 && c.y0 < reach.y1 && c.y1 > reach.y0;
+      if (inside || !near || line_goes_on(boxes, c, reach, h)) continue;
+      unite(r.box, c);
+      grew = true;
+    }
+    if (!grew) break;
+  }
+}
+
+// A line of large type (a title set far larger than the text) rather than a figure: a region at most
+// kLargeType x H tall with three or more marks at least 0.4 of its height side by side, inked like
+// letters (kLetterFill of their box or more) rather than drawn as outlines.
+bool reads_as_large_type(const InkBox& r, const std::vector<InkBox>& boxes, double h) {
+  const int height = r.y1 - r.y0;
+  if (height > FigureRule::kLargeType * h) return false;
+  int letters = 0, others = 0;
+  for (const InkBox& c : boxes) {
+    if (c.x0 < r.x0 || c.x1 > r.x1 || c.y0 < r.y0 || c.y1 > r.y1 || c.y1 - c.y0 < 0.4 * height) continue;
+    const double fill = double(c.count) / (double(c.x1 - c.x0) * double(c.y1 - c.y0));
+    ++(fill >= FigureRule::kLetterFill ? letters : others);
+  }
+  return letters >= 3 && letters > 2 * others;
+}
+
+}  // namespace
+
+std::vector<FigureBox> find_figures(const uint8_t* gray, int width, int height) {
+  const size_t n = size_t(width) * height;
+  if (n == 0) return {};
+  const int mark_below = paper_level(gray, n) - FigureRule::kPaperDelta;
+  std::vector<uint8_t> marks(n);
+  for (size_t i = 0; i < n; ++i) marks[i] = gray[i] < mark_below;
+  const InkComponents comps = label_ink_components(marks, width, height);
+  const double h = text_height(comps.boxes, height);
+  const std::vector<uint8_t> straight =
+      straight_strokes(marks, width, height, static_cast<int>(FigureRule::kStroke * h), std::max(3, static_cast<int>(h / 3)));
+  const std::vector<InkBox> pieces = long_pieces(marks, straight, width, height, h);
+  std::vector<Region> regions = join_seeds(find_seeds(comps, gray, straight, pieces, width, h), static_cast<int>(FigureRule::kJoinGap * h));
+  std::vector<FigureBox> out;
+  for (Region& r : regions) {
+    if (reads_as_large_type(r.box, comps.boxes, h)) continue;
+    take_in_labels(r, comps.boxes, h);
+    if (reads_as_large_type(r.box, comps.boxes, h)) continue;
+    if (r.box.x1 - r.box.x0 < FigureRule::kMinSide * h || r.box.y1 - r.box.y0 < FigureRule::kMinSide * h) continue;
+    out.push_back({std::max(0, r.box.x0), std::max(0, r.box.y0), std::min(width, r.box.x1), std::min(height, r.box.y1)});
+  }
+  // Regions that grew into each other are one figure.
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < out.size() && !merged; ++i)
+      for (size_t j = i + 1; j < out.size(); ++j)
+        if (out[i].x0 < out[j].x1 && out[j].x0 < out[i].x1 && out[i].y0 < out[j].y1 && out[j].y0 < out[i].y1) {
+          out[i] = {std::min(out[i].x0, out[j].x0), std::min(out[i].y0, out[j].y0), std::max(out[i].x1, out[j].x1),
+                    std::max(out[i].y1, out[j].y1)};
+          out.erase(out.begin() + static_cast<std::ptrdiff_t>(j));
+          merged = true;
+          break;
+        }
+  }
+  std::sort(out.begin(), out.end(), [](const FigureBox& a, const FigureBox& b) { return a.y0 != b.y0 ? a.y0 < b.y0 : a.x0 < b.x0; });
+  return out;
+}
+
+}  // namespace folio

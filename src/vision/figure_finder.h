@@ -1,0 +1,69 @@
+// The figures of a page (plots, diagrams, screenshots, photographs) for folio-mini-ocr 2/3: regions
+// whose marks are not text. Found before the layout, so that a figure's labels (ticks, axis titles,
+// a diagram's words) are not read as text lines and its ink does not disturb the column search; the
+// pipeline writes each as an image block and `folio ocr` crops it into a file.
+//
+//   1. Marks: pixels darker than the paper (the page's kPaperPercentile gray level) by kPaperDelta;
+//      their 8-connected components (ink_components.h). The text height H is the median height of
+//      glyph-sized components (0.3% to 3% of the page's height, at most twice as wide as tall).
+//   2. Seeds: components at least kSeedSize x H on both sides. A pixel is a straight stroke when it
+//      lies on a run of marks at least kStroke x H long one way and at most H/3 thick the other.
+//      A seed filling kBoxFill of its box mostly (kUniformShare of its pixels within kUniformSpread
+//      gray levels) with a light tone, the rest but a few (kToneAndText) text darker than the tone
+//      by kTextBelowTone, is a shaded box around text, not a seed; one filling its box mostly with a
+//      dark tone (a terminal, a dark window) is a strong seed. Otherwise a seed with at least kCurvedShare of its
+//      pixels off straight strokes, some of them one piece spanning kCurveSpan x H or more (curves,
+//      bars, blobs, a photograph; not glyphs touching a frame), is strong, and so is a frame
+//      holding kScatterMarks marks or more of a glyph's size, most of them not on rows that read as
+//      text (kLineMarks or more marks in a band at most 2 H tall): a scatter plot's points. A seed
+//      of straight strokes only (a frame, a diagram's box) is weak; a frame around two or more lines
+//      of text (a ruled table's grid, a text box) is no seed.
+//   3. Seeds within kJoinGap x H of each other are one region; a region is a figure when it has a
+//      strong seed or at least two weak ones (a diagram's boxes; a table is one grid).
+//   4. A figure takes in the components within kLabelMargin x H of it, a few times over (tick
+//      labels, then the axis title beyond them), except those on a line of text that goes on beyond
+//      the margin (a caption or a paragraph beside the figure). Figures smaller than kMinSide x H on
+//      either side are dropped, and so is a line of large type (a title; before or after the labels): at most kLargeType x H
+//      tall, three or more marks of at least 0.4 of its height side by side, inked like letters
+//      (kLetterFill of their box or more) rather than outlined.
+//
+// Promises: boxes in page pixels (ends exclusive), disjoint, ordered by (y0, x0); a page of text,
+// rules and ruled tables gives none. Work linear in the page's pixels. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace folio {
+
+struct FigureRule {
+  static constexpr double kPaperPercentile = 95;
+  static constexpr int kPaperDelta = 48;
+  static constexpr double kSeedSize = 4.0;
+  static constexpr double kStroke = 2.0;
+  static constexpr double kUniformShare = 0.6;
+  static constexpr int kUniformSpread = 12;
+  static constexpr int kLightTone = 150;
+  static constexpr int kTextBelowTone = 60;
+  static constexpr double kBoxFill = 0.8;
+  static constexpr double kToneAndText = 0.85;
+  static constexpr int kScatterMarks = 12;
+  static constexpr int kLineMarks = 4;
+  static constexpr double kCurvedShare = 0.25;
+  static constexpr double kCurveSpan = 2.0;
+  static constexpr double kJoinGap = 2.0;
+  static constexpr double kLabelMargin = 1.5;
+  static constexpr int kLabelRounds = 4;
+  static constexpr double kMinSide = 6.0;
+  static constexpr double kLargeType = 10.0;
+  static constexpr double kLetterFill = 0.15;
+};
+
+struct FigureBox {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // page pixels, ends exclusive
+};
+
+// gray: [height, width] row-major bytes, 255 = paper.
+std::vector<FigureBox> find_figures(const uint8_t* gray, int width, int height);
+
+}  // namespace folio
