@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cmdline/commands.h"
@@ -16,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "cmdline/kv_options.h"
 #include "runtime/default_model.h"
+#include "runtime/ocr_figure_files.h"
 #include "runtime/ocr_model.h"
 #include "runtime/ocr_passes_in_flight.h"
 #include "runtime/ocr_pipeline.h"
@@ -26,7 +28,7 @@ namespace {
 
 struct OcrArgs {
   std::vector<std::string> inputs;
-  std::string model, mmproj, mode = "base", pages, out, json, weights, encoder_precision = "auto",
+  std::string model, mmproj, mode = "base", pages, out, json, figures, weights, encoder_precision = "auto",
       prefill_precision = "auto";
   KVOptions kv;
   PolicyOptions policy;
@@ -94,11 +96,13 @@ OcrCallbacks ocr_callbacks(const OcrArgs& a, bool progress) {
 }
 
 // Pages to the document writer as the pipeline hands them over (their JSON entries only when a
-// JSON file is written).
+// JSON file is written), their figures first to files when they are written.
 class WriterSink : public OcrPageSink {
  public:
-  WriterSink(OcrDocumentWriter& writer, const OcrPages& pages, bool json) : writer_(writer), pages_(pages), json_(json) {}
+  WriterSink(OcrDocumentWriter& writer, const OcrPages& pages, bool json, OcrFigureFiles* figures)
+      : writer_(writer), pages_(pages), json_(json), figures_(figures) {}
   void page(size_t index, OcrPage page) override {
+    if (figures_) figures_->write(index, page);
     writer_.page(index, page, json_ ? ocr_page_entry(pages_, index, page) : nlohmann::json());
   }
 
@@ -106,7 +110,23 @@ class WriterSink : public OcrPageSink {
   OcrDocumentWriter& writer_;
   const OcrPages& pages_;
   bool json_;
+  OcrFigureFiles* figures_;
 };
+
+// Where figures go: --figures DIR, else beside --out (doc.md: doc_files/), else nowhere (markdown on
+// stdout keeps each figure's box in a comment). Links are relative to the markdown's folder.
+std::unique_ptr<OcrFigureFiles> figure_files(const OcrArgs& a, double dpi) {
+  namespace fs = std::filesystem;
+  if (a.figures.empty() && a.out.empty()) return nullptr;
+  const std::string dir = a.figures.empty() ? figure_dir_for(a.out) : a.figures;
+  std::string link = dir;
+  if (!a.out.empty()) {
+    const fs::path base = fs::absolute(fs::path(a.out)).parent_path();
+    link = fs::absolute(fs::path(dir)).lexically_normal().lexically_relative(base.lexically_normal()).string();
+  }
+  if (!link.empty() && link.back() != '/') link += '/';
+  return std::make_unique<OcrFigureFiles>(a.inputs, a.pages, dpi, dir, link);
+}
 
 // Warnings and the summary to stderr.
 void report_ocr_run(const OcrArgs& a, const OcrSummary& r) {
@@ -154,7 +174,8 @@ int run_ocr_command(const OcrArgs& a) {
   if (a.out.empty() && !a.stream) targets.markdown_stream = stdout;
   targets.json_path = a.json;
   OcrDocumentWriter writer(targets, pages.size(), ocr_json_head(*model, opt));
-  WriterSink sink(writer, pages, !a.json.empty());
+  std::unique_ptr<OcrFigureFiles> figures = figure_files(a, a.dpi > 0 ? a.dpi : model->pdf_dpi());
+  WriterSink sink(writer, pages, !a.json.empty(), figures.get());
   // Text on the terminal (streamed, or markdown page by page) is its own progress.
   const bool text_on_terminal = (a.stream || targets.markdown_stream) && isatty(STDOUT_FILENO);
   const bool progress = !a.quiet && isatty(STDERR_FILENO) && !text_on_terminal;
@@ -187,6 +208,9 @@ Runner add_ocr(CLI::App& app) {
   app.add_option("--pages", a->pages, "Pages to read, numbered across all inputs, e.g. 1-20 or 2,5-7 (default all)");
   app.add_option("--out", a->out, "Write the markdown here (default: stdout)");
   app.add_option("--json", a->json, "Write blocks, labels and boxes (page pixels) as JSON here");
+  app.add_option("--figures", a->figures,
+                 "Write each figure as a PNG in this folder, linked from the markdown (default with --out doc.md: doc_files/; "
+                 "without --out and --figures the markdown keeps each figure's box in a comment)");
   add_policy_options(app, a->policy);
   app.add_option("--max-tokens", a->max_tokens, "Generated tokens per pass at most (0 = until EOS or the context is full)")
       ->capture_default_str();

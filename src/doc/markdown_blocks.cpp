@@ -52,8 +52,8 @@ std::vector<OcrBlock> markdown_blocks(std::string_view md) {
   std::vector<OcrBlock> out;
   auto add = [&](std::string_view piece) {
     if (piece.empty()) return;
-    if (const std::optional<OcrBox> box = image_box(piece)) out.push_back({"image", {*box}, ""});
-    else out.push_back({label_of(piece), {}, std::string(piece)});
+    if (const std::optional<OcrBox> box = image_box(piece)) out.push_back({"image", {*box}, "", "", ""});
+    else out.push_back({label_of(piece), {}, std::string(piece), "", ""});
   };
   bool fenced = false;
   size_t start = 0;

@@ -29,7 +29,9 @@ std::string page_markdown(const OcrPage& page) {
     md += piece;
   };
   for (const OcrBlock& b : page.blocks) {
-    if (b.label == "image") {
+    if (b.label == "image" && !b.image_file.empty()) {
+      add("![" + b.image_alt + "](" + b.image_file + ")");
+    } else if (b.label == "image") {
       std::string comment = "<!-- image";
       for (const OcrBox& box : b.boxes) {
         comment += ' ';

@@ -6,9 +6,10 @@
 //    "=:" (as the official code does) and complete HTML tables are converted to pipe tables when
 //    they have no merged cells (html_table.h), otherwise kept as HTML;
 //  - an "image" block (a figure: the model gives its box, not its content) becomes the comment
-//    "<!-- image [x1, y1, x2, y2] -->" with the normalised box, followed by any text the block has.
-//    (The official code writes a crop of the page to images/N.jpg and links it; folio writes no
-//    files here.)
+//    "<!-- image [x1, y1, x2, y2] -->" with the normalised box, followed by any text the block has;
+//    once its picture was written to a file (image_file), the link "![image_alt](image_file)"
+//    instead of the comment. (The official code writes a crop of the page to images/N.jpg and
+//    links it; folio writes the files in runtime/ocr_figure_files.h, not here.)
 //  - blocks without text (other than images) produce nothing.
 // document_markdown joins pages, each preceded by "<!-- page N -->" (1-based) when there is more
 // than one page.

@@ -34,6 +34,9 @@ struct OcrBlock {
   std::string label;           // e.g. "title", "text", "table", "image"; "" for unmarked text
   std::vector<OcrBox> boxes;   // normalised 0..999 as written by the model (usually one)
   std::string text;
+  // An image block whose picture was written to a file (runtime/ocr_figure_files.h): the file as
+  // the markdown links it, and the link's text (its caption, or "Figure N").
+  std::string image_file, image_alt;
 };
 
 struct OcrPage {

@@ -95,7 +95,7 @@ std::vector<OcrPage> MiniOcrModel::parse(std::string_view text) const {
   std::vector<OcrPage> pages;
   for (std::string& page : split_text_pages(text, kMiniPageMarker)) {
     OcrPage p;
-    if (!page.empty()) p.blocks.push_back({"text", {}, std::move(page)});
+    if (!page.empty()) p.blocks.push_back({"text", {}, std::move(page), "", ""});
     pages.push_back(std::move(p));
   }
   return pages;

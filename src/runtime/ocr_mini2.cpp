@@ -82,11 +82,13 @@ double mean_of(const std::vector<float>& v) {
 }
 
 // Where a figure stands among the lines in reading order: before the first line below its top that
-// shares columns with it, else after them all.
+// shares columns with it, or below its bottom in a column as wide as it (a caption under figures
+// side by side), else after them all.
 size_t figure_place(const PageLayout& layout, const FigureBox& f) {
   for (size_t i = 0; i < layout.lines.size(); ++i) {
     const LayoutLine& l = layout.lines[i];
     if (l.y0 >= f.y0 && l.x0 < f.x1 && l.x1 > f.x0) return i;
+    if (l.y0 >= f.y1 && l.region_x0 <= f.x0 && l.region_x1 >= f.x1) return i;
   }
   return layout.lines.size();
 }

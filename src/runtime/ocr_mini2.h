@@ -18,7 +18,7 @@
 //  - figures (figure_finder.h) are found before the layout and left out of it (their labels are no
 //    lines); each is written as the image block "<!-- image [x0, y0, x1, y1] -->" (its box
 //    normalised to 0..999, as Unlimited-OCR's) before the first line below its top that it stands
-//    over, or after the page's last line.
+//    over (or below its bottom, in a column as wide as it), or after the page's last line.
 // Threads: besides the pool, prepare and prepare_rolling analyse the next page (render, deskew,
 // layout) on a thread of their own while the pool reads the current page's lines; they render one
 // page at a time, so OcrPages' one-renderer rule holds as long as nothing else renders the same

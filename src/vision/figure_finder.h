@@ -52,7 +52,7 @@ struct FigureRule {
   static constexpr double kCurvedShare = 0.25;
   static constexpr double kCurveSpan = 2.0;
   static constexpr double kJoinGap = 2.0;
-  static constexpr double kLabelMargin = 1.5;
+  static constexpr double kLabelMargin = 2.5;
   static constexpr int kLabelRounds = 4;
   static constexpr double kMinSide = 6.0;
   static constexpr double kLargeType = 10.0;

@@ -124,6 +124,45 @@ TEST_F(MiniOcrCli, DefaultModelWritesAContentsPageAsANestedListWithPageNumbers) 
   EXPECT_TRUE(list) << j.dump(1);
 }
 
+// Figures (tests/fixtures/mini2/figure_page.png: two plots side by side and a terminal on a page of
+// text): with --out each is a PNG in doc_files/ of the figure's size, linked in reading order with
+// its caption as the link's text, and the JSON's image block names its file; the plots' labels are
+// not read as text. On stdout without --figures no file is written and each figure stays a comment
+// with its box; a page without figures writes no folder.
+TEST_F(MiniOcrCli, DefaultModelWritesEachFigureAsALinkedPng) {
+  fs::create_directories(scratch / "out");
+  const fs::path md = scratch / "out" / "doc.md", json = scratch / "out" / "doc.json";
+  auto r = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/figure_page.png --out " + md.string() + " --json " + json.string(), scratch);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = read_file(md);
+  const size_t a = text.find("![Figure 1: Decode rate and the scatter of page times.](doc_files/page-1-figure-1.png)");
+  const size_t b = text.find("![Figure 1: Decode rate and the scatter of page times.](doc_files/page-1-figure-2.png)");
+  const size_t c = text.find("![Figure 2: A terminal.](doc_files/page-1-figure-3.png)");
+  EXPECT_TRUE(a != std::string::npos && b != std::string::npos && c != std::string::npos && a < b && b < c) << text;
+  EXPECT_EQ(text.find("Decode rate\n"), std::string::npos) << text;  // the plot's title is in the picture
+  EXPECT_EQ(text.find("<!-- image"), std::string::npos) << text;
+  for (int k = 1; k <= 3; ++k) EXPECT_TRUE(fs::exists(scratch / "out" / "doc_files" / ("page-1-figure-" + std::to_string(k) + ".png")));
+  EXPECT_FALSE(fs::exists(scratch / "out" / "doc_files" / "page-1-figure-4.png"));
+  const auto j = nlohmann::json::parse(read_file(json));
+  int files = 0;
+  for (const auto& blk : j["pages"][0]["blocks"])
+    if (blk["label"] == "image") {
+      ++files;
+      EXPECT_EQ(blk["file"], "doc_files/page-1-figure-" + std::to_string(files) + ".png");
+      EXPECT_EQ(blk["boxes"].size(), 1u);
+    }
+  EXPECT_EQ(files, 3);
+
+  auto out = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/figure_page.png", scratch);
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_NE(out.out.find("<!-- image ["), std::string::npos) << out.out;
+  EXPECT_EQ(out.out.find("!["), std::string::npos) << out.out;
+  const fs::path text_md = scratch / "out" / "text.md";
+  auto plain = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/contents_page.png --out " + text_md.string(), scratch);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(fs::exists(scratch / "out" / "text_files"));
+}
+
 // FOLIO_ISA picks the kernels' instruction set: the AVX2 path reads the sample to the same bytes
 // (the int8 recognizer and the decoder's kernels give the same bits on every ISA; on an AVX2-only
 // machine both runs take it); a name it does not know is refused before any work.
