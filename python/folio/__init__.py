@@ -15,6 +15,7 @@ docs/python.md has the whole API.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Iterator, List, Optional, Sequence, Union
 
 from ._folio import Busy, Error, InvalidInput, Unsupported, _Engine
 
-__all__ = ["Engine", "Document", "Page", "Block", "Completion", "Error", "InvalidInput", "Unsupported", "Busy"]
+__all__ = ["Engine", "Document", "Page", "Block", "Figure", "Completion", "Error", "InvalidInput", "Unsupported", "Busy"]
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview]
 
@@ -62,9 +63,23 @@ class Page:
 
 
 @dataclass
+class Figure:
+    """A figure of a read page (a plot, diagram, screenshot or photograph): its picture as PNG bytes
+    cropped from the page, its box in page pixels and normalised to 0..999, the page's number, its
+    caption (or "Figure N") and the name the markdown links it by ("page-P-figure-K.png")."""
+
+    page: int
+    png: bytes
+    box: List[int]
+    box_normalized: List[int]
+    caption: str
+    file: str
+
+
+@dataclass
 class Document:
-    """A read document: its markdown, pages, statistics (tokens, times, KV bytes) and warnings.
-    `json` is what `folio ocr --json` and POST /v1/ocr give for the same input."""
+    """A read document: its markdown, pages, figures, statistics (tokens, times, KV bytes) and
+    warnings. `json` is what `folio ocr --json` and POST /v1/ocr give for the same input."""
 
     markdown: str
     pages: List[Page]
@@ -73,6 +88,7 @@ class Document:
     warnings: List[str]
     model: str
     json: dict
+    figures: List[Figure] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.markdown
@@ -267,7 +283,17 @@ def _complete_utf8(b: bytes):
     return b.decode("utf-8", "replace"), b""
 
 
+def _figures(j: dict) -> List[Figure]:
+    out = []
+    for p in j.get("pages", []):
+        for b in p.get("blocks", []):
+            if b.get("data", "").startswith("data:image/png;base64,"):
+                out.append(Figure(p["page"], base64.b64decode(b["data"].split(",", 1)[1]), (b.get("boxes") or [[]])[0],
+                                  (b.get("boxes_normalized") or [[]])[0], b.get("caption", ""), b.get("file", "")))
+    return out
+
+
 def _document(j: dict) -> Document:
     pages = [Page._from_json(p) for p in j.get("pages", [])]
     return Document(j.get("markdown", ""), pages, j.get("stats", {}), j.get("usage", {}), j.get("warnings", []),
-                    j.get("model", ""), j)
+                    j.get("model", ""), j, _figures(j))

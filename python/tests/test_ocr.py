@@ -150,3 +150,17 @@ def test_a_closed_engine_refuses_calls_and_a_stream_keeps_what_it_reads_alive():
     # The stream started before close() reads on: its job keeps the engine's model alive.
     rest = list(stream)
     assert [p.number for p in [first] + rest] == [1, 2, 3]
+
+
+def test_figures_come_with_their_pictures_boxes_and_captions(engine):
+    page = os.path.join(ROOT, "tests", "fixtures", "mini2", "figure_page.png")
+    doc = engine.ocr(page)
+    assert [f.file for f in doc.figures] == [f"page-1-figure-{k}.png" for k in (1, 2, 3)]
+    for f in doc.figures:
+        assert f.page == 1 and f.png.startswith(b"\x89PNG")
+        width, height = int.from_bytes(f.png[16:20], "big"), int.from_bytes(f.png[20:24], "big")
+        assert [width, height] == [f.box[2] - f.box[0], f.box[3] - f.box[1]]
+        assert f"]({f.file})" in doc.markdown
+    assert doc.figures[0].caption.startswith("Figure 1: Decode rate")
+    assert doc.figures[2].caption == "Figure 2: A terminal."
+    assert folio.Figure is type(doc.figures[0])

@@ -36,7 +36,7 @@ nlohmann::json ocr_page_to_json(const OcrPage& page, size_t index, const PageSiz
     }
     if (size) jb["boxes"] = px;
     jb["boxes_normalized"] = norm;
-    if (!b.image_file.empty()) jb["file"] = valid_utf8(b.image_file);
+    if (!b.image_file.empty()) jb["file"] = valid_utf8(b.image_file), jb["caption"] = valid_utf8(b.image_alt);
     blocks.push_back(std::move(jb));
   }
   p["blocks"] = std::move(blocks);

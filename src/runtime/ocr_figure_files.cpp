@@ -42,25 +42,39 @@ std::string figure_caption(const std::string& text) {
   return s;
 }
 
-void OcrFigureFiles::write(size_t index, OcrPage& page) {
-  RgbImage rendered;
-  size_t k = 0;
+bool has_figures(const OcrPage& page) {
+  return std::any_of(page.blocks.begin(), page.blocks.end(), [](const OcrBlock& b) { return b.label == "image" && !b.boxes.empty(); });
+}
+
+std::vector<OcrFigureCrop> crop_figures(const RgbImage& rendered, size_t index, OcrPage& page, const std::string& link_prefix,
+                                        size_t& numbered) {
+  std::vector<OcrFigureCrop> out;
   for (size_t b = 0; b < page.blocks.size(); ++b) {
     OcrBlock& block = page.blocks[b];
     if (block.label != "image" || block.boxes.empty()) continue;
-    if (rendered.pixels.empty()) rendered = pages_.render(index);
-    const std::string name = "page-" + std::to_string(index + 1) + "-figure-" + std::to_string(++k) + ".png";
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec) throw Error(Error::Kind::Io, "cannot create the figure folder " + dir_ + ": " + ec.message());
-    write_png(crop(rendered, box_to_pixels(block.boxes[0], rendered.width, rendered.height)), (fs::path(dir_) / name).string());
-    ++figures_;
-    block.image_file = link_prefix_ + name;
+    OcrFigureCrop c;
+    c.name = "page-" + std::to_string(index + 1) + "-figure-" + std::to_string(out.size() + 1) + ".png";
+    c.box = box_to_pixels(block.boxes[0], rendered.width, rendered.height);
+    c.image = crop(rendered, c.box);
+    ++numbered;
+    block.image_file = link_prefix + c.name;
     size_t next = b + 1;  // figures side by side share the caption under them
     while (next < page.blocks.size() && page.blocks[next].label == "image") ++next;
     std::string alt = next < page.blocks.size() ? figure_caption(page.blocks[next].text) : "";
     if (alt.empty() && b > 0) alt = figure_caption(page.blocks[b - 1].text);
-    block.image_alt = alt.empty() ? "Figure " + std::to_string(figures_) : alt;
+    block.image_alt = alt.empty() ? "Figure " + std::to_string(numbered) : alt;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void OcrFigureFiles::write(size_t index, OcrPage& page) {
+  if (!has_figures(page)) return;
+  for (const OcrFigureCrop& c : crop_figures(pages_.render(index), index, page, link_prefix_, figures_)) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) throw Error(Error::Kind::Io, "cannot create the figure folder " + dir_ + ": " + ec.message());
+    write_png(c.image, (fs::path(dir_) / c.name).string());
   }
 }
 

@@ -1,15 +1,13 @@
-// OcrFigureFiles: the figures of the pages `folio ocr` reads, written as PNG files and linked from
-// the markdown, as the official Unlimited-OCR post-processing writes its image blocks.
+// The figures of read pages as pictures, as the official Unlimited-OCR post-processing crops its
+// image blocks: crop_figures cuts them out of the page (for the server and Python, which return
+// them), OcrFigureFiles writes them as PNG files linked from the markdown (`folio ocr`).
 //
-// For each "image" block of a page (folio-mini-ocr's figures, Unlimited-OCR's image blocks), the
-// page is rendered again (its own OcrPages: the pipeline's renderer may be busy on another thread)
-// and the block's first box cropped from it into DIR/page-P-figure-K.png (P the page's 1-based
-// number among the pages read, K the figure's on the page); the block's image_file becomes
-// LINK_PREFIX + that name and its image_alt the caption next to it (the first block after it that is
-// no figure, else the one before it, when that starts "Figure" / "Fig." and a number), else "Figure N" (N counting the
-// figures of the document). DIR is created at the first figure: a document without figures writes
-// nothing. IoError naming the file when one cannot be written.
-// Not thread-safe: one writer per document, pages in any order.
+// For each "image" block of a page (folio-mini-ocr's figures, Unlimited-OCR's image blocks) the
+// block's first box is cropped from the page as rendered and named page-P-figure-K.png (P the page's
+// 1-based number among the pages read, K the figure's on the page); the block's image_file becomes
+// a link prefix + that name and its image_alt the caption next to it (the first block after it that
+// is no figure, else the one before it, when that starts "Figure" / "Fig." and a number), else
+// "Figure N" (N counting the document's figures so far).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +18,25 @@
 
 namespace folio {
 
+struct OcrFigureCrop {
+  std::string name;  // page-P-figure-K.png
+  OcrBox box;        // page pixels
+  RgbImage image;
+};
+
+// Whether the page has an image block with a box.
+bool has_figures(const OcrPage& page);
+
+// Page `index`'s figures cropped from `rendered` (the page as the model read it), in block order;
+// their blocks' image_file = link_prefix + name and image_alt set. `numbered`: figures of the
+// document before this page, advanced by this page's.
+std::vector<OcrFigureCrop> crop_figures(const RgbImage& rendered, size_t index, OcrPage& page, const std::string& link_prefix,
+                                        size_t& numbered);
+
+// The figures of the pages `folio ocr` reads written into DIR, each page rendered again from its own
+// OcrPages (the pipeline's renderer may be busy on another thread). DIR is created at the first
+// figure: a document without figures writes nothing. IoError naming the file when one cannot be
+// written. Not thread-safe: one writer per document, pages in order.
 class OcrFigureFiles {
  public:
   // inputs, page_range, dpi: as the pipeline's OcrPages were opened.

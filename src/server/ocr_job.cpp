@@ -19,6 +19,7 @@
 #include "runtime/ocr_pipeline.h"
 #include "server/base64.h"
 #include "core/content_hash.h"
+#include "runtime/ocr_figure_files.h"
 #include "runtime/ocr_pass_reader.h"
 #include "runtime/ocr_sequence.h"
 #include "server/remote_pass.h"
@@ -136,8 +137,8 @@ std::shared_ptr<CachedPass> lay_out_pass(const OcrEngine& engine, const OcrPages
   return fresh;
 }
 
-// Produces every part of the pass (rolling: every later page too, since the uploads are deleted
-// once the job has started), except rows already filled from the remote tier.
+// Produces every part of the pass (rolling: every later page too, as the cached pass serves other
+// requests whose uploads are not these), except rows already filled from the remote tier.
 void produce_pass(const OcrEngine& engine, CachedPass& fresh, bool rows_filled) {
   const int64_t hidden = engine.model->decoder().config().hidden;
   for (ReferencePart& part : fresh.pass.reference) {
@@ -283,9 +284,7 @@ std::unique_ptr<OcrJob> OcrJob::start(const OcrEngine& engine, std::vector<Uploa
     job->submit_pass(k, *p, std::move(cached), max_tokens, deadline);
     job->passes_.push_back(std::move(p));
   }
-  // Every page is prepared: the uploads are no longer needed on disk.
-  std::error_code ec;
-  fs::remove_all(job->tmp_dir_, ec);
+  // The uploads stay on disk until the job ends: figures are cropped from their pages when final.
   return job;
 }
 
@@ -415,7 +414,10 @@ OcrJob::Progress OcrJob::poll(std::chrono::milliseconds wait) {
   Progress out;
   for (size_t k = 0; k < passes_.size(); ++k)
     if (!passes_[k]->ended() && (!news[k].fresh.empty() || news[k].result)) absorb(*passes_[k], news[k].fresh, news[k].result);
-  while (reported_ < pages_.size() && final_[reported_]) out.pages.push_back(reported_++);
+  while (reported_ < pages_.size() && final_[reported_]) {
+    add_figures(reported_);
+    out.pages.push_back(reported_++);
+  }
   out.done = true;
   for (const auto& p : passes_) out.done = out.done && p->ended();
   return out;
@@ -443,6 +445,17 @@ void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& inv
   }
 }
 
+void OcrJob::add_figures(size_t i) {
+  figures_.resize(pages_.size());
+  if (!has_figures(pages_[i])) return;
+  try {
+    for (const OcrFigureCrop& c : crop_figures(ocr_pages_.render(i), i, pages_[i], "", figures_numbered_))
+      figures_[i][c.name] = "data:image/png;base64," + encode_base64(encode_png(c.image));
+  } catch (const Error& e) {
+    warnings_.push_back("page " + std::to_string(i + 1) + ": its figures could not be cropped: " + e.what());
+  }
+}
+
 json OcrJob::page_json(size_t i) const {
   const OcrPageRef& ref = ocr_pages_.page(i);
   const PageSize size{ref.width, ref.height};
@@ -451,6 +464,10 @@ json OcrJob::page_json(size_t i) const {
   j["source"] = sources_.at(i);
   j["source_page"] = ref.index + 1;
   if (i < page_images_.size()) j["image"] = page_images_[i];
+  if (i < figures_.size())
+    for (json& b : j["blocks"])
+      if (b.contains("file"))
+        if (auto f = figures_[i].find(b["file"].get<std::string>()); f != figures_[i].end()) b["data"] = f->second;
   return j;
 }
 

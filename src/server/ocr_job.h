@@ -1,7 +1,8 @@
 // OcrJob: one OCR request (POST /v1/ocr, or a chat message with images) run through the scheduler.
 //
 // start() does, in order, on the calling (HTTP) thread:
-//   1. writes the uploaded files into a private temporary directory and opens them as OcrPages (the
+//   1. writes the uploaded files into a private temporary directory (removed with the job: figures
+//      are cropped from the pages once they are read) and opens them as OcrPages (the
 //      same checks as `folio ocr`: a corrupt PDF, an undecodable image, a page range outside the
 //      documents are ApiError 400 naming the client's file name, never a temporary path);
 //   2. refuses more than `max_pages` pages and a max_tokens above `max_output_length` (400);
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,7 +65,7 @@ struct OcrJobLimits {
 class OcrJob {
  public:
   // Throws ApiError (400 for bad input, 503 / 400 for rejections by the scheduler). page_images:
-  // every page is also rendered as a PNG for page_json's "image" (before the uploads are deleted).
+  // every page is also rendered as a PNG for page_json's "image".
   static std::unique_ptr<OcrJob> start(const OcrEngine& engine, std::vector<UploadedFile> files, const std::string& pages,
                                        std::optional<int64_t> max_tokens, const OcrJobLimits& limits, bool page_images = false);
   ~OcrJob();
@@ -84,7 +86,10 @@ class OcrJob {
   size_t page_count() const { return pages_.size(); }
   // Page i (final once poll() reported it) as `folio ocr --json` writes it: page, width, height,
   // markdown, blocks, source (the client's file name) and source_page; with page_images, "image":
-  // the page as rendered for the model, a PNG data URI at most kPageImageWidth pixels wide.
+  // the page as rendered for the model, a PNG data URI at most kPageImageWidth pixels wide. Each
+  // figure (an image block) is cropped when its page is reported: its block has "file"
+  // (page-P-figure-K.png, what the markdown links: "![caption](page-P-figure-K.png)") and "data"
+  // (the PNG as a data URI).
   nlohmann::json page_json(size_t i) const;
   std::string page_markdown(size_t i) const;
   // What page i adds to markdown(): pieces 0..n-1 concatenated are markdown() (document_markdown),
@@ -119,6 +124,8 @@ class OcrJob {
   void submit_pass(size_t k, Pass& p, std::shared_ptr<const CachedPass> cached, std::optional<int64_t> max_tokens,
                    std::chrono::steady_clock::time_point deadline);
   void absorb(Pass& p, const std::vector<int32_t>& fresh, const std::optional<SequenceResult>& result);
+  // Crops page i's figures (final, reported now) into figures_, naming them in its blocks.
+  void add_figures(size_t i);
   // Renders every selected page to page_images_ (errors through invalid_document).
   void render_page_images(const std::function<ApiError(const Error&)>& invalid_document);
 
@@ -134,6 +141,8 @@ class OcrJob {
   size_t reported_ = 0;
   std::vector<std::string> warnings_;
   std::vector<std::string> page_images_;  // data URIs, when asked for
+  std::vector<std::map<std::string, std::string>> figures_;  // [page]: figure file name -> PNG data URI
+  size_t figures_numbered_ = 0;
   OcrTextInOrder text_order_;  // take_text's place
 };
 

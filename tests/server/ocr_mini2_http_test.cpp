@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/ocr_mini2.h"
+#include "server/base64.h"
 #include "runtime/ocr_pipeline.h"
 #include "server/service.h"
 #include "test_base64.h"
@@ -20,6 +21,7 @@ namespace {
 
 const std::string kModel = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/structure/model";
 const std::string kPage = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/layout_page.png";
+const std::string kFigurePage = std::string(FOLIO_SOURCE_DIR) + "/tests/fixtures/mini2/figure_page.png";
 
 // The tiny model served on loopback (f32 KV, one thread, `tune` applied to the config), and the
 // page posted to /v1/ocr.
@@ -27,9 +29,10 @@ struct Served {
   Service svc;
   httplib::Client cli;
   std::string body;
-  explicit Served(const std::function<void(ServerConfig&)>& tune = {}) : svc(config(tune)), cli("127.0.0.1", start(svc)) {
+  explicit Served(const std::function<void(ServerConfig&)>& tune = {}, const std::string& page = kPage)
+      : svc(config(tune)), cli("127.0.0.1", start(svc)) {
     cli.set_read_timeout(120, 0);
-    std::ifstream f(kPage, std::ios::binary);
+    std::ifstream f(page, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), {});
     body = nlohmann::json{{"file", test_base64(bytes)}, {"filename", "page.png"}}.dump();
   }
@@ -58,6 +61,32 @@ struct Served {
     return nlohmann::json::parse(r->body, nullptr, false);
   }
 };
+
+// A page with figures (tests/fixtures/mini2/figure_page.png: two plots and a terminal): each image
+// block comes back with the name the markdown links it by and its picture, a PNG of the box's size.
+TEST(OcrMini2Http, FiguresComeBackAsPngsNamedByTheMarkdown) {
+  Served served({}, kFigurePage);
+  const nlohmann::json j = served.ocr();
+  int figures = 0;
+  for (const auto& b : j["pages"][0]["blocks"]) {
+    if (b["label"] != "image") continue;
+    const std::string name = "page-1-figure-" + std::to_string(++figures) + ".png";
+    EXPECT_EQ(b["file"], name);
+    EXPECT_NE(j["markdown"].get<std::string>().find("](" + name + ")"), std::string::npos) << j["markdown"];
+    const DataUri png = parse_data_uri(b["data"].get<std::string>(), "figure");
+    EXPECT_EQ(png.media_type, "image/png");
+    ASSERT_GT(png.bytes.size(), 24u);
+    EXPECT_EQ(png.bytes.substr(1, 3), "PNG");
+    auto be32 = [&](size_t at) {
+      return (uint32_t(uint8_t(png.bytes[at])) << 24) | (uint32_t(uint8_t(png.bytes[at + 1])) << 16) |
+             (uint32_t(uint8_t(png.bytes[at + 2])) << 8) | uint32_t(uint8_t(png.bytes[at + 3]));
+    };
+    const auto box = b["boxes"][0].get<std::vector<int>>();
+    EXPECT_EQ(be32(16), uint32_t(box[2] - box[0]));  // IHDR width, height
+    EXPECT_EQ(be32(20), uint32_t(box[3] - box[1]));
+  }
+  EXPECT_EQ(figures, 3) << j.dump(1);
+}
 
 TEST(OcrMini2Http, ServedMarkdownIsRunOcrsAndStaysSoWhenThePassIsReused) {
   auto model = MiniOcr2Model::load(kModel);

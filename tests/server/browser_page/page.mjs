@@ -1,12 +1,13 @@
 // Debian's chromium, headless, driven by puppeteer-core, against the page two `folio serve`s answer
-// at /: one open, one with API keys. Usage: node page.mjs OPEN_URL KEYED_URL KEY PDF
+// at /: one open, one with API keys. Usage: node page.mjs OPEN_URL KEYED_URL KEY PDF FIGURE_PAGE
 // Fails (exit 1, saying what was missing) unless, for each server, a person's steps work:
 // choose the PDF, see each page's image beside its rendered markdown (the headings), switch to the
-// raw markdown, download .md equal to the API's markdown; with keys, the field is shown, a wrong
-// key is a visible error and the right key reads the document. No request leaves the server.
+// raw markdown, download .md equal to the API's markdown; a page with figures shows each figure's
+// picture where the markdown links it; with keys, the field is shown, a wrong key is a visible
+// error and the right key reads the document. No request leaves the server.
 import puppeteer from "puppeteer-core";
 
-const [openUrl, keyedUrl, key, pdf] = process.argv.slice(2);
+const [openUrl, keyedUrl, key, pdf, figurePage] = process.argv.slice(2);
 const fail = (why) => {
   console.error("FAIL: " + why);
   process.exit(1);
@@ -36,10 +37,10 @@ async function statusText(page) {
   return page.$eval("#status", (e) => e.textContent);
 }
 
-// Chooses the PDF and waits for the document's end; returns the status line.
-async function readPdf(page) {
+// Chooses the file (the PDF by default) and waits for the document's end; returns the status line.
+async function readPdf(page, file = pdf) {
   const input = await page.$("#file");
-  await input.uploadFile(pdf);
+  await input.uploadFile(file);
   await page.waitForFunction(() => /^(Done|Error)/.test(document.getElementById("status").textContent), { timeout });
   return statusText(page);
 }
@@ -70,6 +71,16 @@ async function checkReading(url) {
 
 await checkReading(openUrl);
 console.log("open server: headings, page image, raw view and downloads shown");
+
+{
+  const { page } = await openPage(openUrl);
+  const status = await readPdf(page, figurePage);
+  if (!status.startsWith("Done")) fail(`figure page did not finish: ${status}`);
+  await page.waitForFunction(() => [...document.querySelectorAll(".page .rendered img.figure")].every((i) => i.complete), { timeout });
+  const figures = await page.$$eval(".page .rendered img.figure", (is) => is.map((i) => ({ w: i.naturalWidth, alt: i.alt })));
+  if (figures.length !== 3 || figures.some((f) => f.w < 100)) fail(`figure page: the figures are not shown: ${JSON.stringify(figures)}`);
+}
+console.log("open server: a page's figures shown where the markdown links them");
 
 {
   const { page } = await openPage(keyedUrl);

@@ -22,4 +22,5 @@ pids+=($!)
 source "$here/../../../scripts/serve_url.sh"
 open_url=$(url_of "$work/open.log")
 keyed_url=$(url_of "$work/keyed.log")
-HOME="$work" node "$work/page.mjs" "$open_url" "$keyed_url" "$key" "$(realpath "$here/../../../examples/sample-typeset.pdf")"
+HOME="$work" node "$work/page.mjs" "$open_url" "$keyed_url" "$key" "$(realpath "$here/../../../examples/sample-typeset.pdf")" \
+  "$(realpath "$here/../../../tests/fixtures/mini2/figure_page.png")"
