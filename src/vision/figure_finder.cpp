@@ -121,18 +121,21 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
   std::vector<Seed> seeds;
   for (size_t c = 0; c < comps.boxes.size(); ++c) {
     const InkBox& b = comps.boxes[c];
-    if (b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) {
+    const bool bar = b.x1 - b.x0 >= 3 * side && b.y1 - b.y0 >= 1.5 * h;  // a title bar, maybe
+    if ((b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) || bar) {
       seed_of[c] = static_cast<int>(seeds.size());
       seeds.push_back({b, false});
     }
   }
   std::vector<std::array<uint32_t, 256>> tones(seeds.size());
-  std::vector<uint64_t> straight_count(seeds.size(), 0);
+  std::vector<uint64_t> straight_count(seeds.size(), 0), spanning(seeds.size(), 0);
   for (auto& t : tones) t.fill(0);
   for (size_t r = 0; r < comps.runs.size(); ++r) {
     const int s = seed_of[comps.component[r]];
     if (s < 0) continue;
     const InkRun& run = comps.runs[r];
+    const InkBox& b = seeds[size_t(s)].box;
+    if (10 * (run.x1 - run.x0) >= 9 * (b.x1 - b.x0)) spanning[size_t(s)] += size_t(run.x1 - run.x0);
     const size_t row = size_t(run.y) * width;
     for (int x = run.x0; x < run.x1; ++x) {
       ++tones[size_t(s)][gray[row + x]];
@@ -140,6 +143,7 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     }
   }
   std::vector<Seed> out;
+  std::vector<InkBox> bars, frames;  // light shaded bands, frames around text: a window is both
   for (size_t s = 0; s < seeds.size(); ++s) {
     const InkBox& b = seeds[s].box;
     const auto& t = tones[s];
@@ -152,15 +156,44 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     const double fill = count / (double(b.x1 - b.x0) * double(b.y1 - b.y0));
     // A shaded box around text: one light tone filling its box, and text far darker than it (a
     // photograph's light areas have the tones between).
-    if (uniform && mode > FigureRule::kLightTone && fill >= FigureRule::kBoxFill && near + dark >= FigureRule::kToneAndText * count) continue;
+    if (uniform && mode > FigureRule::kLightTone && fill >= FigureRule::kBoxFill && near + dark >= FigureRule::kToneAndText * count) {
+      if (b.y1 - b.y0 <= FigureRule::kTitleBar * h) bars.push_back(b);
+      continue;
+    }
+    if (b.y1 - b.y0 < side) continue;  // a bar of marks, no seed
     Seed seed = seeds[s];
     const Inside in = inside_of(comps.boxes, b, h);
-    seed.strong = (uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill) ||
-                  (1.0 - double(straight_count[s]) / count >= FigureRule::kCurvedShare && holds_any(b, pieces)) ||
+    const bool dark_fill = uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill;
+    // A frame around text (a code block's on a scan turned a little, whose rules are no longer
+    // straight): kDrawingLines lines of text or more, and little else inside.
+    if (!dark_fill && in.lines >= size_t(FigureRule::kDrawingLines) && 5 * in.on_lines >= 4 * in.marks) {
+      frames.push_back(b);
+      continue;
+    }
+    seed.strong = dark_fill || (1.0 - double(straight_count[s]) / count >= FigureRule::kCurvedShare && holds_any(b, pieces)) ||
                   (in.marks >= size_t(FigureRule::kScatterMarks) && 2 * in.on_lines < in.marks);
-    if (!seed.strong && in.lines >= 2) continue;  // a frame around lines of text: a table, a text box
+    // Lines drawn apart from any frame around them (boxes and arrows): a diagram. A frame, a grid
+    // or a table's rules run across the component's whole width (on a scan turned a little, its
+    // frame's rules do not: the lines of text it holds say what it is).
+    if (!seed.strong && in.lines < size_t(FigureRule::kDrawingLines) &&
+        double(spanning[s]) < FigureRule::kSpanningShare * double(std::max<uint64_t>(1, straight_count[s])) &&
+        (b.x1 - b.x0) * double(b.y1 - b.y0) >= FigureRule::kDrawingArea * h * h)
+      seed.strong = true;
+    if (!seed.strong && in.lines >= 2) {  // a frame around lines of text: a table, a text box
+      frames.push_back(b);
+      continue;
+    }
     out.push_back(seed);
   }
+  // A window: a light title bar with a frame of text just under it, no wider than the bar.
+  for (const InkBox& bar : bars)
+    for (const InkBox& f : frames)
+      if (f.y0 >= bar.y1 - h && f.y0 <= bar.y1 + 2 * h && f.x0 >= bar.x0 - h && f.x1 <= bar.x1 + h &&
+          f.x1 - f.x0 >= 0.6 * (bar.x1 - bar.x0)) {
+        InkBox w = bar;
+        w.x0 = std::min(w.x0, f.x0), w.x1 = std::max(w.x1, f.x1), w.y1 = std::max(w.y1, f.y1);
+        out.push_back({w, true});
+      }
   return out;
 }
 
@@ -180,15 +213,26 @@ struct Region {
   int strong = 0, weak = 0;
 };
 
-// Step 3: seeds joined while any two regions are within `gap`.
-std::vector<Region> join_seeds(const std::vector<Seed>& seeds, int gap) {
+// Whether a component that is no glyph (kConnector x H long or more: an arrow, a line) reaches
+// within H of both boxes.
+bool connected(const InkBox& a, const InkBox& b, const std::vector<InkBox>& boxes, double h) {
+  for (const InkBox& c : boxes)
+    if (std::max(c.x1 - c.x0, c.y1 - c.y0) >= FigureRule::kConnector * h && gap_between(c, a) <= h && gap_between(c, b) <= h) return true;
+  return false;
+}
+
+// Step 3: seeds joined while any two regions are within `gap`, or within kConnectGap x H with a
+// line between them (a diagram's boxes and their arrows).
+std::vector<Region> join_seeds(const std::vector<Seed>& seeds, const std::vector<InkBox>& boxes, double h) {
+  const int gap = static_cast<int>(FigureRule::kJoinGap * h), far = static_cast<int>(FigureRule::kConnectGap * h);
   std::vector<Region> regions;
   for (const Seed& s : seeds) regions.push_back({s.box, s.strong ? 1 : 0, s.strong ? 0 : 1});
   for (bool merged = true; merged;) {
     merged = false;
     for (size_t i = 0; i < regions.size() && !merged; ++i)
       for (size_t j = i + 1; j < regions.size(); ++j)
-        if (gap_between(regions[i].box, regions[j].box) <= gap) {
+        if (const int g = gap_between(regions[i].box, regions[j].box);
+            g <= gap || (g <= far && connected(regions[i].box, regions[j].box, boxes, h))) {
           unite(regions[i].box, regions[j].box);
           regions[i].strong += regions[j].strong, regions[i].weak += regions[j].weak;
           regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(j));
@@ -256,7 +300,7 @@ std::vector<FigureBox> find_figures(const uint8_t* gray, int width, int height) 
   const std::vector<uint8_t> straight =
       straight_strokes(marks, width, height, static_cast<int>(FigureRule::kStroke * h), std::max(3, static_cast<int>(h / 3)));
   const std::vector<InkBox> pieces = long_pieces(marks, straight, width, height, h);
-  std::vector<Region> regions = join_seeds(find_seeds(comps, gray, straight, pieces, width, h), static_cast<int>(FigureRule::kJoinGap * h));
+  std::vector<Region> regions = join_seeds(find_seeds(comps, gray, straight, pieces, width, h), comps.boxes, h);
   std::vector<FigureBox> out;
   for (Region& r : regions) {
     if (reads_as_large_type(r.box, comps.boxes, h)) continue;

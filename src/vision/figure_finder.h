@@ -18,8 +18,12 @@
 //      text (kLineMarks or more marks in a band at most 2 H tall): a scatter plot's points. A seed
 //      of straight strokes only (a frame, a diagram's box) is weak; a frame around two or more lines
 //      of text (a ruled table's grid, a text box) is no seed.
-//   3. Seeds within kJoinGap x H of each other are one region; a region is a figure when it has a
-//      strong seed or at least two weak ones (a diagram's boxes; a table is one grid).
+//      A shaded box at most kTitleBar x H tall with a frame around text just under it, within its
+//      width, is a window (a screenshot): a strong seed of the two.
+//   3. Seeds within kJoinGap x H of each other are one region, and so are seeds within kConnectGap
+//      x H with a component that is no glyph (kConnector x H long or more: an arrow) reaching
+//      within H of both; a region is a figure when it has a strong seed or at least two weak ones
+//      (a diagram's boxes).
 //   4. A figure takes in the components within kLabelMargin x H of it, a few times over (tick
 //      labels, then the axis title beyond them), except those on a line of text that goes on beyond
 //      the margin (a caption or a paragraph beside the figure). Figures smaller than kMinSide x H on
@@ -52,6 +56,12 @@ struct FigureRule {
   static constexpr double kCurvedShare = 0.25;
   static constexpr double kCurveSpan = 2.0;
   static constexpr double kJoinGap = 2.0;
+  static constexpr double kConnectGap = 8.0;
+  static constexpr double kConnector = 2.0;
+  static constexpr double kTitleBar = 3.0;
+  static constexpr double kSpanningShare = 0.15;
+  static constexpr double kDrawingArea = 64.0;
+  static constexpr int kDrawingLines = 4;
   static constexpr double kLabelMargin = 2.5;
   static constexpr int kLabelRounds = 4;
   static constexpr double kMinSide = 6.0;
