@@ -114,6 +114,27 @@ bool holds_any(const InkBox& outer, const std::vector<InkBox>& pieces) {
   });
 }
 
+// Rows (y of runs, ascending) grouped into rules (rows within H/2: a thick or doubled rule is one);
+// true when there are kRuledRows of them or more at a line of text's pitch (the median distance
+// between neighbours at most kRuledPitch x H) kept evenly (kRuledEven of the distances within a
+// quarter of the median): a table's rows, link borders stacked around a contents page's entries;
+// a diagram's boxes stand at uneven distances.
+bool ruled_like_text(const std::vector<int>& ys, double h) {
+  std::vector<int> rules;
+  for (int y : ys)
+    if (rules.empty() || y > rules.back() + h / 2) rules.push_back(y);
+    else rules.back() = y;
+  if (rules.size() < size_t(FigureRule::kRuledRows)) return false;
+  std::vector<int> pitch;
+  for (size_t i = 1; i < rules.size(); ++i) pitch.push_back(rules[i] - rules[i - 1]);
+  std::vector<int> sorted = pitch;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  if (median > FigureRule::kRuledPitch * h) return false;
+  const auto even = std::count_if(pitch.begin(), pitch.end(), [&](int p) { return std::abs(p - median) <= 0.25 * median; });
+  return double(even) >= FigureRule::kRuledEven * double(pitch.size());
+}
+
 std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
                              const std::vector<InkBox>& pieces, int width, double h) {
   const int side = static_cast<int>(FigureRule::kSeedSize * h);
@@ -129,6 +150,7 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
   }
   std::vector<std::array<uint32_t, 256>> tones(seeds.size());
   std::vector<uint64_t> straight_count(seeds.size(), 0), spanning(seeds.size(), 0);
+  std::vector<std::vector<int>> rule_rows(seeds.size());  // rows of its runs at least kRuledRun x H long
   for (auto& t : tones) t.fill(0);
   for (size_t r = 0; r < comps.runs.size(); ++r) {
     const int s = seed_of[comps.component[r]];
@@ -136,6 +158,8 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     const InkRun& run = comps.runs[r];
     const InkBox& b = seeds[size_t(s)].box;
     if (10 * (run.x1 - run.x0) >= 9 * (b.x1 - b.x0)) spanning[size_t(s)] += size_t(run.x1 - run.x0);
+    if (run.x1 - run.x0 >= FigureRule::kRuledRun * h && run.x1 - run.x0 >= FigureRule::kRuledWidth * (b.x1 - b.x0))
+      rule_rows[size_t(s)].push_back(run.y);
     const size_t row = size_t(run.y) * width;
     for (int x = run.x0; x < run.x1; ++x) {
       ++tones[size_t(s)][gray[row + x]];
@@ -164,6 +188,12 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     Seed seed = seeds[s];
     const Inside in = inside_of(comps.boxes, b, h);
     const bool dark_fill = uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill;
+    // Ruled text (a table's rows, link borders stacked around a contents page's entries): rules
+    // at kRuledRows rows or more, a line of text apart.
+    if (!dark_fill && fill < FigureRule::kRuledFill && ruled_like_text(rule_rows[s], h)) {
+      frames.push_back(b);
+      continue;
+    }
     // A frame around text (a code block's on a scan turned a little, whose rules are no longer
     // straight): kDrawingLines lines of text or more, and little else inside.
     if (!dark_fill && in.lines >= size_t(FigureRule::kDrawingLines) && 5 * in.on_lines >= 4 * in.marks) {

@@ -62,6 +62,12 @@ struct FigureRule {
   static constexpr double kSpanningShare = 0.15;
   static constexpr double kDrawingArea = 64.0;
   static constexpr int kDrawingLines = 4;
+  static constexpr double kRuledRun = 4.0;
+  static constexpr int kRuledRows = 5;
+  static constexpr double kRuledPitch = 2.5;
+  static constexpr double kRuledFill = 0.25;
+  static constexpr double kRuledEven = 0.8;
+  static constexpr double kRuledWidth = 0.4;
   static constexpr double kLabelMargin = 2.5;
   static constexpr int kLabelRounds = 4;
   static constexpr double kMinSide = 6.0;
