@@ -1,6 +1,6 @@
 // The page `folio serve` answers at / (src/server/web/index.html, compiled into the binary by
 // cmake/embed_text.cmake): a person chooses or drops a PDF or an image and sees each page's image
-// beside its markdown as it streams from POST /v1/ocr, with figures per page and the document's
+// beside its markdown as it streams from POST /v1/ocr, with its numbers and figures and the document's
 // .md and .json to download. It loads nothing from the network.
 #pragma once
 
