@@ -68,7 +68,6 @@ std::vector<uint8_t> straight_strokes(const std::vector<uint8_t>& marks, int wid
 struct Seed {
   InkBox box;
   bool strong = false;
-  bool by_curves = false;  // strong only for its marks off straight strokes
 };
 
 // Step 2: seed-sized components classified by their pixels' tones and strokes.
@@ -191,7 +190,7 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     const bool dark_fill = uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill;
     // Ruled text (a table's rows, link borders stacked around a contents page's entries): rules
     // at kRuledRows rows or more, a line of text apart.
-    if (!dark_fill && fill < FigureRule::kRuledFill && ruled_like_text(rule_rows[s], h)) {
+    if (!dark_fill && ruled_like_text(rule_rows[s], h)) {
       frames.push_back(b);
       continue;
     }
@@ -204,7 +203,6 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
     const bool curves = 1.0 - double(straight_count[s]) / count >= FigureRule::kCurvedShare && holds_any(b, pieces);
     const bool scatter = in.marks >= size_t(FigureRule::kScatterMarks) && 2 * in.on_lines < in.marks;
     seed.strong = dark_fill || curves || scatter;
-    seed.by_curves = curves && !dark_fill && !scatter;
     // Lines drawn apart from any frame around them (boxes and arrows): a diagram. A frame, a grid
     // or a table's rules run across the component's whole width (on a scan turned a little, its
     // frame's rules do not: the lines of text it holds say what it is).
@@ -244,7 +242,6 @@ void unite(InkBox& a, const InkBox& b) {
 struct Region {
   InkBox box;
   int strong = 0, weak = 0;
-  int by_curves = 0;  // of the strong seeds
 };
 
 // Whether a component that is no glyph (kConnector x H long or more: an arrow, a line) reaches
@@ -260,7 +257,7 @@ bool connected(const InkBox& a, const InkBox& b, const std::vector<InkBox>& boxe
 std::vector<Region> join_seeds(const std::vector<Seed>& seeds, const std::vector<InkBox>& boxes, double h) {
   const int gap = static_cast<int>(FigureRule::kJoinGap * h), far = static_cast<int>(FigureRule::kConnectGap * h);
   std::vector<Region> regions;
-  for (const Seed& s : seeds) regions.push_back({s.box, s.strong ? 1 : 0, s.strong ? 0 : 1, s.by_curves ? 1 : 0});
+  for (const Seed& s : seeds) regions.push_back({s.box, s.strong ? 1 : 0, s.strong ? 0 : 1});
   for (bool merged = true; merged;) {
     merged = false;
     for (size_t i = 0; i < regions.size() && !merged; ++i)
@@ -268,7 +265,7 @@ std::vector<Region> join_seeds(const std::vector<Seed>& seeds, const std::vector
         if (const int g = gap_between(regions[i].box, regions[j].box);
             g <= gap || (g <= far && connected(regions[i].box, regions[j].box, boxes, h))) {
           unite(regions[i].box, regions[j].box);
-          regions[i].strong += regions[j].strong, regions[i].weak += regions[j].weak, regions[i].by_curves += regions[j].by_curves;
+          regions[i].strong += regions[j].strong, regions[i].weak += regions[j].weak;
           regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(j));
           merged = true;
           break;
@@ -340,12 +337,6 @@ std::vector<FigureBox> find_figures(const uint8_t* gray, int width, int height) 
     if (reads_as_large_type(r.box, comps.boxes, h)) continue;
     take_in_labels(r, comps.boxes, h);
     if (reads_as_large_type(r.box, comps.boxes, h)) continue;
-    // Text whose marks touch rules bent by a scan (link borders around entries): strong only by
-    // its curves, and lines of text inside, little else.
-    if (r.by_curves == r.strong && r.weak == 0) {
-      const Inside in = inside_of(comps.boxes, r.box, h);
-      if (in.lines >= size_t(FigureRule::kDrawingLines) && 5 * in.on_lines >= 4 * in.marks) continue;
-    }
     if (r.box.x1 - r.box.x0 < FigureRule::kMinSide * h || r.box.y1 - r.box.y0 < FigureRule::kMinSide * h) continue;
     out.push_back({std::max(0, r.box.x0), std::max(0, r.box.y0), std::min(width, r.box.x1), std::min(height, r.box.y1)});
   }

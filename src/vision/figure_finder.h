@@ -8,18 +8,23 @@
 //      glyph-sized components (0.3% to 3% of the page's height, at most twice as wide as tall).
 //   2. Seeds: components at least kSeedSize x H on both sides. A pixel is a straight stroke when it
 //      lies on a run of marks at least kStroke x H long one way and at most H/3 thick the other.
-//      A seed filling kBoxFill of its box mostly (kUniformShare of its pixels within kUniformSpread
-//      gray levels) with a light tone, the rest but a few (kToneAndText) text darker than the tone
-//      by kTextBelowTone, is a shaded box around text, not a seed; one filling its box mostly with a
-//      dark tone (a terminal, a dark window) is a strong seed. Otherwise a seed with at least kCurvedShare of its
-//      pixels off straight strokes, some of them one piece spanning kCurveSpan x H or more (curves,
-//      bars, blobs, a photograph; not glyphs touching a frame), is strong, and so is a frame
-//      holding kScatterMarks marks or more of a glyph's size, most of them not on rows that read as
-//      text (kLineMarks or more marks in a band at most 2 H tall): a scatter plot's points. A seed
-//      of straight strokes only (a frame, a diagram's box) is weak; a frame around two or more lines
-//      of text (a ruled table's grid, a text box) is no seed.
-//      A shaded box at most kTitleBar x H tall with a frame around text just under it, within its
-//      width, is a window (a screenshot): a strong seed of the two.
+//      No seed: a shaded box around text (filling kBoxFill of its box, kUniformShare of its pixels
+//      within kUniformSpread gray levels of a light tone, the rest but a few (kToneAndText) text
+//      darker by kTextBelowTone; one at most kTitleBar x H tall may be a window's title bar); ruled
+//      text (kRuledRows rules or more, runs kRuledRun x H long and kRuledWidth of the component
+//      wide, at a line's pitch (median at most kRuledPitch x H) kept evenly (kRuledEven of the
+//      distances within a quarter of the median): a table's rows, link borders stacked around a
+//      contents page's entries); a frame around kDrawingLines lines of text or more with little
+//      else inside. Strong: a dark fill (a terminal, a dark window); kCurvedShare of the pixels off
+//      straight strokes, some of them one piece spanning kCurveSpan x H (curves, bars, blobs, a
+//      photograph; not glyphs touching a frame); a frame holding kScatterMarks marks or more of a
+//      glyph's size, most of them not on rows that read as text (kLineMarks or more marks in a band
+//      at most 2 H tall): a scatter plot; lines that no rule spans (under kSpanningShare of the
+//      straight pixels on runs 0.9 of the component wide; at least kDrawingArea H^2, fewer than
+//      kDrawingLines lines of text inside): a drawing of boxes and arrows. Otherwise a frame around
+//      two or more lines of text is no seed, and other straight strokes (a frame, a diagram's box)
+//      are a weak seed. A title bar with a frame of text just under it, within its width, is a
+//      window: a strong seed of the two.
 //   3. Seeds within kJoinGap x H of each other are one region, and so are seeds within kConnectGap
 //      x H with a component that is no glyph (kConnector x H long or more: an arrow) reaching
 //      within H of both; a region is a figure when it has a strong seed or at least two weak ones
@@ -27,8 +32,8 @@
 //   4. A figure takes in the components within kLabelMargin x H of it, a few times over (tick
 //      labels, then the axis title beyond them), except those on a line of text that goes on beyond
 //      the margin (a caption or a paragraph beside the figure). Figures smaller than kMinSide x H on
-//      either side are dropped, and so is a line of large type (a title; before or after the labels): at most kLargeType x H
-//      tall, three or more marks of at least 0.4 of its height side by side, inked like letters
+//      either side are dropped, and so is a line of large type (a title; before or after the labels):
+//      at most kLargeType x H tall, three or more marks of at least 0.4 of its height side by side, inked like letters
 //      (kLetterFill of their box or more) rather than outlined.
 //
 // Promises: boxes in page pixels (ends exclusive), disjoint, ordered by (y0, x0); a page of text,
@@ -65,7 +70,6 @@ struct FigureRule {
   static constexpr double kRuledRun = 4.0;
   static constexpr int kRuledRows = 5;
   static constexpr double kRuledPitch = 2.5;
-  static constexpr double kRuledFill = 0.25;
   static constexpr double kRuledEven = 0.8;
   static constexpr double kRuledWidth = 0.4;
   static constexpr double kLabelMargin = 2.5;
