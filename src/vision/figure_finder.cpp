@@ -219,7 +219,7 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
   // A window: a light title bar with a frame of text just under it, no wider than the bar.
   for (const InkBox& bar : bars)
     for (const InkBox& f : frames)
-      if (f.y0 >= bar.y1 - h && f.y0 <= bar.y1 + 2 * h && f.x0 >= bar.x0 - h && f.x1 <= bar.x1 + h &&
+      if (f.y0 >= bar.y1 - h && f.y0 <= bar.y1 + FigureRule::kMenuBar * h && f.x0 >= bar.x0 - h && f.x1 <= bar.x1 + h &&
           f.x1 - f.x0 >= 0.6 * (bar.x1 - bar.x0)) {
         InkBox w = bar;
         w.x0 = std::min(w.x0, f.x0), w.x1 = std::max(w.x1, f.x1), w.y1 = std::max(w.y1, f.y1);

@@ -23,7 +23,8 @@
 //      straight pixels on runs 0.9 of the component wide; at least kDrawingArea H^2, fewer than
 //      kDrawingLines lines of text inside): a drawing of boxes and arrows. Otherwise a frame around
 //      two or more lines of text is no seed, and other straight strokes (a frame, a diagram's box)
-//      are a weak seed. A title bar with a frame of text just under it, within its width, is a
+//      are a weak seed. A title bar with a frame of text under it (within kMenuBar x H: room for a
+//      menu), within its width, is a
 //      window: a strong seed of the two.
 //   3. Seeds within kJoinGap x H of each other are one region, and so are seeds within kConnectGap
 //      x H with a component that is no glyph (kConnector x H long or more: an arrow) reaching
@@ -64,6 +65,7 @@ struct FigureRule {
   static constexpr double kConnectGap = 8.0;
   static constexpr double kConnector = 2.0;
   static constexpr double kTitleBar = 3.0;
+  static constexpr double kMenuBar = 4.0;
   static constexpr double kSpanningShare = 0.15;
   static constexpr double kDrawingArea = 64.0;
   static constexpr int kDrawingLines = 4;
