@@ -135,6 +135,12 @@ bool ruled_like_text(const std::vector<int>& ys, double h) {
   return double(even) >= FigureRule::kRuledEven * double(pitch.size());
 }
 
+// A seed's size (kSeedSize x H on both sides), or a title bar's (3 seeds wide, 1.5 H tall).
+bool seed_sized(const InkBox& b, double h) {
+  const double side = FigureRule::kSeedSize * h;
+  return (b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) || (b.x1 - b.x0 >= 3 * side && b.y1 - b.y0 >= 1.5 * h);
+}
+
 std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
                              const std::vector<InkBox>& pieces, int width, double h) {
   const int side = static_cast<int>(FigureRule::kSeedSize * h);
@@ -142,8 +148,7 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
   std::vector<Seed> seeds;
   for (size_t c = 0; c < comps.boxes.size(); ++c) {
     const InkBox& b = comps.boxes[c];
-    const bool bar = b.x1 - b.x0 >= 3 * side && b.y1 - b.y0 >= 1.5 * h;  // a title bar, maybe
-    if ((b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) || bar) {
+    if (seed_sized(b, h)) {
       seed_of[c] = static_cast<int>(seeds.size());
       seeds.push_back({b, false});
     }
@@ -328,6 +333,8 @@ std::vector<FigureBox> find_figures(const uint8_t* gray, int width, int height) 
   for (size_t i = 0; i < n; ++i) marks[i] = gray[i] < mark_below;
   const InkComponents comps = label_ink_components(marks, width, height);
   const double h = text_height(comps.boxes, height);
+  // A page of text has no component of a seed's size: nothing more to look at (most pages).
+  if (std::none_of(comps.boxes.begin(), comps.boxes.end(), [&](const InkBox& b) { return seed_sized(b, h); })) return {};
   const std::vector<uint8_t> straight =
       straight_strokes(marks, width, height, static_cast<int>(FigureRule::kStroke * h), std::max(3, static_cast<int>(h / 3)));
   const std::vector<InkBox> pieces = long_pieces(marks, straight, width, height, h);
