@@ -70,7 +70,6 @@ struct Seed {
   bool strong = false;
 };
 
-// Step 2: seed-sized components classified by their pixels' tones and strokes.
 // What a component's box holds: marks of a glyph's size or less, how many of them stand on rows that
 // read as text (a band of rows at most 2 H tall with kLineMarks or more marks), and those rows.
 struct Inside {
@@ -141,87 +140,80 @@ bool seed_sized(const InkBox& b, double h) {
   return (b.x1 - b.x0 >= side && b.y1 - b.y0 >= side) || (b.x1 - b.x0 >= 3 * side && b.y1 - b.y0 >= 1.5 * h);
 }
 
-std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
-                             const std::vector<InkBox>& pieces, int width, double h) {
-  const int side = static_cast<int>(FigureRule::kSeedSize * h);
-  std::vector<int> seed_of(comps.boxes.size(), -1);
-  std::vector<Seed> seeds;
-  for (size_t c = 0; c < comps.boxes.size(); ++c) {
-    const InkBox& b = comps.boxes[c];
-    if (seed_sized(b, h)) {
-      seed_of[c] = static_cast<int>(seeds.size());
-      seeds.push_back({b, false});
+// What a seed-sized component's runs say about it.
+struct CandidateStats {
+  InkBox box;
+  std::array<uint32_t, 256> tones{};  // its pixels' gray levels
+  uint64_t straight = 0;              // pixels on straight strokes
+  uint64_t spanning = 0;              // pixels on runs 0.9 of its width or wider
+  std::vector<int> rule_rows;         // rows of its runs kRuledRun x H long and kRuledWidth of it wide
+};
+
+std::vector<CandidateStats> candidate_stats(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
+                                            int width, double h) {
+  std::vector<int> index_of(comps.boxes.size(), -1);
+  std::vector<CandidateStats> out;
+  for (size_t c = 0; c < comps.boxes.size(); ++c)
+    if (seed_sized(comps.boxes[c], h)) {
+      index_of[c] = static_cast<int>(out.size());
+      out.emplace_back().box = comps.boxes[c];
     }
-  }
-  std::vector<std::array<uint32_t, 256>> tones(seeds.size());
-  std::vector<uint64_t> straight_count(seeds.size(), 0), spanning(seeds.size(), 0);
-  std::vector<std::vector<int>> rule_rows(seeds.size());  // rows of its runs at least kRuledRun x H long
-  for (auto& t : tones) t.fill(0);
   for (size_t r = 0; r < comps.runs.size(); ++r) {
-    const int s = seed_of[comps.component[r]];
-    if (s < 0) continue;
+    if (index_of[comps.component[r]] < 0) continue;
+    CandidateStats& st = out[size_t(index_of[comps.component[r]])];
     const InkRun& run = comps.runs[r];
-    const InkBox& b = seeds[size_t(s)].box;
-    if (10 * (run.x1 - run.x0) >= 9 * (b.x1 - b.x0)) spanning[size_t(s)] += size_t(run.x1 - run.x0);
-    if (run.x1 - run.x0 >= FigureRule::kRuledRun * h && run.x1 - run.x0 >= FigureRule::kRuledWidth * (b.x1 - b.x0))
-      rule_rows[size_t(s)].push_back(run.y);
+    const int len = run.x1 - run.x0, w = st.box.x1 - st.box.x0;
+    if (10 * len >= 9 * w) st.spanning += size_t(len);
+    if (len >= FigureRule::kRuledRun * h && len >= FigureRule::kRuledWidth * w) st.rule_rows.push_back(run.y);
     const size_t row = size_t(run.y) * width;
     for (int x = run.x0; x < run.x1; ++x) {
-      ++tones[size_t(s)][gray[row + x]];
-      straight_count[size_t(s)] += straight[row + x];
+      ++st.tones[gray[row + x]];
+      st.straight += straight[row + x];
     }
   }
+  return out;
+}
+
+enum class Verdict { None, TitleBar, TextFrame, Weak, Strong };
+
+// One candidate by the rules of step 2.
+Verdict judge(const CandidateStats& st, const std::vector<InkBox>& boxes, const std::vector<InkBox>& pieces, double h) {
+  const InkBox& b = st.box;
+  const auto& t = st.tones;
+  const int mode = static_cast<int>(std::max_element(t.begin(), t.end()) - t.begin());
+  uint64_t near = 0, dark = 0;
+  for (int v = std::max(0, mode - FigureRule::kUniformSpread); v <= std::min(255, mode + FigureRule::kUniformSpread); ++v) near += t[size_t(v)];
+  for (int v = 0; v < mode - FigureRule::kTextBelowTone; ++v) dark += t[size_t(v)];
+  const double count = std::max(1, b.count);
+  const bool uniform = near >= FigureRule::kUniformShare * count;
+  const double fill = count / (double(b.x1 - b.x0) * double(b.y1 - b.y0));
+  // A shaded box around text: one light tone filling its box, and text far darker than it (a
+  // photograph's light areas have the tones between).
+  if (uniform && mode > FigureRule::kLightTone && fill >= FigureRule::kBoxFill && near + dark >= FigureRule::kToneAndText * count)
+    return b.y1 - b.y0 <= FigureRule::kTitleBar * h ? Verdict::TitleBar : Verdict::None;
+  if (b.y1 - b.y0 < FigureRule::kSeedSize * h) return Verdict::None;  // a bar of marks
+  const Inside in = inside_of(boxes, b, h);
+  const bool dark_fill = uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill;
+  // Ruled text (a table's rows, link borders stacked around a contents page's entries); a frame
+  // around text (a code block's on a scan turned a little, whose rules are no longer straight).
+  if (!dark_fill && (ruled_like_text(st.rule_rows, h) ||
+                     (in.lines >= size_t(FigureRule::kDrawingLines) && 5 * in.on_lines >= 4 * in.marks)))
+    return Verdict::TextFrame;
+  const bool curves = 1.0 - double(st.straight) / count >= FigureRule::kCurvedShare && holds_any(b, pieces);
+  const bool scatter = in.marks >= size_t(FigureRule::kScatterMarks) && 2 * in.on_lines < in.marks;
+  if (dark_fill || curves || scatter) return Verdict::Strong;
+  // Lines drawn apart from any frame around them (boxes and arrows): a diagram. A frame, a grid
+  // or a table's rules run across the component's whole width.
+  if (in.lines < size_t(FigureRule::kDrawingLines) && double(st.spanning) < FigureRule::kSpanningShare * double(std::max<uint64_t>(1, st.straight)) &&
+      (b.x1 - b.x0) * double(b.y1 - b.y0) >= FigureRule::kDrawingArea * h * h)
+    return Verdict::Strong;
+  return in.lines >= 2 ? Verdict::TextFrame : Verdict::Weak;  // a frame around lines of text: a table, a text box
+}
+
+// A window: a light title bar with a frame of text under it (room for a menu between), no wider
+// than the bar.
+std::vector<Seed> windows(const std::vector<InkBox>& bars, const std::vector<InkBox>& frames, double h) {
   std::vector<Seed> out;
-  std::vector<InkBox> bars, frames;  // light shaded bands, frames around text: a window is both
-  for (size_t s = 0; s < seeds.size(); ++s) {
-    const InkBox& b = seeds[s].box;
-    const auto& t = tones[s];
-    const int mode = static_cast<int>(std::max_element(t.begin(), t.end()) - t.begin());
-    uint64_t near = 0, dark = 0;
-    for (int v = std::max(0, mode - FigureRule::kUniformSpread); v <= std::min(255, mode + FigureRule::kUniformSpread); ++v) near += t[size_t(v)];
-    for (int v = 0; v < mode - FigureRule::kTextBelowTone; ++v) dark += t[size_t(v)];
-    const double count = std::max(1, b.count);
-    const bool uniform = near >= FigureRule::kUniformShare * count;
-    const double fill = count / (double(b.x1 - b.x0) * double(b.y1 - b.y0));
-    // A shaded box around text: one light tone filling its box, and text far darker than it (a
-    // photograph's light areas have the tones between).
-    if (uniform && mode > FigureRule::kLightTone && fill >= FigureRule::kBoxFill && near + dark >= FigureRule::kToneAndText * count) {
-      if (b.y1 - b.y0 <= FigureRule::kTitleBar * h) bars.push_back(b);
-      continue;
-    }
-    if (b.y1 - b.y0 < side) continue;  // a bar of marks, no seed
-    Seed seed = seeds[s];
-    const Inside in = inside_of(comps.boxes, b, h);
-    const bool dark_fill = uniform && mode <= FigureRule::kLightTone && fill >= FigureRule::kBoxFill;
-    // Ruled text (a table's rows, link borders stacked around a contents page's entries): rules
-    // at kRuledRows rows or more, a line of text apart.
-    if (!dark_fill && ruled_like_text(rule_rows[s], h)) {
-      frames.push_back(b);
-      continue;
-    }
-    // A frame around text (a code block's on a scan turned a little, whose rules are no longer
-    // straight): kDrawingLines lines of text or more, and little else inside.
-    if (!dark_fill && in.lines >= size_t(FigureRule::kDrawingLines) && 5 * in.on_lines >= 4 * in.marks) {
-      frames.push_back(b);
-      continue;
-    }
-    const bool curves = 1.0 - double(straight_count[s]) / count >= FigureRule::kCurvedShare && holds_any(b, pieces);
-    const bool scatter = in.marks >= size_t(FigureRule::kScatterMarks) && 2 * in.on_lines < in.marks;
-    seed.strong = dark_fill || curves || scatter;
-    // Lines drawn apart from any frame around them (boxes and arrows): a diagram. A frame, a grid
-    // or a table's rules run across the component's whole width (on a scan turned a little, its
-    // frame's rules do not: the lines of text it holds say what it is).
-    if (!seed.strong && in.lines < size_t(FigureRule::kDrawingLines) &&
-        double(spanning[s]) < FigureRule::kSpanningShare * double(std::max<uint64_t>(1, straight_count[s])) &&
-        (b.x1 - b.x0) * double(b.y1 - b.y0) >= FigureRule::kDrawingArea * h * h)
-      seed.strong = true;
-    if (!seed.strong && in.lines >= 2) {  // a frame around lines of text: a table, a text box
-      frames.push_back(b);
-      continue;
-    }
-    out.push_back(seed);
-  }
-  // A window: a light title bar with a frame of text just under it, no wider than the bar.
   for (const InkBox& bar : bars)
     for (const InkBox& f : frames)
       if (f.y0 >= bar.y1 - h && f.y0 <= bar.y1 + FigureRule::kMenuBar * h && f.x0 >= bar.x0 - h && f.x1 <= bar.x1 + h &&
@@ -230,6 +222,24 @@ std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, co
         w.x0 = std::min(w.x0, f.x0), w.x1 = std::max(w.x1, f.x1), w.y1 = std::max(w.y1, f.y1);
         out.push_back({w, true});
       }
+  return out;
+}
+
+// Step 2: seed-sized components judged by their tones and strokes, and windows.
+std::vector<Seed> find_seeds(const InkComponents& comps, const uint8_t* gray, const std::vector<uint8_t>& straight,
+                             const std::vector<InkBox>& pieces, int width, double h) {
+  std::vector<Seed> out;
+  std::vector<InkBox> bars, frames;
+  for (const CandidateStats& st : candidate_stats(comps, gray, straight, width, h)) {
+    switch (judge(st, comps.boxes, pieces, h)) {
+      case Verdict::TitleBar: bars.push_back(st.box); break;
+      case Verdict::TextFrame: frames.push_back(st.box); break;
+      case Verdict::Weak: out.push_back({st.box, false}); break;
+      case Verdict::Strong: out.push_back({st.box, true}); break;
+      case Verdict::None: break;
+    }
+  }
+  for (const Seed& w : windows(bars, frames, h)) out.push_back(w);
   return out;
 }
 
