@@ -128,7 +128,8 @@ TEST_F(MiniOcrCli, DefaultModelWritesAContentsPageAsANestedListWithPageNumbers) 
 // text): with --out each is a PNG in doc_files/ of the figure's size, linked in reading order with
 // its caption as the link's text, and the JSON's image block names its file; the plots' labels are
 // not read as text. On stdout without --figures no file is written and each figure stays a comment
-// with its box; a page without figures writes no folder.
+// with its box; with --figures DIR the files go there and the links name them; a page without
+// figures writes no folder.
 TEST_F(MiniOcrCli, DefaultModelWritesEachFigureAsALinkedPng) {
   fs::create_directories(scratch / "out");
   const fs::path md = scratch / "out" / "doc.md", json = scratch / "out" / "doc.json";
@@ -157,6 +158,11 @@ TEST_F(MiniOcrCli, DefaultModelWritesEachFigureAsALinkedPng) {
   ASSERT_EQ(out.code, 0) << out.err;
   EXPECT_NE(out.out.find("<!-- image ["), std::string::npos) << out.out;
   EXPECT_EQ(out.out.find("!["), std::string::npos) << out.out;
+  const fs::path dir = scratch / "figs";
+  auto chosen = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/figure_page.png --figures " + dir.string(), scratch);
+  ASSERT_EQ(chosen.code, 0) << chosen.err;
+  EXPECT_NE(chosen.out.find("](" + dir.string() + "/page-1-figure-3.png)"), std::string::npos) << chosen.out;
+  EXPECT_TRUE(fs::exists(dir / "page-1-figure-3.png"));
   const fs::path text_md = scratch / "out" / "text.md";
   auto plain = run_folio("ocr " + kSrc + "/tests/fixtures/mini2/contents_page.png --out " + text_md.string(), scratch);
   ASSERT_EQ(plain.code, 0) << plain.err;
