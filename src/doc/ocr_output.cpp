@@ -1,6 +1,7 @@
 #include "doc/ocr_output.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace folio {
 namespace {
@@ -224,6 +225,11 @@ std::vector<OcrPage> parse_ocr_output(std::string_view raw) {
 OcrBox box_to_pixels(const OcrBox& b, int width, int height) {
   auto map = [](int c, int size) { return static_cast<int>(std::clamp(c, 0, 999) / 999.0 * size); };
   return {map(b[0], width), map(b[1], height), map(b[2], width), map(b[3], height)};
+}
+
+OcrBox pixels_to_box(const OcrBox& p, int width, int height) {
+  auto map = [](int c, int size) { return std::clamp(static_cast<int>(std::lround(999.0 * c / std::max(1, size))), 0, 999); };
+  return {map(p[0], width), map(p[1], height), map(p[2], width), map(p[3], height)};
 }
 
 }  // namespace folio

@@ -49,4 +49,8 @@ std::vector<OcrPage> parse_ocr_output(std::string_view raw);
 // int(c / 999 * size) per coordinate, with c clamped to 0..999 first.
 OcrBox box_to_pixels(const OcrBox& normalised, int width, int height);
 
+// A box in pixels of a width x height page, normalised as the model writes it: round(c * 999 / size)
+// per coordinate, clamped to 0..999 (box_to_pixels' inverse up to rounding).
+OcrBox pixels_to_box(const OcrBox& pixels, int width, int height);
+
 }  // namespace folio

@@ -70,12 +70,11 @@ std::vector<OcrFigureCrop> crop_figures(const RgbImage& rendered, size_t index, 
 
 void OcrFigureFiles::write(size_t index, OcrPage& page) {
   if (!has_figures(page)) return;
-  for (const OcrFigureCrop& c : crop_figures(pages_.render(index), index, page, link_prefix_, figures_)) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec) throw Error(Error::Kind::Io, "cannot create the figure folder " + dir_ + ": " + ec.message());
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw Error(Error::Kind::Io, "cannot create the figure folder " + dir_ + ": " + ec.message());
+  for (const OcrFigureCrop& c : crop_figures(pages_.render(index), index, page, link_prefix_, figures_))
     write_png(c.image, (fs::path(dir_) / c.name).string());
-  }
 }
 
 std::string figure_dir_for(const std::string& markdown_path) {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "doc/gray_page.h"
 #include "doc/markdown_blocks.h"
+#include "doc/ocr_markdown.h"
 #include "io/json_file.h"
 #include "vision/deskew.h"
 #include "vision/page_layout.h"
@@ -93,10 +94,11 @@ size_t figure_place(const PageLayout& layout, const FigureBox& f) {
   return layout.lines.size();
 }
 
-// A figure as the image block page_markdown writes (its box normalised to 0..999).
+// A figure as page_markdown writes its image block (markdown_blocks reads it back).
 std::string image_block(const FigureBox& f, int width, int height) {
-  auto norm = [](int v, int size) { return std::to_string(std::clamp(static_cast<int>(std::lround(999.0 * v / std::max(1, size))), 0, 999)); };
-  return "<!-- image [" + norm(f.x0, width) + ", " + norm(f.y0, height) + ", " + norm(f.x1, width) + ", " + norm(f.y1, height) + "] -->";
+  OcrPage page;
+  page.blocks.push_back({"image", {pixels_to_box({f.x0, f.y0, f.x1, f.y1}, width, height)}, "", "", ""});
+  return page_markdown(page);
 }
 
 }  // namespace

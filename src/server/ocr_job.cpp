@@ -47,6 +47,8 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
 }
 
+std::string png_data_uri(const RgbImage& image) { return "data:image/png;base64," + encode_base64(encode_png(image)); }
+
 std::string unique_dir() {
   static std::atomic<uint64_t> counter{0};
   return (fs::temp_directory_path() / ("folio-upload-" + std::to_string(getpid()) + "-" + std::to_string(++counter))).string();
@@ -438,7 +440,7 @@ void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& inv
       RgbImage page = ocr_pages_.render(i);
       if (page.width > kPageImageWidth)
         page = resize_bicubic(page, kPageImageWidth, std::max(1, static_cast<int>(int64_t{page.height} * kPageImageWidth / page.width)));
-      page_images_.push_back("data:image/png;base64," + encode_base64(encode_png(page)));
+      page_images_.push_back(png_data_uri(page));
     }
   } catch (const Error& e) {
     throw invalid_document(e);
@@ -450,7 +452,7 @@ void OcrJob::add_figures(size_t i) {
   if (!has_figures(pages_[i])) return;
   try {
     for (const OcrFigureCrop& c : crop_figures(ocr_pages_.render(i), i, pages_[i], "", figures_numbered_))
-      figures_[i][c.name] = "data:image/png;base64," + encode_base64(encode_png(c.image));
+      figures_[i][c.name] = png_data_uri(c.image);
   } catch (const Error& e) {
     warnings_.push_back("page " + std::to_string(i + 1) + ": its figures could not be cropped: " + e.what());
   }

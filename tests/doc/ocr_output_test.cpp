@@ -143,6 +143,16 @@ TEST(OcrOutput, BoxesToPixelsLikeTheOfficialCode) {
   EXPECT_EQ(box_to_pixels({-5, 2000, 333, 1}, 1000, 1000), (OcrBox{0, 1000, 333, 1}));
 }
 
+TEST(OcrOutput, PixelsNormaliseToTheBoxesThatMapBack) {
+  // round(c * 999 / size), clamped: 0..999 of the page
+  EXPECT_EQ(pixels_to_box({0, 0, 2480, 3508}, 2480, 3508), (OcrBox{0, 0, 999, 999}));
+  EXPECT_EQ(pixels_to_box({100, 140, 500, 699}, 1000, 700), (OcrBox{100, 200, 500, 998}));
+  EXPECT_EQ(pixels_to_box({-3, 0, 1200, 10}, 1000, 1000), (OcrBox{0, 0, 999, 10}));
+  const OcrBox px{213, 284, 661, 535};
+  const OcrBox back = box_to_pixels(pixels_to_box(px, 1275, 1650), 1275, 1650);
+  for (int k = 0; k < 4; ++k) EXPECT_LE(std::abs(back[size_t(k)] - px[size_t(k)]), 2) << k;
+}
+
 TEST(OcrOutput, JsonHasPixelAndNormalisedBoxes) {
   const auto pages = parse_ocr_output(
       "<PAGE><|det|>title [0, 0, 999, 499]<|/det|># T\n<PAGE><|det|>text [10, 10, 20, 20]<|/det|>x\xE2\x82");
