@@ -301,6 +301,7 @@ void OcrJob::open_pages(const std::vector<std::string>& paths, const std::string
     throw bad_request("too_many_pages", "the request has " + std::to_string(ocr_pages_.size()) + " pages; this server reads at most " +
                                             std::to_string(limits_.max_pages) + " per request (server.max_pages)");
   pages_.resize(ocr_pages_.size());
+  figures_.resize(ocr_pages_.size());
   final_.assign(ocr_pages_.size(), false);
 }
 
@@ -448,7 +449,6 @@ void OcrJob::render_page_images(const std::function<ApiError(const Error&)>& inv
 }
 
 void OcrJob::add_figures(size_t i) {
-  figures_.resize(pages_.size());
   if (!has_figures(pages_[i])) return;
   try {
     for (const OcrFigureCrop& c : crop_figures(ocr_pages_.render(i), i, pages_[i], "", figures_numbered_))

@@ -38,7 +38,8 @@
 //      (kLetterFill of their box or more) rather than outlined.
 //
 // Promises: boxes in page pixels (ends exclusive), disjoint, ordered by (y0, x0); a page of text,
-// rules and ruled tables gives none. Work linear in the page's pixels. Pure; thread-safe.
+// rules and ruled tables gives none. Work linear in the page's pixels, plus a pass over the page's
+// components per seed and per pair of regions joined (few on any page). Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
